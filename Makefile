@@ -1,0 +1,27 @@
+# The two commands a new user runs: `make run` and `make test`. Each sets itself up from scratch.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip >/dev/null
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -e ".[test]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/dpamp report
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_rdp.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

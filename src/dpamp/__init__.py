@@ -1,0 +1,20 @@
+"""dpamp: differential-privacy accounting with proven upper and lower bounds.
+
+    import dpamp as dp
+    step = dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60_000))
+    (step * 14_062).epsilon(delta=1e-5)
+"""
+from .guarantee import Guarantee
+from .mechanisms import (Composition, Gaussian, Laplace, Mechanism, PureDP, RandomizedResponse,
+                         RDPCurve, Subsampled, ZCDP, compose)
+from .methods import available as available_methods
+from .rdp.accountant import Accountant
+from .relations import ADD_REMOVE, SUBSTITUTION, Relation
+from .sampling import Poisson, WithoutReplacement, WithReplacement
+
+__version__ = "0.1.0"
+
+__all__ = ["Guarantee", "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP",
+           "RandomizedResponse", "RDPCurve", "Subsampled", "ZCDP", "compose", "Accountant",
+           "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
+           "WithReplacement", "available_methods"]

@@ -1,0 +1,37 @@
+"""The answer type of every privacy query."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+
+@dataclasses.dataclass(frozen=True)
+class Guarantee:
+    """An (epsilon, delta)-DP statement about a mechanism or composition.
+
+    ``epsilon``/``delta``: the proven upper bound (the guarantee itself).
+    ``lower``: a proven lower bound on the *true* value of the queried quantity (epsilon for an
+    epsilon(delta) query, delta for a delta(epsilon) query) where the method gives one, else None.
+    ``method``: which accounting method produced it; ``source``: paper and theorem.
+    """
+
+    epsilon: float
+    delta: float
+    lower: float | None = None
+    method: str = ""
+    source: str = ""
+    query: str = "epsilon"  # which of epsilon/delta was computed (the other was given)
+
+    @property
+    def value(self) -> float:
+        return self.epsilon if self.query == "epsilon" else self.delta
+
+    def as_dict(self) -> dict:
+        def clean(x):
+            return None if x is None else (float(x) if math.isfinite(x) else str(x))
+        return {"epsilon": clean(self.epsilon), "delta": clean(self.delta),
+                "lower": clean(self.lower), "method": self.method, "source": self.source}
+
+    def __str__(self) -> str:
+        low = "" if self.lower is None else f" (lower bound {self.lower:.6g})"
+        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP by {self.method}{low}"

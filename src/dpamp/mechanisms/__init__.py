@@ -1,0 +1,11 @@
+"""Mechanism families (one file each) and the transformations applied to them."""
+from .base import Mechanism
+from .composition import Composition, compose
+from .gaussian import Gaussian
+from .generic import ZCDP, RDPCurve
+from .laplace import Laplace
+from .randomized_response import PureDP, RandomizedResponse
+from .subsampled import Subsampled
+
+__all__ = ["Mechanism", "Composition", "compose", "Gaussian", "ZCDP", "RDPCurve", "Laplace",
+           "PureDP", "RandomizedResponse", "Subsampled"]

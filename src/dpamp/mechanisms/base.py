@@ -1,0 +1,97 @@
+"""The mechanism description type shared by every family.
+
+A mechanism is an immutable value object: it describes what was run and knows its exact
+representations (RDP curve, and where available privacy profile / privacy-loss distribution), but
+never how it will be queried (DESIGN: data flows left to right). Queries such as ``epsilon`` and
+``delta`` go through the method registry in :mod:`dpamp.methods`.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from .. import _validate as V
+from ..relations import Relation
+
+
+class Mechanism:
+    """Base class: subclasses are frozen dataclasses with a ``relation`` field and ``_rdp``."""
+
+    relation: Relation
+    #: True when ``rdp`` is attained by one fixed pair of neighbouring inputs for all orders
+    #: (003 Definition 18 "tight"); enables 003 Thm 19 and the Prop. 20 lower bound.
+    tight_rdp: bool = False
+
+    # --- representations -------------------------------------------------------------------
+    def rdp(self, alpha):
+        """Rényi-DP curve epsilon(alpha), vectorised over orders alpha in (1, inf]."""
+        a = V.orders(alpha)
+        out = np.asarray(self._rdp(a.astype(float)), dtype=float)
+        return out if out.ndim else float(out)
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} has no Rényi-DP curve")
+
+    def rdp_lower(self, alpha):
+        """A proven lower bound on the best possible RDP curve, where one is known (else None)."""
+        return None
+
+    def pure_epsilon(self) -> float:
+        """epsilon(inf): the pure-DP epsilon (inf if the mechanism is not pure DP)."""
+        return float(self._rdp(np.array([np.inf]))[0])
+
+    def parts(self) -> tuple[tuple["Mechanism", int], ...]:
+        """The composition as (unique mechanism, count) pairs."""
+        return ((self, 1),)
+
+    def profile(self, epsilon):
+        """Privacy profile delta(epsilon) (000 Sec. 2), vectorised; see :mod:`dpamp.profiles`."""
+        from ..profiles import privacy_profile
+        return privacy_profile(self, epsilon)
+
+    # --- queries -----------------------------------------------------------------------------
+    def epsilon(self, delta: float, method: str = "auto", **options):
+        """Smallest epsilon such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
+        from .. import methods
+        return methods.epsilon(self, delta, method=method, **options)
+
+    def delta(self, epsilon: float, method: str = "auto", **options):
+        """Smallest delta such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
+        from .. import methods
+        return methods.delta(self, epsilon, method=method, **options)
+
+    # --- transformations ---------------------------------------------------------------------
+    def subsample(self, scheme):
+        """Run the mechanism on a random subsample drawn by ``scheme`` (see dpamp.sampling)."""
+        return scheme.apply(self)
+
+    def post_process(self, kernel):
+        """Post-process the output with a randomised map (mixing, Bernoulli sampling, ...)."""
+        return kernel.apply(self)
+
+    def __mul__(self, times):
+        from .composition import compose_counts
+        times = V.integer("times", times, low=0)
+        return compose_counts([(self, times)])
+
+    __rmul__ = __mul__
+
+    def compose(self, *others: "Mechanism"):
+        from .composition import compose
+        return compose(self, *others)
+
+
+def check_mechanism(obj, name="mechanism") -> Mechanism:
+    if not isinstance(obj, Mechanism):
+        raise ValueError(f"{name} must be a dpamp mechanism (got {type(obj).__name__})")
+    return obj
+
+
+def flatten(mechanisms: Iterable[tuple[Mechanism, int]]):
+    """Merge (mechanism, count) pairs, expanding compositions, keeping first-seen order."""
+    merged: dict[Mechanism, int] = {}
+    for mech, count in mechanisms:
+        for part, c in mech.parts():
+            merged[part] = merged.get(part, 0) + c * count
+    return tuple((m, c) for m, c in merged.items() if c > 0)

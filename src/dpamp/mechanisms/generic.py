@@ -1,0 +1,103 @@
+"""Mechanisms described only by a privacy notion: zCDP and a user-supplied RDP curve."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from .. import _validate as V
+from ..relations import ADD_REMOVE, Relation, as_relation
+from .base import Mechanism
+
+
+@dataclasses.dataclass(frozen=True)
+class ZCDP(Mechanism):
+    """A rho-zCDP mechanism: epsilon(alpha) = rho * alpha for all alpha > 1 (004 Def. 11)."""
+
+    rho: float
+    relation: Relation = ADD_REMOVE
+
+    def __post_init__(self):
+        object.__setattr__(self, "rho", V.nonnegative("rho", self.rho))
+        object.__setattr__(self, "relation", as_relation(self.relation))
+
+    def _rdp(self, alpha):
+        with np.errstate(invalid="ignore"):
+            out = self.rho * alpha
+        return np.where(np.isinf(alpha), np.inf if self.rho > 0 else 0.0, out)
+
+
+#: orders at which a user curve is sampled to build its convex projection (003 Prop. 24)
+_PROJECTION_GRID = 1.0 + np.geomspace(1e-3, 1e4, 241)
+
+
+def cgf_projection(lam: np.ndarray, cgf: np.ndarray):
+    """Lower convex hull of the points (0, 0), (lam_i, cgf_i): the projection F of 003 Prop. 24
+    restricted to the sample points. Any CGF K with K(0) = 0, convex, and K(lam_i) <= cgf_i lies
+    below the hull on [0, max lam] (the hull is the largest convex minorant of the points), so
+    the hull is still a valid upper bound (errata: K <= F[K_bar] <= K_bar).
+    Returns the hull vertices (x, y)."""
+    xs = np.concatenate([[0.0], lam])
+    ys = np.concatenate([[0.0], cgf])
+    keep = np.isfinite(ys)
+    xs, ys = xs[keep], ys[keep]
+    hull: list[int] = []
+    for i in range(len(xs)):  # Andrew's monotone chain, lower hull; xs already increasing
+        while len(hull) >= 2:
+            i0, i1 = hull[-2], hull[-1]
+            cross = (xs[i1] - xs[i0]) * (ys[i] - ys[i0]) - (ys[i1] - ys[i0]) * (xs[i] - xs[i0])
+            if cross <= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return xs[hull], ys[hull]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RDPCurve(Mechanism):
+    """A mechanism known only through a user-supplied RDP curve ``func(alpha)``.
+
+    The curve is trusted as an upper bound and projected onto valid CGFs (003 Prop. 24): the
+    reported epsilon(alpha) is min(func(alpha), hull(alpha-1)/(alpha-1)), where hull is the lower
+    convex hull of (0,0) and the samples of K(lambda) = lambda * func(lambda+1) on a fixed grid.
+    ``pure_epsilon``: func(inf) if the callable accepts it, else inf."""
+
+    func: Callable
+    relation: Relation = ADD_REMOVE
+    name: str = "rdp-curve"
+
+    def __post_init__(self):
+        if not callable(self.func):
+            raise ValueError(f"func must be callable alpha -> epsilon(alpha) (got {self.func!r})")
+        object.__setattr__(self, "relation", as_relation(self.relation))
+        lam = _PROJECTION_GRID - 1.0
+        cgf = lam * self._call(_PROJECTION_GRID)
+        object.__setattr__(self, "_hull", cgf_projection(lam, cgf))
+
+    def _call(self, alpha: np.ndarray) -> np.ndarray:
+        try:
+            out = np.asarray(self.func(alpha), dtype=float)
+            if out.shape != alpha.shape:
+                raise ValueError
+        except (ValueError, TypeError):
+            out = np.array([float(self.func(float(a))) for a in alpha.ravel()]).reshape(alpha.shape)
+        if np.isnan(out).any() or (out < 0).any():
+            raise ValueError("func must return RDP values >= 0 (got nan or a negative value)")
+        return out
+
+    def _rdp(self, alpha):
+        finite = np.isfinite(alpha)
+        direct = np.full_like(alpha, np.inf, dtype=float)
+        try:
+            direct = self._call(alpha)
+        except (ValueError, TypeError, OverflowError, ZeroDivisionError):
+            if finite.any():
+                direct[finite] = self._call(alpha[finite])
+        hx, hy = self._hull
+        lam = np.where(finite, alpha - 1.0, 0.0)
+        inside = finite & (lam <= hx[-1]) & (lam > 0)
+        hull_val = np.full_like(direct, np.inf)
+        hull_val[inside] = np.interp(lam[inside], hx, hy) / lam[inside]
+        return np.minimum(direct, hull_val)

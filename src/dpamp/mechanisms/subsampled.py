@@ -1,0 +1,134 @@
+"""A mechanism run on a random subsample: RDP by 004 Thm 34 (Poisson) or 003 Thm 9/19 (WOR)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..relations import Relation
+from ..sampling import Poisson, SamplingScheme, WithoutReplacement
+from .base import Mechanism
+from .randomized_response import rr_rdp
+
+
+def amplified_pure_epsilon(eps: float, rate: float) -> float:
+    """log(1 + rate (e^eps - 1)): amplification of pure eps-DP by Poisson sampling under
+    add/remove and by sampling without replacement under substitution (000 Thms 8, 9 with
+    delta = 0; 003 Lemma 3)."""
+    if math.isinf(eps):
+        return math.inf
+    if eps <= 1.0:
+        return math.log1p(rate * math.expm1(eps))
+    return eps + math.log(rate + (1.0 - rate) * math.exp(-eps))  # same, overflow-free
+
+
+def interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
+    """RDP at real orders from the CGF K(lambda) = lambda eps(lambda+1) at integers (003 Cor. 10):
+    K is convex, so K(lambda) <= (1-v) K(floor lambda) + v K(ceil lambda), v = lambda - floor.
+    ``cgf_at(int array of orders >= 2)`` returns K at lambda = order - 1; K(0) = 0."""
+    lam = alpha - 1.0
+    lo = np.floor(lam)
+    hi = np.ceil(lam)
+    need = np.unique(np.concatenate([lo[lo >= 1], hi[hi >= 1]])).astype(np.int64) + 1
+    table = dict(zip(need.tolist(), cgf_at(need).tolist())) if need.size else {}
+    k_lo = np.array([0.0 if l == 0 else table[int(l) + 1] for l in lo.ravel()]).reshape(lam.shape)
+    k_hi = np.array([0.0 if h == 0 else table[int(h) + 1] for h in hi.ravel()]).reshape(lam.shape)
+    v = lam - lo
+    with np.errstate(invalid="ignore"):
+        k = np.where(v == 0, k_lo, (1 - v) * k_lo + v * k_hi)
+    return k / lam
+
+
+@dataclasses.dataclass(frozen=True)
+class Subsampled(Mechanism):
+    """``base`` applied to a subsample drawn by ``scheme``.
+
+    RDP: Poisson + add/remove by 004 Thm 34 (tight for any inner mechanism); without replacement
+    + substitution by 003 Thm 9, with the per-term minimum against Thm 19 when the inner RDP is
+    tight and self-consistent (Gaussian, Laplace, randomized response); real orders by 003 Cor. 10.
+    Never above the inner mechanism's curve, nor above the RDP of the amplified pure epsilon."""
+
+    base: Mechanism
+    scheme: SamplingScheme
+    _cache: dict = dataclasses.field(default_factory=dict, compare=False, hash=False,
+                                     repr=False)
+
+    @property
+    def relation(self) -> Relation:  # type: ignore[override]
+        return self.scheme.gives
+
+    @property
+    def rate(self) -> float:
+        return self.scheme.rate
+
+    def _base_eps(self, kmax: int) -> np.ndarray:
+        """Inner RDP at orders 2..kmax (cached, grown by doubling)."""
+        have = self._cache.get("base_eps")
+        if have is None or have.size < kmax - 1:
+            n = max(kmax, 2 * (have.size + 1) if have is not None else 64)
+            have = np.asarray(self.base._rdp(np.arange(2, n + 1, dtype=float)), dtype=float)
+            self._cache["base_eps"] = have
+        return have
+
+    def _integer_cgf(self, orders: np.ndarray) -> np.ndarray:
+        """K(alpha - 1) = (alpha-1) eps'(alpha) at integer orders >= 2, cached per order."""
+        table = self._cache.setdefault("cgf", {})
+        missing = np.array([o for o in orders.tolist() if o not in table], dtype=np.int64)
+        if missing.size:
+            vals = self._compute_cgf(missing)
+            table.update(zip(missing.tolist(), vals.tolist()))
+        return np.array([table[o] for o in orders.tolist()])
+
+    def _compute_cgf(self, orders: np.ndarray) -> np.ndarray:
+        base_eps = self._base_eps(int(orders.max()))
+        if isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE:
+            from ..rdp.poisson import poisson_log_moments
+            return poisson_log_moments(base_eps, self.rate, orders)
+        if isinstance(self.scheme, WithoutReplacement):
+            from ..rdp.without_replacement import wor_log_moments
+            return wor_log_moments(base_eps, self.base.pure_epsilon(), self.rate, orders,
+                                   tight=self.base.tight_rdp)
+        raise NotImplementedError(
+            f"no Rényi-DP bound for {self.scheme!r}; use its privacy profile or PLD")
+
+    def has_rdp(self) -> bool:
+        return isinstance(self.scheme, WithoutReplacement) or (
+            isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE)
+
+    def pure_epsilon(self) -> float:
+        return amplified_pure_epsilon(self.base.pure_epsilon(), self.rate)
+
+    def _rdp(self, alpha):
+        alpha = np.asarray(alpha, dtype=float)
+        out = np.empty_like(alpha)
+        inf = np.isinf(alpha)
+        eps_pure = self.pure_epsilon()
+        out[inf] = eps_pure
+        fin = ~inf
+        if fin.any():
+            a = alpha[fin]
+            if self.rate >= 1.0:
+                val = self.base._rdp(a)
+            else:
+                val = interpolate_cgf(a, self._integer_cgf)
+                val = np.minimum(val, self.base._rdp(a))
+                if math.isfinite(eps_pure):
+                    val = np.minimum(val, rr_rdp(eps_pure, a))
+            out[fin] = val
+        return out
+
+    def rdp_lower(self, alpha):
+        """003 Prop. 20 lower bound at integer orders (WOR, tight inner mechanisms only)."""
+        if not (isinstance(self.scheme, WithoutReplacement) and self.base.tight_rdp):
+            return None
+        from ..rdp.without_replacement import wor_lower_log_moments
+        a = np.asarray(alpha)
+        orders = a.astype(np.int64)
+        if (orders != a).any() or (orders < 2).any():
+            raise ValueError("alpha must be integer orders >= 2 for the Prop. 20 lower bound")
+        base_eps = self._base_eps(int(orders.max()))
+        return wor_lower_log_moments(base_eps, self.rate, orders.ravel()).reshape(a.shape) / (a - 1)
+
+    def __repr__(self):
+        return f"{self.base!r}.subsample({self.scheme!r})"

@@ -1,0 +1,1 @@
+"""Discretised privacy-loss distributions (004 Sec. 3-4)."""

@@ -1,0 +1,1 @@
+"""Rényi-DP machinery: subsampled curves, conversions, the analytical moments accountant."""

@@ -1,0 +1,51 @@
+"""Registers the Rényi-DP methods: "rdp" (improved conversion) and "rdp-classic"."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..guarantee import Guarantee
+from ..methods import Method, register
+from .conversion import delta_from_rdp, epsilon_from_rdp
+
+_SOURCES = {True: "004 Lemma 33 item 8 (RDP -> (eps, delta)); 003 Alg. 5 order search",
+            False: "003 Lemma 6 / eq. (2.2) (RDP -> (eps, delta)); 003 Alg. 5 order search"}
+
+
+def has_rdp(mechanism) -> bool:
+    """True when every part of the composition has an RDP curve."""
+    for m, _ in mechanism.parts():
+        if hasattr(m, "has_rdp") and not m.has_rdp():
+            return False
+        try:
+            m._rdp(np.array([2.0]))
+        except NotImplementedError:
+            return False
+    return True
+
+
+def _eps(improved):
+    def run(mechanism, delta, **_):
+        name = "rdp" if improved else "rdp-classic"
+        pure = mechanism.pure_epsilon()
+        if delta == 0.0:
+            return Guarantee(pure, 0.0, None, name, "pure DP: RDP at alpha = inf", "epsilon")
+        eps, _alpha = epsilon_from_rdp(mechanism._rdp, delta, improved, pure)
+        return Guarantee(eps, delta, None, name, _SOURCES[improved], "epsilon")
+    return run
+
+
+def _delta(improved):
+    def run(mechanism, epsilon, **_):
+        name = "rdp" if improved else "rdp-classic"
+        d, _alpha = delta_from_rdp(mechanism._rdp, epsilon, improved, mechanism.pure_epsilon())
+        return Guarantee(epsilon, d, None, name, _SOURCES[improved], "delta")
+    return run
+
+
+register(Method("rdp", _eps(True), _delta(True), has_rdp, rank=50,
+                summary="Rényi DP, improved conversion (004 Lemma 33.8)"))
+register(Method("rdp-classic", _eps(False), _delta(False), has_rdp, rank=60,
+                summary="Rényi DP, classic conversion (003 Lemma 6)"))
+_ = math

@@ -1,0 +1,105 @@
+"""Sampling schemes: which neighbouring relation each needs inside and gives outside.
+
+| scheme                         | inner mechanism's relation | subsampled guarantee's relation |
+|--------------------------------|----------------------------|---------------------------------|
+| Poisson(rate)                  | add/remove                 | add/remove    (004 Thm 34, 000 Thm 8)   |
+| Poisson(rate, SUBSTITUTION)    | substitution               | substitution  (000 Thm 14, profiles)    |
+| WithoutReplacement(m, n)       | substitution               | substitution  (003 Thm 9/19, 000 Thm 9) |
+| WithReplacement(m, n)          | substitution               | substitution  (000 Thm 10, profiles)    |
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import _validate as V
+from .relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
+
+
+def _relation_error(scheme, mechanism, needed: Relation) -> ValueError:
+    if needed is SUBSTITUTION:
+        how = ("restate the mechanism under substitution: an add/remove sensitivity s is at "
+               "most 2s under substitution (e.g. Gaussian(sigma, sensitivity=2*s, "
+               "relation=dp.SUBSTITUTION)), or use Poisson sampling, which works with add/remove")
+    else:
+        how = ("restate the mechanism under add/remove (for a sum or mean of clipped records "
+               "the add/remove sensitivity equals the clipping norm), or use "
+               "WithoutReplacement / Poisson(rate, relation=dp.SUBSTITUTION)")
+    return ValueError(f"{scheme!r} needs a mechanism under the {needed} relation, "
+                      f"but {mechanism!r} is under {mechanism.relation}: {how}")
+
+
+class SamplingScheme:
+    needs: Relation
+    gives: Relation
+    rate: float
+
+    def apply(self, mechanism):
+        from .mechanisms.base import check_mechanism
+        from .mechanisms.subsampled import Subsampled
+        check_mechanism(mechanism)
+        if mechanism.relation is not self.needs:
+            raise _relation_error(self, mechanism, self.needs)
+        return Subsampled(mechanism, self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Poisson(SamplingScheme):
+    """Each record enters the sample independently with probability ``rate``.
+
+    Default relation add/remove (the inner and the outer relation are the same)."""
+
+    rate: float
+    relation: Relation = ADD_REMOVE
+
+    def __post_init__(self):
+        object.__setattr__(self, "rate", V.probability("rate", self.rate, low_open=True))
+        object.__setattr__(self, "relation", as_relation(self.relation))
+
+    @property
+    def needs(self):
+        return self.relation
+
+    @property
+    def gives(self):
+        return self.relation
+
+
+@dataclasses.dataclass(frozen=True)
+class WithoutReplacement(SamplingScheme):
+    """A uniformly random subset of exactly ``batch`` of the ``population`` records.
+
+    Substitution relation inside and outside; rate gamma = batch / population."""
+
+    batch: int
+    population: int
+    needs = SUBSTITUTION
+    gives = SUBSTITUTION
+
+    def __post_init__(self):
+        object.__setattr__(self, "population", V.integer("population", self.population, low=1))
+        object.__setattr__(self, "batch",
+                           V.integer("batch", self.batch, low=1, high=self.population))
+
+    @property
+    def rate(self) -> float:
+        return self.batch / self.population
+
+
+@dataclasses.dataclass(frozen=True)
+class WithReplacement(SamplingScheme):
+    """``batch`` records drawn independently and uniformly with replacement (a multiset).
+
+    Substitution inside and outside (000 Thm 10); accounted through privacy profiles."""
+
+    batch: int
+    population: int
+    needs = SUBSTITUTION
+    gives = SUBSTITUTION
+
+    def __post_init__(self):
+        object.__setattr__(self, "population", V.integer("population", self.population, low=1))
+        object.__setattr__(self, "batch", V.integer("batch", self.batch, low=1))
+
+    @property
+    def rate(self) -> float:
+        return self.batch / self.population
