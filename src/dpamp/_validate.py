@@ -22,7 +22,7 @@ def real(name: str, value, *, low=-math.inf, high=math.inf, low_open=False, high
         raise ValueError(f"{name} must be a real number (got {_fmt(value)})")
     x = float(value)
     lo = "(" if low_open else "["
-    hi = ")" if high_open else "]"
+    hi = ")" if high_open or (math.isinf(high) and not allow_inf) else "]"
     rng = f"{lo}{low:g}, {high:g}{hi}"
     if math.isnan(x):
         raise ValueError(f"{name} must be a number in {rng} (got nan)")

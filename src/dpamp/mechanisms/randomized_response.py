@@ -47,7 +47,11 @@ class RandomizedResponse(Mechanism):
     @classmethod
     def from_epsilon(cls, epsilon: float, relation: Relation = ADD_REMOVE):
         e = V.nonnegative("epsilon", epsilon)
-        return cls(1.0 / (1.0 + math.exp(-e)), relation=relation)
+        p = 1.0 / (1.0 + math.exp(-e))
+        if p >= 1.0:
+            raise ValueError(f"epsilon must be < 36 for RandomizedResponse (p rounds to 1 at "
+                             f"{e:g}); use dp.PureDP(epsilon), which has the same RDP curve")
+        return cls(p, relation=relation)
 
     @property
     def eps0(self) -> float:

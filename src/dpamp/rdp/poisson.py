@@ -5,6 +5,13 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 
+def log_expm1(x: np.ndarray) -> np.ndarray:
+    """log(e^x - 1) for x >= 0 without overflow (x + log1p(-e^{-x}) for large x); -inf at 0."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
+
+
 def poisson_log_moments(base_eps: np.ndarray, q: float, orders: np.ndarray) -> np.ndarray:
     """log of the moment in 004 Thm 34 for integer orders alpha >= 2:
 
@@ -12,8 +19,13 @@ def poisson_log_moments(base_eps: np.ndarray, q: float, orders: np.ndarray) -> n
                    + sum_{k=2}^{alpha} C(alpha,k) (1-q)^{alpha-k} q^k e^{(k-1) eps(k)},
 
     so that eps'(alpha) = log A(alpha) / (alpha - 1). ``base_eps[k-2]`` is the inner mechanism's
-    RDP at order k, for k = 2 .. max(orders). Computed as one log-sum-exp per order (rows of a
-    masked matrix) so that nothing overflows for large orders or tiny q."""
+    RDP at order k, for k = 2 .. max(orders).
+
+    Since the binomial weights sum to one and the k = 0, 1 terms carry e^0,
+        A(alpha) - 1 = sum_{k=2}^{alpha} C(alpha,k) (1-q)^{alpha-k} q^k (e^{(k-1) eps(k)} - 1),
+    a sum of non-negative terms; we evaluate log A = log1p(A - 1) with a log-sum-exp of those
+    terms (expm1 inside), which keeps full relative precision when A is close to 1 (tiny rates,
+    large sigma) and never overflows for large orders."""
     orders = np.asarray(orders, dtype=np.int64)
     kmax = int(orders.max())
     k = np.arange(2, kmax + 1)
@@ -24,11 +36,8 @@ def poisson_log_moments(base_eps: np.ndarray, q: float, orders: np.ndarray) -> n
         # (alpha-k) log(1-q): 0 * -inf must be 0 at k = alpha when q = 1
         tail = np.where(a - kk == 0, 0.0, (a - kk) * log1mq)
         terms = (gammaln(a + 1) - gammaln(kk + 1) - gammaln(a - kk + 1) + tail
-                 + kk * np.log(q) + (kk - 1) * base_eps[None, : kmax - 1])
+                 + kk * np.log(q) + log_expm1((k - 1) * base_eps[: kmax - 1])[None, :])
     terms = np.where(kk <= a, terms, -np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        head = np.where(orders - 1 == 0, 0.0, (orders - 1) * log1mq) + np.log1p((orders - 1) * q)
-    allterms = np.concatenate([head[:, None], terms], axis=1)
-    with np.errstate(invalid="ignore"):
-        out = logsumexp(allterms, axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.logaddexp(0.0, logsumexp(terms, axis=1))
     return np.where(np.isnan(out), np.inf, out)

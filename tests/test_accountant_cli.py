@@ -1,0 +1,82 @@
+"""The analytical moments accountant and the command line."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dpamp as dp
+from dpamp import cli
+
+
+def test_accountant_keeps_unique_mechanisms_with_counts():
+    step = dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000))
+    acc = dp.Accountant()
+    for _ in range(100):
+        acc.compose(step, times=10)
+    acc.compose(dp.Laplace(3.0))
+    assert len(acc.composition.components) == 2 and acc.steps == 1001
+    direct = dp.compose(step * 1000, dp.Laplace(3.0))
+    alphas = [2, 4.5, 32]
+    np.testing.assert_allclose(acc.rdp(alphas), direct.rdp(alphas))
+    assert acc.epsilon(1e-5).epsilon == pytest.approx(direct.epsilon(1e-5, method="auto").epsilon)
+    assert acc.delta(2.0).delta == pytest.approx(direct.delta(2.0).delta)
+
+
+def test_accountant_rdp_is_sum_of_parts():
+    a, b = dp.Gaussian(2.0), dp.Laplace(1.0).subsample(dp.Poisson(0.1))
+    acc = dp.Accountant().compose(a, 3).compose(b, 2)
+    alphas = np.array([1.5, 2, 10])
+    np.testing.assert_allclose(acc.rdp(alphas), 3 * a.rdp(alphas) + 2 * b.rdp(alphas))
+
+
+def test_accountant_refuses_mixed_relations_and_empty():
+    acc = dp.Accountant().compose(dp.Gaussian(1.0))
+    with pytest.raises(ValueError, match="relation"):
+        acc.compose(dp.Gaussian(1.0, relation=dp.SUBSTITUTION))
+    with pytest.raises(ValueError, match="empty"):
+        dp.Accountant().epsilon(1e-5)
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "dpamp.cli", *args], capture_output=True,
+                          text=True, env={**__import__("os").environ,
+                                          "PYTHONPATH": __import__("os").path.join(
+                                              __import__("os").path.dirname(__file__), "..", "src")})
+
+
+def test_cli_epsilon_json(capsys):
+    assert cli.main(["epsilon", "--sigma", "1.1", "--poisson", str(256 / 60000), "--steps",
+                     "14062", "--delta", "1e-5", "--method", "rdp", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"epsilon", "delta", "lower", "method"} <= set(out)
+    ref = (dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000)) * 14062).epsilon(1e-5, method="rdp")
+    assert out["epsilon"] == pytest.approx(ref.epsilon) and out["method"] == "rdp"
+
+
+def test_cli_delta_without_replacement(capsys):
+    assert cli.main(["delta", "--sigma", "1.1", "--batch", "256", "--population", "60000",
+                     "--steps", "100", "--epsilon", "2", "--method", "rdp", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert 0 <= out["delta"] <= 1
+
+
+@pytest.mark.parametrize("args", [
+    ["epsilon", "--sigma", "-1", "--steps", "3", "--delta", "1e-5"],
+    ["epsilon", "--sigma", "1", "--poisson", "2", "--delta", "1e-5"],
+    ["epsilon", "--sigma", "1", "--batch", "300", "--population", "200", "--delta", "1e-5"],
+    ["epsilon", "--sigma", "1", "--delta", "1"],
+    ["epsilon", "--sigma", "1", "--delta", "-1e-5"],
+    ["epsilon", "--sigma", "1", "--delta", "1e-5", "--method", "nonsense"],
+])
+def test_cli_bad_input_one_line_exit_2(args):
+    r = run_cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "error" in r.stderr
+
+
+def test_cli_report_lists_methods_with_times(capsys):
+    assert cli.main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "rdp" in out and "ms" in out
