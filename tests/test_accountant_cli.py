@@ -67,7 +67,7 @@ def test_cli_delta_without_replacement(capsys):
     ["epsilon", "--sigma", "1", "--poisson", "2", "--delta", "1e-5"],
     ["epsilon", "--sigma", "1", "--batch", "300", "--population", "200", "--delta", "1e-5"],
     ["epsilon", "--sigma", "1", "--delta", "1"],
-    ["epsilon", "--sigma", "1", "--delta", "-1e-5"],
+    ["epsilon", "--sigma", "1", "--delta=-1e-5"],
     ["epsilon", "--sigma", "1", "--delta", "1e-5", "--method", "nonsense"],
 ])
 def test_cli_bad_input_one_line_exit_2(args):
