@@ -37,6 +37,14 @@ class Mechanism:
         """A proven lower bound on the best possible RDP curve, where one is known (else None)."""
         return None
 
+    def has_rdp(self) -> bool:
+        """Whether ``rdp`` is available (every part of a composition must have it)."""
+        try:
+            self._rdp(np.array([2.0]))
+        except NotImplementedError:
+            return False
+        return True
+
     def pure_epsilon(self) -> float:
         """epsilon(inf): the pure-DP epsilon (inf if the mechanism is not pure DP)."""
         return float(self._rdp(np.array([np.inf]))[0])

@@ -22,6 +22,12 @@ class Composition(Mechanism):
     def parts(self):
         return self.components
 
+    def has_rdp(self) -> bool:
+        return all(m.has_rdp() for m, _ in self.components)
+
+    def pure_epsilon(self) -> float:
+        return float(sum(c * m.pure_epsilon() for m, c in self.components))
+
     def _rdp(self, alpha):
         total = np.zeros_like(alpha, dtype=float)
         for mech, count in self.components:

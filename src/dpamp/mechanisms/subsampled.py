@@ -30,10 +30,12 @@ def interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
     lam = alpha - 1.0
     lo = np.floor(lam)
     hi = np.ceil(lam)
-    need = np.unique(np.concatenate([lo[lo >= 1], hi[hi >= 1]])).astype(np.int64) + 1
-    table = dict(zip(need.tolist(), cgf_at(need).tolist())) if need.size else {}
-    k_lo = np.array([0.0 if l == 0 else table[int(l) + 1] for l in lo.ravel()]).reshape(lam.shape)
-    k_hi = np.array([0.0 if h == 0 else table[int(h) + 1] for h in hi.ravel()]).reshape(lam.shape)
+    both = np.concatenate([lo.ravel(), hi.ravel()]).astype(np.int64)
+    k = np.zeros(both.shape)
+    pos = both >= 1
+    if pos.any():
+        k[pos] = cgf_at(both[pos] + 1)
+    k_lo, k_hi = k[: lo.size].reshape(lam.shape), k[lo.size:].reshape(lam.shape)
     v = lam - lo
     with np.errstate(invalid="ignore"):
         k = np.where(v == 0, k_lo, (1 - v) * k_lo + v * k_hi)
@@ -72,13 +74,22 @@ class Subsampled(Mechanism):
         return have
 
     def _integer_cgf(self, orders: np.ndarray) -> np.ndarray:
-        """K(alpha - 1) = (alpha-1) eps'(alpha) at integer orders >= 2, cached per order."""
-        table = self._cache.setdefault("cgf", {})
-        missing = np.array([o for o in orders.tolist() if o not in table], dtype=np.int64)
-        if missing.size:
-            vals = self._compute_cgf(missing)
-            table.update(zip(missing.tolist(), vals.tolist()))
-        return np.array([table[o] for o in orders.tolist()])
+        """K(alpha - 1) = (alpha-1) eps'(alpha) at integer orders >= 2, cached per order in an
+        array indexed by the order (NaN = not computed yet)."""
+        table = self._cache.get("cgf")
+        top = int(orders.max())
+        if table is None or table.size <= top:
+            grown = np.full(max(top + 1, 2 * (table.size if table is not None else 128)), np.nan)
+            if table is not None:
+                grown[: table.size] = table
+            table = self._cache["cgf"] = grown
+        vals = table[orders]
+        missing = np.isnan(vals)
+        if missing.any():
+            need = np.unique(orders[missing])
+            table[need] = self._compute_cgf(need)
+            vals = table[orders]
+        return vals
 
     def _compute_cgf(self, orders: np.ndarray) -> np.ndarray:
         base_eps = self._base_eps(int(orders.max()))
@@ -93,8 +104,8 @@ class Subsampled(Mechanism):
             f"no Rényi-DP bound for {self.scheme!r}; use its privacy profile or PLD")
 
     def has_rdp(self) -> bool:
-        return isinstance(self.scheme, WithoutReplacement) or (
-            isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE)
+        return self.base.has_rdp() and (isinstance(self.scheme, WithoutReplacement) or (
+            isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE))
 
     def pure_epsilon(self) -> float:
         return amplified_pure_epsilon(self.base.pure_epsilon(), self.rate)

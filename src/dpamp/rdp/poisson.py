@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 
 def log_expm1(x: np.ndarray) -> np.ndarray:
@@ -39,5 +39,8 @@ def poisson_log_moments(base_eps: np.ndarray, q: float, orders: np.ndarray) -> n
                  + kk * np.log(q) + log_expm1((k - 1) * base_eps[: kmax - 1])[None, :])
     terms = np.where(kk <= a, terms, -np.inf)
     with np.errstate(invalid="ignore", over="ignore"):
-        out = np.logaddexp(0.0, logsumexp(terms, axis=1))
+        m = np.max(terms, axis=1)
+        m_safe = np.where(np.isfinite(m), m, 0.0)
+        log_s = np.log(np.sum(np.exp(terms - m_safe[:, None]), axis=1)) + m_safe
+        out = np.logaddexp(0.0, log_s)
     return np.where(np.isnan(out), np.inf, out)
