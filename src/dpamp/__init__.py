@@ -18,3 +18,8 @@ __all__ = ["Guarantee", "Composition", "Gaussian", "Laplace", "Mechanism", "Pure
            "RandomizedResponse", "RDPCurve", "Subsampled", "ZCDP", "compose", "Accountant",
            "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement", "available_methods"]
+# paper 004 composition theorems (dp.composition.kov_epsilon, ...), dp.compare, dp.EpsDelta
+from . import composition  # noqa: E402
+from .compare import compare  # noqa: E402
+from .mechanisms.eps_delta import EpsDelta  # noqa: E402
+__all__ += ["composition", "compare", "EpsDelta"]

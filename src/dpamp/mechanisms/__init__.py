@@ -9,3 +9,5 @@ from .subsampled import Subsampled
 
 __all__ = ["Mechanism", "Composition", "compose", "Gaussian", "ZCDP", "RDPCurve", "Laplace",
            "PureDP", "RandomizedResponse", "Subsampled"]
+from .eps_delta import EpsDelta  # noqa: E402  worst-case (eps, delta) mechanism (004 Cor. 24)
+__all__.append("EpsDelta")
