@@ -360,6 +360,7 @@ def test_add_remove_to_substitution_gaussian(sigma, eps):
     e2, d2 = R.add_remove_to_substitution(eps, d1)
     assert e2 == 2 * eps
     assert gdelta(2 / sigma, e2) <= d2
+    assert d2 == pytest.approx((1 + math.exp(eps)) * d1, rel=1e-14)  # 004 Sec. 6.2 closed form
     assert R.substitution_to_add_remove(eps, d1) == (eps, d1)
     # pure DP: Laplace sensitivity doubles, so does epsilon exactly
     assert R.add_remove_to_substitution(dp.Laplace(3.0).eps0, 0.0)[0] == \

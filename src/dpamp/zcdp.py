@@ -143,9 +143,10 @@ def rho_for(epsilon: float, delta: float, improved: bool = True) -> float:
     L = math.log(1.0 / d)
     # (sqrt(L+e) - sqrt(L))^2 = e^2 / (sqrt(L+e) + sqrt(L))^2 : no cancellation
     simple = eps * eps / (math.sqrt(L + eps) + math.sqrt(L)) ** 2
-    lo = simple * (1.0 - 1e-12)
-    while epsilon_simple(lo, d) > eps:  # rounding guard: step down until certified
-        lo *= 1.0 - 1e-9
+    lo, step = simple, 1e-12
+    while epsilon_simple(lo, d) > eps:  # rounding margin: step down until certified
+        lo *= 1.0 - step
+        step *= 2.0
     if not improved:
         return lo
     hi = lo * 2.0
