@@ -20,7 +20,14 @@ from dpamp import composition as C
 from dpamp import relation_rules as R
 from dpamp import zcdp as Z
 
-mp.mp.dps = 30
+
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """30 digits for the mpmath references, restored afterwards (mpmath precision is global
+    and other test modules rely on theirs)."""
+    with mp.workdps(30):
+        yield
 DELTA = 1e-6
 KS = [1, 10, 100, 1000]
 
@@ -306,6 +313,10 @@ def test_eps_delta_mechanism():
         m.rdp(2.0)
     assert "rdp" not in dp.available_methods(m * 3)
     assert dp.available_methods(m * 3)[:1] == ["kov"] or "pld" in dp.available_methods(m * 3)
+    losses, probs = m.privacy_loss_atoms()
+    assert losses == (0.5, -0.5, math.inf) and sum(probs) == pytest.approx(1.0)
+    # E[e^{-Z}] = 1 on the finite part... minus the infinite-loss mass (DESIGN invariant)
+    assert sum(q * math.exp(-z) for z, q in zip(losses, probs)) == pytest.approx(1 - 1e-6)
     pure = dp.EpsDelta(0.5, 0.0)
     assert pure.pure_epsilon() == 0.5
     assert pure.rdp(3.0) == pytest.approx(dp.PureDP(0.5).rdp(3.0))

@@ -11,7 +11,14 @@ import dpamp as dp
 from dpamp import subsampling_bounds as S
 from dpamp import zcdp as Z
 
-mp.mp.dps = 30
+
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """30 digits for the mpmath references, restored afterwards (mpmath precision is global
+    and other test modules rely on theirs)."""
+    with mp.workdps(30):
+        yield
 
 
 # --- conversions -------------------------------------------------------------------------------

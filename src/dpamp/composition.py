@@ -179,7 +179,7 @@ def kov_delta(eps0: float, delta0: float, k: int, epsilon: float) -> float:
     worst-case mechanism. Evaluated in log space (log-binomial weights, log-sum-exp) and rounded
     up by a relative 1e-9."""
     eps0, delta0, k = _check_kov(eps0, delta0, k)
-    epsilon = V.nonnegative("epsilon", epsilon)
+    epsilon = V.nonnegative("epsilon", epsilon, allow_inf=True)
     return _kov_delta_core(epsilon, eps0, delta0, k, kov_log_pmf(eps0, k))
 
 

@@ -55,6 +55,15 @@ class EpsDelta(Mechanism):
     def pure_epsilon(self) -> float:
         return self.epsilon_ if self.delta_ == 0 else math.inf
 
+    def privacy_loss_atoms(self):
+        """The exact privacy-loss distribution of the worst-case pair (004 footnote 16), the same
+        in both directions: (losses, probabilities) = ([+eps, -eps, +inf],
+        [(1-delta) e^eps/(1+e^eps), (1-delta)/(1+e^eps), delta]). For the PLD method."""
+        e, d = self.epsilon_, self.delta_
+        p_plus = (1.0 - d) / (1.0 + math.exp(-e))   # (1-d) e^e/(1+e^e), overflow-free
+        p_minus = (1.0 - d) / (1.0 + math.exp(e)) if e < 700 else 0.0
+        return (e, -e, math.inf), (p_plus, p_minus, d)
+
     def __repr__(self):
         return (f"EpsDelta(epsilon={self.epsilon_!r}, delta={self.delta_!r}, "
                 f"relation={self.relation})")
