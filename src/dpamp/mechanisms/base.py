@@ -22,6 +22,10 @@ class Mechanism:
     #: True when ``rdp`` is attained by one fixed pair of neighbouring inputs for all orders
     #: (003 Definition 18 "tight"); enables 003 Thm 19 and the Prop. 20 lower bound.
     tight_rdp: bool = False
+    #: True when, in addition, one pair attains the maximal |chi|^j divergences too (003 Def. 18
+    #: "self-consistent"); enables the Thm 19 terms. Proven for the Gaussian (003 Lemma 27) and
+    #: binary randomized response (a single pair of outputs up to swap); not assumed elsewhere.
+    self_consistent_rdp: bool = False
 
     # --- representations -------------------------------------------------------------------
     def rdp(self, alpha):

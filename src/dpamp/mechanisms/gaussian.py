@@ -21,6 +21,7 @@ class Gaussian(Mechanism):
     sensitivity: float = 1.0
     relation: Relation = ADD_REMOVE
     tight_rdp = True  # one pair of neighbours attains every order: 003 Def. 18 holds
+    self_consistent_rdp = True  # 003 Lemma 27
 
     def __post_init__(self):
         object.__setattr__(self, "sigma", V.real("sigma", self.sigma, low=0, low_open=True))

@@ -39,6 +39,7 @@ class RandomizedResponse(Mechanism):
     p: float
     relation: Relation = ADD_REMOVE
     tight_rdp = True
+    self_consistent_rdp = True  # one pair of outputs up to swap
 
     def __post_init__(self):
         object.__setattr__(self, "p", V.probability("p", self.p, low_open=True, high_open=True))

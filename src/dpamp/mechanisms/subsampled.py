@@ -92,14 +92,15 @@ class Subsampled(Mechanism):
         return vals
 
     def _compute_cgf(self, orders: np.ndarray) -> np.ndarray:
-        base_eps = self._base_eps(int(orders.max()))
+        # one order more than asked: 003 Thm 19 uses B(2 ceil(j/2)), up to order alpha + 1
+        base_eps = self._base_eps(int(orders.max()) + 1)
         if isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE:
             from ..rdp.poisson import poisson_log_moments
             return poisson_log_moments(base_eps, self.rate, orders)
         if isinstance(self.scheme, WithoutReplacement):
             from ..rdp.without_replacement import wor_log_moments
             return wor_log_moments(base_eps, self.base.pure_epsilon(), self.rate, orders,
-                                   tight=self.base.tight_rdp)
+                                   self_consistent=self.base.self_consistent_rdp)
         raise NotImplementedError(
             f"no Rényi-DP bound for {self.scheme!r}; use its privacy profile or PLD")
 
