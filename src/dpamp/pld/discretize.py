@@ -1,0 +1,325 @@
+"""Discretising a privacy-loss distribution onto a grid, pessimistically and optimistically.
+
+For a (possibly defective) measure w of privacy losses under P, let
+
+    F_w(x) = int (1 - x e^{-l})_+ dw(l)  (+ w({+inf})),   x = e^eps >= 0,
+
+so that for a pair (P, Q), F(e^eps) = H_{e^eps}(P || Q) = delta(eps) (004 Prop. 7). F is convex and
+non-increasing; a measure on grid points t_j gives a polygon with kinks exactly at x_j = e^{t_j},
+its mass at t_j being x_j times the jump of the slope there and its mass at +inf the final flat
+value. Conversely every convex polygon with kinks at grid points that is flat after the last
+one is F_w of a non-negative measure on the grid.
+
+Composition is convolution of the measures, and F_{w1*w2}(x) = int F_{w1}(x e^{-l}) dw2(l)
+(Fubini). Hence if F_{v1} <= F_{w1} and F_{v2} <= F_{w2} pointwise, then
+F_{v1*v2}(x) = int F_{v1}(x e^{-l}) dv2 <= int F_{w1}(x e^{-l}) dv2 = int F_{v2}(x e^{-l}) dw1
+<= F_{w1*w2}(x), and the same with >=. So any polygon above the true curve composes into proven
+upper bounds and any polygon below it into proven lower bounds, for any number of compositions,
+whether or not it is the curve of a genuine pair of distributions.
+
+* Pessimistic ("connect the dots"): the polygon through (x_j, F(x_j)), flat after the last grid
+  point at F(x_jhi) (mass moved to +inf) and the chord to (0, 1) before the first (mass moved up to
+  t_jlo). Chords of a convex function lie above it. Per atom this splits a loss l in
+  (t_j, t_{j+1}] between t_j and t_{j+1} keeping both its P- and Q-mass: a second-order change
+  that does not drift with the number of compositions.
+* Optimistic: the same knots, each lowered. On a cell [x_j, x_{j+1}] the tangents at both ends
+  (slopes -Q[L > t]) form a convex minorant V of F; the chord exceeds V by at most
+  G_j = dx_j beta_j (dB_j - beta_j) / dB_j, at lambda_j = beta_j / dB_j of the way, so lowering the
+  cell's knots such that (1 - lambda_j) e_j + lambda_j e_{j+1} >= G_j puts the polygon below V. After
+  the last grid point the polygon must be flat, so the last knot goes down to F(inf) (the true
+  mass at +inf: the tail is kept as mass at t_jhi with its Q-mass, a rounding down); before the
+  first it follows the tangent (the P-mass below t_jlo is dropped: a defective measure, which the
+  argument above allows). Knots never go below the floor that keeps the polygon non-increasing;
+  remaining non-convex kinks are removed by the lower convex hull. Second order as well.
+
+Everything is computed half-line by half-line so that the quantities are sums of positive terms:
+the eps >= 0 half from (P, Q) and the eps <= 0 half from the swapped pair (Q, P), whose curve is
+F_rev(x') = 1 - x' + x' F(1/x') (a perspective: polygons map to polygons, knots to knots, convex
+to convex), and the two halves meet at x = 1.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .loss import LossDistribution
+
+
+@dataclasses.dataclass
+class _Half:
+    """One half-line x >= 1 of a curve in its own coordinates (knots t_i = i h, i = 0..K)."""
+    f: np.ndarray          # the curve at the knots
+    m_up: np.ndarray       # pessimistic P-masses at t_1..t_K
+    inf_up: float          # pessimistic mass at +inf (flat value after x_K)
+    s_up0: float           # pessimistic slope right of x = 1
+    e: np.ndarray          # optimistic lowering of the knots t_0..t_K
+    m_lo: np.ndarray       # optimistic P-masses at t_1..t_K (before convexification)
+    s_lo0: float           # optimistic slope right of x = 1 (with e_0 of this half)
+    end_slope: float       # optimistic slope after x_K (0: flat; < 0: tangent, defective)
+    floor: tuple           # (a, b): knots must stay >= max(0, a + b x)
+
+
+def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: float) -> _Half:
+    """Cells (t_i, t_{i+1}], t_i = i h (i < K) carry P-mass dA and Q-mass dB; A_tail, B_tail are
+    the P- and Q-mass above t_K (A_tail includes the P-mass inf_true at +inf).
+    flat_end: the optimistic polygon goes flat after x_K at inf_true (the eps >= 0 half);
+    otherwise it follows the tangent of slope -B_tail (the eps <= 0 half seen from the swap).
+    floor: (a, b): no optimistic knot goes below max(0, a + b x), a lower bound on the true
+    curve. Keeping the knots up there matters: a polygon below it is the curve of a defective
+    measure, and the missing mass compounds over the number of compositions."""
+    K = dA.size
+    t = h * np.arange(K + 1)
+    x = np.exp(t)
+    em1 = np.expm1(h)
+    dx = x[:-1] * em1                                     # x_{i+1} - x_i
+    # beta_i = (dA_i - x_i dB_i) / dx_i, in [0, dB_i] because the cell's losses are in
+    # (t_i, t_{i+1}]; clipping only removes rounding noise
+    with np.errstate(over="ignore", invalid="ignore"):
+        beta = (dA * np.exp(-t[:-1]) - dB) / em1
+    beta = np.clip(np.nan_to_num(beta, nan=0.0, posinf=0.0), 0.0, dB)
+    qbar = np.concatenate([np.cumsum(dB[::-1])[::-1], [0.0]]) + B_tail   # Q[L > t_i]
+    s_up = -qbar[1:] - beta                               # chord slope on cell i
+    f_K = max(A_tail - x[K] * B_tail, inf_true, 0.0)      # F(x_K) (>= its limit inf_true)
+    # F at the knots by the backward recursion F_i = F_{i+1} - dx_i s_i: all terms >= 0
+    f = np.concatenate([np.cumsum((-s_up * dx)[::-1])[::-1], [0.0]]) + f_K
+    # pessimistic masses x_i (S_i - S_{i-1}), S_K = 0 (flat)
+    s_full = np.concatenate([s_up, [0.0]])
+    m_up = x[1:] * (s_full[1:] - s_full[:-1])
+    # --- optimistic lowering -------------------------------------------------------------
+    # On cell i (position lam in [0, 1]) the curve is above V = max(tan_i, tan_{i+1}, floor)
+    # (tangent slopes -Qbar; the floor max(0, a + b x) is a lower bound too). chord - V is
+    # concave, so the polygon is below V iff it is at V's kinks, among the pairwise
+    # intersections of the four lines: with alpha = dB - beta,
+    #   chord - tan_i = alpha lam dx,   chord - tan_{i+1} = beta (1 - lam) dx,
+    #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - 0 = (1-lam) f_i + lam f_{i+1}.
+    a, b = floor
+    alpha = dB - beta
+    fi, fj, xi = f[:-1], f[1:], x[:-1]
+    diffs = [  # (slope in lam, value at lam = 0) of each difference, per cell
+        (alpha * dx, np.zeros(K)),
+        (-beta * dx, beta * dx),
+        (fj - fi - b * dx, fi - a - b * xi),
+        (fj - fi, fi.copy()),
+    ]
+    lams = []
+    for u in range(4):
+        for v in range(u + 1, 4):
+            su, cu = diffs[u]
+            sv, cv = diffs[v]
+            den = su - sv
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lam_c = np.where(np.abs(den) > 0, (cv - cu) / den, -1.0)
+            lams.append(lam_c)
+    lam_all = np.clip(np.nan_to_num(np.array(lams), nan=0.0), 0.0, 1.0)      # (6, K)
+    vals = np.min(np.stack([sl[None, :] * lam_all + c0[None, :] for sl, c0 in diffs]), axis=0)
+    need = np.maximum(vals, 0.0)                                             # (6, K)
+    G = need.max(axis=0)
+    # Knot floors. Hard: the line a + b x (a lower bound on the curve; at x = 1 it matches the
+    # other half's floor, which keeps the kink at x = 1 fixable), always feasible since V >= line.
+    # Soft: max(0, a + b x), whose use avoids a defective measure (mass lost per step compounds
+    # over the compositions); where its kink inside a cell makes it infeasible, the hard floor
+    # takes over for that cell's knots only.
+    line = a + b * x
+    cap_hard = np.maximum(f - line, 0.0)
+    cap = np.minimum(np.maximum(f - np.maximum(line, 0.0), 0.0), cap_hard)
+    if flat_end:
+        cap[K] = cap_hard[K] = max(f[K] - inf_true, 0.0)          # last knot on F(inf)
+    tol = 64 * 2.0 ** -53 * (np.abs(f[:-1]) + np.abs(f[1:]))
+    for attempt in range(2):
+        e = np.zeros(K + 1)
+        e[:-1] = G
+        e[1:] = np.maximum(e[1:], G)
+        if flat_end:
+            e[K] = cap[K]
+        e = np.minimum(e, cap)
+        # a knot held by its floor leaves a deficit at some kink of its cell: lower the other
+        # knot of the cell (lowering never breaks a constraint)
+        for _ in range(200):
+            deficit = need - ((1.0 - lam_all) * e[None, :-1] + lam_all * e[None, 1:])
+            worst = np.argmax(deficit, axis=0)
+            d = deficit[worst, np.arange(K)]
+            # deficits at rounding level of the curve's values are not deficits
+            bad = np.nonzero(d > tol)[0]
+            if bad.size == 0:
+                break
+            lb = lam_all[worst[bad], bad]
+            d = d[bad] * (1.0 + 1e-12)
+            up_l = np.maximum(np.minimum(cap[bad] - e[bad], d / np.maximum(1.0 - lb, 1e-300)),
+                              0.0)
+            np.maximum.at(e, bad, e[bad] + up_l)
+            rest = d - (1.0 - lb) * up_l
+            up_r = np.where(rest > 0, rest / np.maximum(lb, 1e-300), 0.0)
+            np.maximum.at(e, bad + 1, np.minimum(e[bad + 1] + up_r, cap[bad + 1]))
+        else:
+            if attempt == 1:
+                raise ArithmeticError("optimistic discretisation: infeasible cell")
+        deficit = need - ((1.0 - lam_all) * e[None, :-1] + lam_all * e[None, 1:])
+        stuck = np.nonzero(deficit.max(axis=0) > tol)[0]
+        if stuck.size == 0:
+            break
+        cap[stuck] = cap_hard[stuck]
+        cap[stuck + 1] = cap_hard[stuck + 1]
+    s_lo = s_up - np.diff(e) / dx
+    end_slope = 0.0 if flat_end else -B_tail
+    s_lo_full = np.concatenate([s_lo, [end_slope]])
+    m_lo = x[1:] * (s_lo_full[1:] - s_lo_full[:-1])
+    return _Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, e, m_lo,
+                 float(s_lo[0]) if K else end_slope, end_slope, floor)
+
+
+@dataclasses.dataclass
+class Discretized:
+    """PMFs on the grid t_j = j h, j = jlo..jhi, with masses at +inf: ``upper`` dominates the
+    input (its curve is >= everywhere), ``lower`` is dominated by it (possibly defective)."""
+    h: float
+    jlo: int
+    upper: np.ndarray
+    upper_inf: float
+    lower: np.ndarray
+    lower_inf: float
+
+    @property
+    def jhi(self) -> int:
+        return self.jlo + self.upper.size - 1
+
+
+def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int) -> Discretized:
+    """Pessimistic and optimistic discretisations of ``loss`` on t_j = j h, jlo < 0 < jhi."""
+    if not (jlo < 0 < jhi):
+        raise ValueError("the grid must have points on both sides of 0")
+    c = loss.cell_masses(jlo, jhi, h)
+    return discretize_cells(c, h, jlo, jhi, loss.inf_mass)
+
+
+def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
+                     totals: tuple | None = None) -> Discretized:
+    """``discretize`` from cell masses (see LossDistribution.cell_masses); p_inf = P[L = inf].
+    The measures may be defective (total masses below 1): the perspective between the halves
+    is F(x) = P_tot - x Q_tot + x F_rev(1/x) for x <= 1."""
+    rp, rq = c["right"]
+    lp, lq = c["left"]
+    if totals is None:
+        p_tot = c["below"][0] + lp.sum() + c["zero"][0] + rp.sum() + c["above"][0]
+        q_tot = c["below"][1] + lq.sum() + c["zero"][1] + rq.sum() + c["above"][1]
+    else:
+        p_tot, q_tot = totals
+    fwd = _half(rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0), p_inf)
+    # the swapped pair (Q, P): its cell i is [t_{-i-1}, t_{-i}) of L; its curve is
+    # E_Q[(1 - x' e^L)_+] >= max(0, Q_tot - x'(P_tot - p_inf))
+    rev = _half(lq[::-1], lp[::-1], c["below"][1], c["below"][0], h, False,
+                (q_tot, -(p_tot - p_inf)), 0.0)
+    z = -jlo                                      # index of t = 0
+    back = np.exp(-h * np.arange(1, z + 1))       # swapped pair's P-mass -> P-mass: times e^{-t'}
+    upper = np.empty(jhi - jlo + 1)
+    upper[z + 1:] = fwd.m_up
+    upper[:z] = (rev.m_up * back)[::-1]
+    # jump of the slope at x = 1 (includes any atom at 0): left slope is F(1) - P_tot - S_rev
+    upper[z] = fwd.s_up0 + rev.s_up0 + p_tot - fwd.f[0]
+    # optimistic: common lowering at x = 1; the forward slope left of 1 is -1 + g0 - S_rev
+    e0 = max(fwd.e[0], rev.e[0])
+    em1 = np.expm1(h)
+    lower = np.empty_like(upper)
+    lower[z + 1:] = fwd.m_lo
+    lower[:z] = (rev.m_lo * back)[::-1]
+    # the halves' first slopes were computed with their own e_0; correct to the common one
+    s_f = fwd.s_lo0 + (e0 - fwd.e[0]) / em1
+    s_r = rev.s_lo0 + (e0 - rev.e[0]) / em1
+    lower[z + 1] -= np.exp(h) * (e0 - fwd.e[0]) / em1 if fwd.m_lo.size else 0.0
+    if rev.m_lo.size:
+        lower[z - 1] -= np.exp(h) * (e0 - rev.e[0]) / em1 * back[0]
+    g0 = fwd.f[0] - e0
+    lower[z] = s_f + s_r + p_tot - g0
+    if (lower < -1e-13 * np.maximum(upper, 1e-300)).any():
+        lower = _hull_masses(fwd, rev, g0, h, lower, z, p_tot, q_tot)
+    upper = np.maximum(upper, 0.0)        # rounding noise only (>= 0 in exact arithmetic)
+    return Discretized(h, jlo, upper, fwd.inf_up, np.maximum(lower, 0.0), p_inf)
+
+
+def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the vertices of the lower convex hull of points sorted by x (Andrew's
+    monotone chain). Rounding can only drop a vertex, i.e. lower the polygon: safe here."""
+    hull: list[int] = []
+    for i in range(x.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            if (x[b] - x[a]) * (y[i] - y[a]) - (y[b] - y[a]) * (x[i] - x[a]) <= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.array(hull)
+
+
+def _half_hull(half: _Half, h: float, g0: float):
+    """The lower convex hull of a half's optimistic knots with g_0 = g0, made convex at the far
+    end too (its slope after x_K is ``end_slope``). Returns (x, knots, moved, first vertex
+    distance, hull slopes right of each knot)."""
+    K = half.f.size - 1
+    x = np.exp(h * np.arange(K + 1))
+    g = half.f - half.e
+    g[0] = g0
+    orig = g.copy()
+    for _ in range(K + 2):
+        v = _lower_hull(x, g)
+        g = np.minimum(np.interp(x, x[v], g[v]), g)
+        if K == 0:
+            break
+        last = (g[v[-1]] - g[v[-2]]) / (x[v[-1]] - x[v[-2]])
+        if last <= half.end_slope:
+            break
+        # the last segment is flatter than the extension: lower the end knot onto the line of
+        # slope end_slope through the previous vertex (stays below the tangent, hence below F)
+        g[K] = g[v[-2]] + half.end_slope * (x[K] - x[v[-2]])
+    moved = g < orig
+    first = x[v[1]] - x[0] if v.size > 1 else np.inf
+    return x, g, moved, first
+
+
+def _hull_masses(fwd: _Half, rev: _Half, g0: float, h: float, lower: np.ndarray, z: int,
+                 p_tot: float, q_tot: float):
+    """Exact convexification (rarely needed: off-grid atoms, too-narrow windows): lower convex
+    hull of each half's knots in its own coordinates, the shared knot at x = 1 lowered (never
+    below its floor) until the kink there is convex as well. Masses are recomputed as x times
+    the slope jump where a knot moved or next to one; elsewhere the precise masses stay."""
+    floor0 = fwd.floor[0]
+    for _ in range(200):
+        xf, gf, mf, dist_f = _half_hull(fwd, h, g0)
+        xr, gr, mr, dist_r = _half_hull(rev, h, g0 + q_tot - p_tot)
+        s_f = (gf[1] - gf[0]) / (xf[1] - xf[0]) if xf.size > 1 else fwd.end_slope
+        s_r = (gr[1] - gr[0]) / (xr[1] - xr[0]) if xr.size > 1 else rev.end_slope
+        jump0 = s_f + s_r + p_tot - g0
+        if jump0 >= 0:
+            break
+        if g0 <= floor0:
+            # at the floor both first slopes are bounded by the floors' slopes, which makes the
+            # kink convex in exact arithmetic; what is left is rounding
+            if jump0 > -1e-12:
+                jump0 = 0.0
+                break
+            raise ArithmeticError("optimistic discretisation: no convex polygon at 0")
+        # lowering g0 by d raises each first hull slope by at least d / (distance to the first
+        # hull vertex): solve for the jump to close, overshooting a little (always safe)
+        d = (-jump0) / (1.0 / dist_f + 1.0 / dist_r + 1.0) * 1.001 + 1e-300
+        g0 = max(g0 - d, floor0)
+
+    def masses(x, g, moved, end_slope):
+        slope = np.diff(g) / np.diff(x)
+        right = np.concatenate([slope, [end_slope]])
+        left = np.concatenate([[0.0], slope])
+        m = x * (right - left)
+        touch = moved.copy()
+        touch[:-1] |= moved[1:]
+        touch[1:] |= moved[:-1]
+        touch[1:2] = True                                 # sees the new g0
+        touch[0] = False                                  # the glue is set apart
+        return m, touch
+
+    out = lower.copy()
+    m_f, t_f = masses(xf, gf, mf, fwd.end_slope)
+    out[z + np.nonzero(t_f)[0]] = m_f[t_f]
+    m_r, t_r = masses(xr, gr, mr, rev.end_slope)
+    k = np.nonzero(t_r)[0]
+    out[z - k] = m_r[t_r] * np.exp(-h * k)
+    out[z] = jump0
+    return out

@@ -1,0 +1,386 @@
+"""Privacy-loss distributions of dominating pairs (004 Sec. 3), before any discretisation.
+
+A mechanism's worst case is described by one ordered dominating pair (P, Q); the privacy loss is
+L = log dP/dQ, and a distribution of L under P determines every hockey-stick divergence
+(004 Prop. 7): H_{e^eps}(P || Q) = E_P[(1 - e^{eps - L})_+] + P[L = +inf]. Under add/remove the
+set of neighbouring ordered pairs is closed under swap, so the other direction is (Q, P), whose
+loss is -L; ``swapped()`` builds it.
+
+A :class:`LossDistribution` is a finite list of atoms (loss, P-mass, Q-mass; loss may be +-inf)
+plus an optional absolutely continuous part given by its CDF and survival function under P and
+under Q (evaluated separately so that both tails keep full relative precision). Everything the
+discretiser needs is the mass of P and of Q in cells of a grid, which ``cell_masses`` returns.
+
+| constructor                | pair (P, Q)                                     | source                 |
+|----------------------------|-------------------------------------------------|------------------------|
+| ``gaussian(mu)``           | N(mu, 1) vs N(0, 1): L ~ N(+-mu^2/2, mu^2)      | 004 Prop. 3            |
+| ``laplace(t)``             | Lap(t, 1) vs Lap(0, 1): atoms +-t, linear between | 000 Thm 3 (its pair) |
+| ``randomized_response(e)`` | atoms +-e                                        | 004 footnote 16, delta 0 |
+| ``eps_delta(e, d)``        | atoms +-e, +inf                                  | 004 footnote 16        |
+| ``.poisson(q)``            | ((1-q)Q + qP, Q)                                 | 004 Thm 34's pair; Zhu-Dong-Wang |
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+from scipy.special import ndtr, ndtri_exp
+
+Pair = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclasses.dataclass(frozen=True)
+class LossDistribution:
+    """Distribution of the privacy loss L = log dP/dQ of one ordered pair (P, Q).
+
+    ``atom_loss``/``atom_p``/``atom_q``: atoms (loss may be +-inf; P-mass 0 at -inf, Q-mass 0 at
+    +inf). ``cdf(t)`` -> (P[L_c <= t], Q[L_c <= t]) and ``sf(t)`` -> (P[L_c > t], Q[L_c > t])
+    for the continuous part L_c (sub-probability masses), or None when there is none.
+    ``symmetric``: (P, Q) and (Q, P) have the same loss distribution (so one direction suffices).
+    ``mean``/``var``: moments of the finite part of L under P (grid and window sizing only).
+    """
+
+    atom_loss: np.ndarray
+    atom_p: np.ndarray
+    atom_q: np.ndarray
+    cdf: Pair | None = None
+    sf: Pair | None = None
+    support: tuple[float, float] = (-math.inf, math.inf)   # of the continuous part
+    symmetric: bool = False
+    mean: float = 0.0
+    var: float = 0.0
+    name: str = ""
+    #: t with P[L_c > t] <= tail and Q[L_c > t] <= tail (resp. < t for ``lower``), continuous
+    #: part only; None -> bisection on the CDF
+    upper_tail: Callable[[float], float] | None = None
+    lower_tail: Callable[[float], float] | None = None
+
+    # --- masses --------------------------------------------------------------------------
+    @property
+    def inf_mass(self) -> float:
+        """P[L = +inf] (delta at epsilon = inf)."""
+        return float(np.sum(self.atom_p[self.atom_loss == np.inf]))
+
+    @property
+    def neg_inf_mass(self) -> float:
+        """Q[L = -inf] (the swapped pair's mass at +inf)."""
+        return float(np.sum(self.atom_q[self.atom_loss == -np.inf]))
+
+    def cell_masses(self, jlo: int, jhi: int, h: float):
+        """Masses of P and Q in the cells of the grid t_j = j h, jlo <= 0 <= jhi:
+
+            below  : L < t_jlo                      (incl. -inf)
+            left   : [t_{j-1}, t_j) for j = jlo+1 .. 0     (arrays of length -jlo)
+            zero   : L = 0
+            right  : (t_j, t_{j+1}] for j = 0 .. jhi-1     (arrays of length jhi)
+            above  : L > t_jhi                      (incl. +inf)
+
+        Returns a dict with keys below, left, zero, right, above, each a (P, Q) pair. Cells
+        are closed on the side away from 0, so an atom on a grid point falls where the
+        discretiser puts all of its mass on that point. Continuous masses are differences of
+        the CDF on the left half and of the survival function on the right half."""
+        t_left = h * np.arange(jlo, 1)        # t_jlo .. 0
+        t_right = h * np.arange(0, jhi + 1)   # 0 .. t_jhi
+        zero2 = lambda n: (np.zeros(n), np.zeros(n))  # noqa: E731
+        left_p, left_q = zero2(-jlo)
+        right_p, right_q = zero2(jhi)
+        below = [0.0, 0.0]
+        above = [0.0, 0.0]
+        zero = [0.0, 0.0]
+        if self.cdf is not None:
+            cp, cq = self.cdf(t_left)
+            left_p += np.maximum(np.diff(cp), 0.0)
+            left_q += np.maximum(np.diff(cq), 0.0)
+            below[0] += float(cp[0])
+            below[1] += float(cq[0])
+            sp, sq = self.sf(t_right)
+            right_p += np.maximum(-np.diff(sp), 0.0)
+            right_q += np.maximum(-np.diff(sq), 0.0)
+            above[0] += float(sp[-1])
+            above[1] += float(sq[-1])
+        if self.atom_loss.size:
+            loss = self.atom_loss
+            neg, pos, at0 = loss < 0, loss > 0, loss == 0
+            zero[0] += float(self.atom_p[at0].sum())
+            zero[1] += float(self.atom_q[at0].sum())
+            # left cells [t_{j-1}, t_j): index k = j - jlo - 1 for the cell ending at t_j
+            ln = loss[neg]
+            k = _grid_floor(ln / h) - jlo          # cell [t_{k+jlo}, t_{k+jlo+1})
+            inl = (ln >= t_left[0]) & np.isfinite(ln)
+            below[0] += float(self.atom_p[neg][~inl].sum())
+            below[1] += float(self.atom_q[neg][~inl].sum())
+            kk = np.clip(k[inl], 0, -jlo - 1)
+            left_p += np.bincount(kk, self.atom_p[neg][inl], -jlo)
+            left_q += np.bincount(kk, self.atom_q[neg][inl], -jlo)
+            # right cells (t_j, t_{j+1}]: index j
+            lp = loss[pos]
+            j = -_grid_floor(-lp / h) - 1          # ceil(l/h) - 1: cell (t_j, t_{j+1}]
+            inr = (lp <= t_right[-1]) & np.isfinite(lp)
+            above[0] += float(self.atom_p[pos][~inr].sum())
+            above[1] += float(self.atom_q[pos][~inr].sum())
+            jj = np.clip(j[inr], 0, jhi - 1)
+            right_p += np.bincount(jj, self.atom_p[pos][inr], jhi)
+            right_q += np.bincount(jj, self.atom_q[pos][inr], jhi)
+        return {"below": tuple(below), "left": (left_p, left_q), "zero": tuple(zero),
+                "right": (right_p, right_q), "above": tuple(above)}
+
+    def quantile_range(self, tail: float) -> tuple[float, float]:
+        """A range [a, b] of finite losses outside which both P and Q have mass <= tail on each
+        side (atoms of mass > tail * 1e-3 always inside). Sizing only, never soundness: the
+        discretisation accounts for whatever lies outside its grid."""
+        fin = np.isfinite(self.atom_loss) & (np.maximum(self.atom_p, self.atom_q) > tail * 1e-3)
+        lo = float(self.atom_loss[fin].min()) if fin.any() else math.inf
+        hi = float(self.atom_loss[fin].max()) if fin.any() else -math.inf
+        if self.cdf is not None:
+            a = self.lower_tail(tail) if self.lower_tail else self._bisect_tail(tail, False)
+            b = self.upper_tail(tail) if self.upper_tail else self._bisect_tail(tail, True)
+            lo, hi = min(lo, a), max(hi, b)
+        if not math.isfinite(lo):
+            lo, hi = 0.0, 0.0
+        return lo, hi
+
+    def _bisect_tail(self, tail: float, upper: bool) -> float:
+        a, b = self.support
+        sd = math.sqrt(max(self.var, 1e-30))
+        a = max(a, self.mean - 60 * sd - 1.0)
+        b = min(b, self.mean + 60 * sd + 1.0)
+        if upper:
+            f = lambda t: tail - max(float(v[0]) for v in self.sf(np.array([t])))  # noqa: E731
+        else:
+            f = lambda t: max(float(v[0]) for v in self.cdf(np.array([t]))) - tail  # noqa: E731
+        return _bisect(f, a, b)
+
+    # --- transformations -------------------------------------------------------------------
+    def swapped(self) -> "LossDistribution":
+        """The pair (Q, P): loss -L, masses swapped."""
+        if self.symmetric:
+            return self
+        cdf, sf = self.cdf, self.sf
+        new_cdf = new_sf = None
+        if cdf is not None:
+            # P'[L' <= t] = Q[L >= -t] = Q_sf(-t) (continuous part: >= is >)
+            def new_cdf(t):
+                p, q = sf(-t)
+                return q, p
+
+            def new_sf(t):
+                p, q = cdf(-t)
+                return q, p
+        m2 = self._q_moments()
+        up, lo = self.upper_tail, self.lower_tail
+        return LossDistribution(-self.atom_loss, self.atom_q.copy(), self.atom_p.copy(),
+                                new_cdf, new_sf, (-self.support[1], -self.support[0]), False,
+                                m2[0], m2[1], f"swap({self.name})",
+                                (lambda tail: -lo(tail)) if lo else None,
+                                (lambda tail: -up(tail)) if up else None)
+
+    def _q_moments(self):
+        """Mean and variance of -L under Q (the swapped pair's loss under its P), from the
+        atoms and a fine histogram of the continuous part (sizing only)."""
+        fin = np.isfinite(self.atom_loss)
+        z = [-self.atom_loss[fin]]
+        w = [self.atom_q[fin]]
+        if self.cdf is not None:
+            lo, hi = self.quantile_range(1e-13)
+            if hi > lo:
+                t = np.linspace(lo, hi, 4001)
+                _, cq = self.cdf(t)
+                z.append(-0.5 * (t[1:] + t[:-1]))
+                w.append(np.maximum(np.diff(cq), 0.0))
+        z, w = np.concatenate(z), np.concatenate(w)
+        if w.sum() <= 0:
+            return 0.0, 0.0
+        m = float(np.sum(w * z) / w.sum())
+        return m, float(np.sum(w * (z - m) ** 2) / w.sum())
+
+    def poisson(self, q: float) -> "LossDistribution":
+        """Poisson subsampling with rate q under add/remove (the pair of 004 Thm 34):
+        P' = (1-q) Q + q P, Q' = Q, so L' = log(1 - q + q e^L), an increasing function of L,
+        and P'[L' <= t] = (1-q) Q[L <= g(t)] + q P[L <= g(t)], g(t) = log((e^t - 1 + q)/q).
+        (Zhu, Dong and Wang show this pair and its swap dominate the subsampled mechanism.)"""
+        if q >= 1.0:
+            return self
+        log1mq = math.log1p(-q)
+        logq = math.log(q)
+
+        def fwd(loss):  # L -> L'
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                return np.where(loss > 0, loss + np.log(q + (1 - q) * np.exp(-loss)),
+                                np.logaddexp(log1mq, logq + loss))
+
+        def inv(t):     # g(t) = log((e^t - (1-q))/q) for t > log(1-q), else -inf
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                # e^t - 1 + q = expm1(t) + q, accurate near t = log(1-q) only through expm1
+                inner = np.expm1(t) + q
+                return np.where(inner > 0, np.log(np.maximum(inner, 1e-320)) - logq, -np.inf)
+
+        atoms_l = fwd(self.atom_loss)
+        atoms_p = (1 - q) * self.atom_q + q * self.atom_p
+        atoms_q = self.atom_q.copy()
+        # an atom of the base at -inf (P-mass 0) becomes an atom at log(1-q)
+        cdf = sf = None
+        support = (math.inf, -math.inf)
+        if self.cdf is not None:
+            base_cdf, base_sf = self.cdf, self.sf
+
+            def cdf(t):
+                g = inv(np.asarray(t, dtype=float))
+                bp, bq = base_cdf(g)
+                return (1 - q) * bq + q * bp, bq
+
+            def sf(t):
+                g = inv(np.asarray(t, dtype=float))
+                bp, bq = base_sf(g)
+                return (1 - q) * bq + q * bp, bq
+            support = tuple(float(x) for x in fwd(np.array(self.support)))
+        mean, var = _mixture_moments(self, q)
+        # L' is increasing in L and P', Q' are mixtures of P, Q: the base's tail points map over
+        up, lo = self.upper_tail, self.lower_tail
+        fwd1 = lambda v: float(fwd(np.array([v]))[0])  # noqa: E731
+        return LossDistribution(atoms_l, atoms_p, atoms_q, cdf, sf, support, False, mean, var,
+                                f"poisson({self.name}, {q:g})",
+                                (lambda tail: fwd1(up(tail))) if up else None,
+                                (lambda tail: fwd1(lo(tail))) if lo else None)
+
+
+def _grid_floor(u: np.ndarray) -> np.ndarray:
+    """floor(u), treating values within 1e-9 (relative) of an integer as that integer, so that
+    an atom placed on a grid point in floating point lands in the cell that starts there."""
+    u = np.where(np.isfinite(u), u, 0.0)
+    r = np.rint(u)
+    on = np.abs(u - r) <= 1e-9 * np.maximum(1.0, np.abs(r))
+    return np.where(on, r, np.floor(u)).astype(np.int64)
+
+
+def _bisect(f, a, b, increasing=True, iters=80):
+    """Root of a monotone f on [a, b] (clamped to the ends)."""
+    fa, fb = f(a), f(b)
+    if fa >= 0:
+        return a
+    if fb <= 0:
+        return b
+    for _ in range(iters):
+        m = 0.5 * (a + b)
+        if f(m) < 0:
+            a = m
+        else:
+            b = m
+    return 0.5 * (a + b)
+
+
+def _mixture_moments(base: LossDistribution, q: float):
+    """Mean and variance of L' = log(1 - q + q e^L) under P' = (1-q)Q + qP, by a fine
+    quadrature of the base (sizing only; never used for soundness)."""
+    lo, hi = base.quantile_range(1e-12)
+    if base.cdf is not None and hi > lo:
+        t = np.linspace(lo, hi, 4001)
+        cp, cq = base.cdf(t)
+        wp, wq = np.diff(cp), np.diff(cq)
+        mid = 0.5 * (t[1:] + t[:-1])
+    else:
+        wp = wq = mid = np.zeros(0)
+    fin = np.isfinite(base.atom_loss)
+    mid = np.concatenate([mid, base.atom_loss[fin]])
+    wp = np.concatenate([wp, base.atom_p[fin]])
+    wq = np.concatenate([wq, base.atom_q[fin]])
+    w = (1 - q) * wq + q * wp
+    with np.errstate(over="ignore"):
+        z = np.where(mid > 0, mid + np.log(q + (1 - q) * np.exp(-np.minimum(mid, 700))),
+                     np.logaddexp(math.log1p(-q), math.log(q) + mid))
+    s = w.sum()
+    if s <= 0:
+        return 0.0, 0.0
+    m = float(np.sum(w * z) / s)
+    return m, float(np.sum(w * (z - m) ** 2) / s)
+
+
+# --- base pairs --------------------------------------------------------------------------------
+
+_EMPTY = np.zeros(0)
+
+
+def gaussian(mu: float) -> LossDistribution:
+    """N(mu, 1) vs N(0, 1) (004 Prop. 3): L = mu x - mu^2/2 ~ N(mu^2/2, mu^2) under P and
+    N(-mu^2/2, mu^2) under Q. Symmetric. mu = sensitivity / sigma."""
+    if mu == 0:
+        return LossDistribution(np.array([0.0]), np.array([1.0]), np.array([1.0]),
+                                symmetric=True, name="gaussian(0)")
+    half = 0.5 * mu * mu
+
+    def cdf(t):
+        return ndtr((t - half) / mu), ndtr((t + half) / mu)
+
+    def sf(t):
+        return ndtr((half - t) / mu), ndtr((-half - t) / mu)
+    def upper(tail):   # P is the larger in the upper tail: N(half, mu^2)
+        return half + mu * float(ndtri_exp(math.log(tail)) * -1.0)
+
+    def lower(tail):   # Q is the larger in the lower tail: N(-half, mu^2)
+        return -half + mu * float(ndtri_exp(math.log(tail)))
+    return LossDistribution(_EMPTY, _EMPTY, _EMPTY, cdf, sf, (-math.inf, math.inf), True,
+                            half, mu * mu, f"gaussian({mu:g})", upper, lower)
+
+
+def laplace(t0: float) -> LossDistribution:
+    """Lap(t0, 1) vs Lap(0, 1) in units of the scale (t0 = sensitivity / scale): the loss is
+    L(x) = |x| - |x - t0|, equal to -t0 for x <= 0, t0 for x >= t0, and 2x - t0 in between.
+    Atoms: P[L = t0] = 1/2, P[L = -t0] = e^{-t0}/2, Q[L = t0] = e^{-t0}/2, Q[L = -t0] = 1/2.
+    Continuous part on (-t0, t0): x = (l + t0)/2, P density e^{-|x - t0|}/2, Q e^{-x}/2, so
+    P[-t0 < L <= l] = (e^{-(t0 - x)} - e^{-t0})/2 and Q[-t0 < L <= l] = (1 - e^{-x})/2.
+    Symmetric (reflection x -> t0 - x swaps P and Q)."""
+    if t0 == 0:
+        return gaussian(0.0)
+    e = math.exp(-t0)
+    atoms_l = np.array([-t0, t0])
+    atoms_p = np.array([e / 2, 0.5])
+    atoms_q = np.array([0.5, e / 2])
+
+    def cdf(t):
+        x = np.clip((t + t0) / 2, 0.0, t0)
+        # P: (e^{-(t0-x)} - e^{-t0})/2 = e^{-t0} expm1(x) / 2;  Q: (1 - e^{-x})/2 = -expm1(-x)/2
+        return e * np.expm1(x) / 2, -np.expm1(-x) / 2
+
+    def sf(t):
+        x = np.clip((t + t0) / 2, 0.0, t0)
+        # P cont mass above: (1 - e^{-(t0-x)})/2 ; Q: (e^{-x} - e^{-t0})/2 = e^{-t0} expm1(t0-x)/2
+        return -np.expm1(-(t0 - x)) / 2, e * np.expm1(t0 - x) / 2
+    # moments under P by quadrature of the closed form (sizing only)
+    grid = np.linspace(-t0, t0, 2001)
+    cp, _ = cdf(grid)
+    w = np.concatenate([np.diff(cp), atoms_p])
+    z = np.concatenate([0.5 * (grid[1:] + grid[:-1]), atoms_l])
+    m = float(np.sum(w * z))
+    return LossDistribution(atoms_l, atoms_p, atoms_q, cdf, sf, (-t0, t0), True, m,
+                            float(np.sum(w * (z - m) ** 2)), f"laplace({t0:g})",
+                            lambda tail: t0, lambda tail: -t0)
+
+
+def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
+    """The worst-case (eps, delta)-DP pair (004 footnote 16, with the errata): loss +inf with
+    probability delta, +eps with (1-delta) e^eps/(1+e^eps), -eps with (1-delta)/(1+e^eps) under
+    P; the swap has the same distribution, so it is symmetric. delta = 0 is randomized response
+    (the dominating pair of every eps-DP mechanism)."""
+    p_plus = (1.0 - delta) / (1.0 + math.exp(-eps))
+    p_minus = (1.0 - delta) / (1.0 + math.exp(eps)) if eps < 700 else 0.0
+    loss = [eps, -eps]
+    pm = [p_plus, p_minus]
+    qm = [p_minus, p_plus]
+    if delta > 0:
+        loss += [math.inf, -math.inf]
+        pm += [delta, 0.0]
+        qm += [0.0, delta]
+    if eps == 0:
+        loss, pm, qm = [0.0] + loss[2:], [1.0 - delta] + pm[2:], [1.0 - delta] + qm[2:]
+    loss, pm, qm = np.array(loss), np.array(pm), np.array(qm)
+    fin = np.isfinite(loss)
+    w = pm[fin]
+    m = float(np.sum(w * loss[fin]) / max(w.sum(), 1e-300))
+    v = float(np.sum(w * (loss[fin] - m) ** 2) / max(w.sum(), 1e-300))
+    return LossDistribution(loss, pm, qm, symmetric=True, mean=m, var=v,
+                            name=f"eps_delta({eps:g}, {delta:g})")
+
+
+def randomized_response(eps: float) -> LossDistribution:
+    return eps_delta(eps, 0.0)

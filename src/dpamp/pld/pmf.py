@@ -1,0 +1,111 @@
+"""A composed privacy-loss measure on a grid, with its error budget, and its queries.
+
+delta(eps) = sum_{t_j > eps} m_j (1 - e^{eps - t_j}) + m_inf  (004 Prop. 7), evaluated through the
+suffix sums A_k = sum_{j >= k} m_j and C_k = sum_{j >= k} m_j e^{t_k - t_j} (no overflow: every
+exponent is <= 0), so that on [t_{k-1}, t_k) delta(eps) = A_k - e^{eps - t_k} C_k + m_inf, which
+also inverts in closed form.
+
+``err`` is an array E_k bounding the total floating-point error of sum_{j >= k} |m_j| weights: an
+upper bound adds it, a lower bound subtracts it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class GridPMF:
+    h: float
+    jlo: int
+    mass: np.ndarray            # finite part on t_j = (jlo + i) h
+    inf: float                  # mass at +inf (already including tail and truncation bounds)
+    err: np.ndarray             # E_k: error budget of the suffix starting at bin k (length n+1)
+    upper: bool                 # True: every value is rounded towards larger delta
+
+    def __post_init__(self):
+        n = self.mass.size
+        t = self.h * (self.jlo + np.arange(n))
+        self._t = t
+        self._A = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [0.0]])
+        # C_k = m_k + e^{-h} C_{k+1}: a first-order linear recursion, done by scipy.signal-free
+        # vectorised form C_k = sum_j m_j e^{-(j-k)h} = e^{k h} S_k with S_k = sum_{j>=k} m_j e^{-jh};
+        # computed in blocks so that no exponent exceeds ~700 in magnitude.
+        self._C = np.concatenate([_discounted_suffix(self.mass, self.h), [0.0]])
+
+    @property
+    def t(self) -> np.ndarray:
+        return self._t
+
+    def delta(self, epsilon) -> np.ndarray:
+        """Bound on delta(epsilon) (upper or lower as this PMF is), vectorised over epsilon."""
+        e = np.asarray(epsilon, dtype=float)
+        n = self.mass.size
+        # first bin strictly above eps
+        k = np.searchsorted(self._t, e, side="right")
+        A = self._A[k]
+        C = self._C[k]
+        tk = np.where(k < n, self.jlo * self.h + k * self.h, np.inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = A - np.where(k < n, np.exp(np.minimum(e - tk, 0.0)) * C, 0.0)
+        val = np.maximum(val, 0.0) + self.inf
+        if self.upper:
+            out = val + self.err[k]
+            return np.minimum(out, 1.0)
+        return np.maximum(val - self.err[k], 0.0)
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest eps >= 0 at which this bound on delta(eps) is <= delta (first crossing, so
+        that for a lower bound every smaller eps has a bound > delta); inf if none."""
+        n = self.mass.size
+        if n == 0:
+            return 0.0 if self.inf <= delta else math.inf
+        # values at the grid points t_k (k = 0..n-1), then solve inside the interval
+        grid = self.delta(self._t)
+        at0 = float(self.delta(np.array([0.0]))[0])
+        if at0 <= delta:
+            return 0.0
+        ok = (grid <= delta) & (self._t > 0)
+        if not ok.any():
+            return math.inf
+        k = int(np.argmax(ok))               # first grid point with bound <= delta
+        lo_t = max(self._t[k - 1], 0.0) if k > 0 else 0.0
+        # on (t_{k-1}, t_k] the bound is a - e^{eps - t_k} c (+ constant parts), increasing
+        # in the subtracted term; solve on the interval by the closed form, then guard
+        A, C = self._A[k], self._C[k]
+        sign = 1.0 if self.upper else -1.0
+        rest = self.inf + sign * self.err[k]
+        target = delta - rest
+        tk = self._t[k]
+        if C > 0 and A - target > 0:
+            eps = tk + math.log((A - target) / C)
+            eps = min(max(eps, lo_t), tk)
+        else:
+            eps = tk
+        # guard against rounding in the closed form: move up to t_k if needed
+        if float(self.delta(np.array([eps]))[0]) > delta:
+            eps = float(np.nextafter(eps, np.inf))
+            if float(self.delta(np.array([eps]))[0]) > delta:
+                eps = tk
+        return max(eps, 0.0)
+
+
+def _discounted_suffix(m: np.ndarray, h: float) -> np.ndarray:
+    """C_k = sum_{j >= k} m_j e^{-(j - k) h}, without overflow (blocks of <= 600/h terms)."""
+    n = m.size
+    if n == 0:
+        return np.zeros(0)
+    out = np.empty(n)
+    block = max(1, int(600.0 / max(h, 1e-300)))
+    carry = 0.0
+    for end in range(n, 0, -block):
+        start = max(0, end - block)
+        seg = m[start:end]
+        j = np.arange(seg.size)
+        w = np.exp(-h * j)                                   # e^{-(j) h}, j from block start
+        s = np.cumsum((seg * w)[::-1])[::-1]                  # sum_{i>=j} m_i e^{-i h}
+        out[start:end] = s / w + carry * np.exp(-h * (seg.size - j))
+        carry = out[start]
+    return out

@@ -1,0 +1,130 @@
+"""Which privacy-loss distribution each mechanism has (the "represent" column of DESIGN).
+
+``loss_distribution(mechanism)`` returns the :class:`~.loss.LossDistribution` of the mechanism's
+dominating pair (P, Q) (the other order is its swap), or raises NotImplementedError:
+
+| mechanism                                   | pair                                   | source |
+|---------------------------------------------|----------------------------------------|--------|
+| Gaussian(sigma, Delta)                      | N(Delta/sigma, 1) vs N(0, 1)            | 004 Prop. 3 |
+| Laplace(b, Delta)                           | Lap(Delta/b, 1) vs Lap(0, 1)            | 000 Thm 3's pair |
+| RandomizedResponse, PureDP(eps)             | randomized response (dominates eps-DP) | 004 fn. 16 |
+| EpsDelta(eps, delta)                        | the worst-case (eps, delta) pair       | 004 fn. 16 |
+| base.subsample(Poisson(q)) (add/remove)     | ((1-q) Q + q P, Q) and its swap         | 004 Thm 34's pair |
+| base.subsample(WithoutReplacement(m, n))    | symmetrised curve of 000 Thm 9          | 000 Thm 9  |
+
+Sampling without replacement under substitution: 000 Thm 9's profile, gamma delta(eps'), is the
+curve of ((1-gamma) Q + gamma P, Q) for eps >= 0, but it bounds *both* orders of every pair of
+neighbours (the relation is symmetric), while that pair's swap is smaller. Every ordered pair's
+curve is therefore below the symmetric curve F(x) for x >= 1, 1 - x + x F(1/x) for x < 1, which
+is what :class:`SymmetricCurve` discretises (it needs a symmetric base pair, which all built-in
+mechanisms have).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from . import loss as L
+from .discretize import Discretized, discretize, discretize_cells
+
+
+@dataclasses.dataclass(frozen=True)
+class SymmetricCurve:
+    """The symmetric curve whose eps >= 0 half is that of the pair ``half`` (see module doc)."""
+
+    half: L.LossDistribution
+    symmetric = True
+
+    @property
+    def mean(self):
+        return self.half.mean
+
+    @property
+    def var(self):
+        return max(self.half.var, self.half.swapped().var)
+
+    @property
+    def inf_mass(self):
+        return self.half.inf_mass
+
+    def quantile_range(self, tail):
+        lo, hi = self.half.quantile_range(tail)
+        r = max(abs(lo), abs(hi))
+        return -r, r
+
+    def swapped(self):
+        return self
+
+    def discretize(self, h, jlo, jhi) -> Discretized:
+        k = max(-jlo, jhi)
+        c = self.half.cell_masses(-k, k, h)
+        rp, rq = c["right"]
+        ap, aq = c["above"]
+        mirrored = {"below": (aq, ap), "left": (rq[::-1].copy(), rp[::-1].copy()),
+                    "zero": (0.0, 0.0), "right": (rp, rq), "above": (ap, aq)}
+        return discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0))
+
+
+def discretize_source(src, h: float, jlo: int, jhi: int) -> Discretized:
+    if isinstance(src, SymmetricCurve):
+        return src.discretize(h, jlo, jhi)
+    return discretize(src, h, jlo, jhi)
+
+
+def loss_distribution(mechanism):
+    """The loss distribution (or SymmetricCurve) of a single mechanism's dominating pair."""
+    from ..mechanisms.eps_delta import EpsDelta
+    from ..mechanisms.gaussian import Gaussian
+    from ..mechanisms.laplace import Laplace
+    from ..mechanisms.randomized_response import PureDP, RandomizedResponse
+    from ..mechanisms.subsampled import Subsampled
+    from ..relations import Relation
+    from ..sampling import Poisson, WithoutReplacement
+    if isinstance(mechanism, Gaussian):
+        return L.gaussian(mechanism.sensitivity / mechanism.sigma)
+    if isinstance(mechanism, Laplace):
+        return L.laplace(mechanism.eps0)
+    if isinstance(mechanism, (RandomizedResponse, PureDP)):
+        if math.isinf(mechanism.eps0):
+            raise NotImplementedError("no privacy-loss distribution for epsilon = inf")
+        return L.eps_delta(mechanism.eps0, 0.0)
+    if isinstance(mechanism, EpsDelta):
+        return L.eps_delta(mechanism.epsilon_, mechanism.delta_)
+    if isinstance(mechanism, Subsampled):
+        base = loss_distribution(mechanism.base)
+        scheme = mechanism.scheme
+        if isinstance(scheme, Poisson) and scheme.relation is Relation.ADD_REMOVE:
+            if isinstance(base, SymmetricCurve):
+                raise NotImplementedError("Poisson sampling of a symmetric-curve mechanism")
+            return base.poisson(scheme.rate)
+        if isinstance(scheme, WithoutReplacement):
+            if isinstance(base, SymmetricCurve) or not base.symmetric:
+                raise NotImplementedError(
+                    "sampling without replacement of an asymmetric pair needs its profile")
+            if scheme.rate >= 1.0:
+                return base
+            return SymmetricCurve(base.poisson(scheme.rate))
+        raise NotImplementedError(f"no privacy-loss distribution for {scheme!r} yet")
+    raise NotImplementedError(f"no privacy-loss distribution for {type(mechanism).__name__}")
+
+
+def parts_of(mechanism):
+    """[(source, count)] for every part of a composition (NotImplementedError if any part has
+    no privacy-loss distribution)."""
+    out = []
+    for part, count in mechanism.parts():
+        if count <= 0:
+            continue
+        out.append((loss_distribution(part), int(count)))
+    if not out:
+        raise NotImplementedError("empty composition")
+    return out
+
+
+def has_pld(mechanism) -> bool:
+    try:
+        parts_of(mechanism)
+    except (NotImplementedError, ValueError):
+        return False
+    return True
+
