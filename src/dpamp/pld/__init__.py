@@ -1,1 +1,12 @@
-"""Discretised privacy-loss distributions (004 Sec. 3-4)."""
+"""Discretised privacy-loss distributions (004 Sec. 3-4): certified tight (epsilon, delta).
+
+    x.epsilon(delta, method="pld", tol=...)   # Guarantee: epsilon = upper, lower = lower bound
+    dpamp.pld.epsilon_bracket(x, delta, tol)  # the same as a Bracket
+    dpamp.pld.pld_profile(x, eps_array)       # privacy profile of any composition (upper bound)
+"""
+from .loss import LossDistribution
+from .query import Bracket, delta_bracket, epsilon_bracket, pld_profile, pld_profile_bounds
+from .sources import has_pld, loss_distribution
+
+__all__ = ["LossDistribution", "Bracket", "delta_bracket", "epsilon_bracket", "pld_profile",
+           "pld_profile_bounds", "has_pld", "loss_distribution"]

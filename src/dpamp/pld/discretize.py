@@ -178,6 +178,9 @@ class Discretized:
     upper_inf: float
     lower: np.ndarray
     lower_inf: float
+    #: mass added to ``lower`` by clipping rounding-level negative values to 0; a composition's
+    #: lower bound must subtract count * slack (each unit of mass moves delta by at most 1)
+    lower_slack: float = 0.0
 
     @property
     def jhi(self) -> int:
@@ -230,10 +233,13 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
         lower[z - 1] -= np.exp(h) * (e0 - rev.e[0]) / em1 * back[0]
     g0 = fwd.f[0] - e0
     lower[z] = s_f + s_r + p_tot - g0
-    if (lower < -1e-13 * np.maximum(upper, 1e-300)).any():
+    neg = -np.minimum(lower, 0.0)
+    if neg.sum() > 1e-13 * max(p_tot, 1e-300):
         lower = _hull_masses(fwd, rev, g0, h, lower, z, p_tot, q_tot)
+        neg = -np.minimum(lower, 0.0)
     upper = np.maximum(upper, 0.0)        # rounding noise only (>= 0 in exact arithmetic)
-    return Discretized(h, jlo, upper, fwd.inf_up, np.maximum(lower, 0.0), p_inf)
+    return Discretized(h, jlo, upper, fwd.inf_up, np.maximum(lower, 0.0), p_inf,
+                       float(neg.sum()))
 
 
 def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:

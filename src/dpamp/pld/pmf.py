@@ -43,52 +43,60 @@ class GridPMF:
         """Bound on delta(epsilon) (upper or lower as this PMF is), vectorised over epsilon."""
         e = np.asarray(epsilon, dtype=float)
         n = self.mass.size
-        # first bin strictly above eps
-        k = np.searchsorted(self._t, e, side="right")
+        k = np.searchsorted(self._t, e, side="right")          # first bin strictly above eps
         A = self._A[k]
         C = self._C[k]
-        tk = np.where(k < n, self.jlo * self.h + k * self.h, np.inf)
+        tk = self._t[np.minimum(k, n - 1)] if n else np.zeros_like(e)
         with np.errstate(over="ignore", invalid="ignore"):
             val = A - np.where(k < n, np.exp(np.minimum(e - tk, 0.0)) * C, 0.0)
         val = np.maximum(val, 0.0) + self.inf
         if self.upper:
-            out = val + self.err[k]
-            return np.minimum(out, 1.0)
+            return np.minimum(val + self.err[k], 1.0)
         return np.maximum(val - self.err[k], 0.0)
 
     def epsilon(self, delta: float) -> float:
-        """Smallest eps >= 0 at which this bound on delta(eps) is <= delta (first crossing, so
-        that for a lower bound every smaller eps has a bound > delta); inf if none."""
+        """For an upper bound: some eps >= 0 (the smallest up to rounding) with bound(eps) <=
+        delta, so the true epsilon(delta) is <= it. For a lower bound: an eps such that
+        bound(eps') > delta for every eps' < eps, so the true epsilon(delta) is >= it. inf if the
+        bound never drops to delta on the grid."""
         n = self.mass.size
         if n == 0:
             return 0.0 if self.inf <= delta else math.inf
-        # values at the grid points t_k (k = 0..n-1), then solve inside the interval
-        grid = self.delta(self._t)
-        at0 = float(self.delta(np.array([0.0]))[0])
-        if at0 <= delta:
+        if float(self.delta(np.array([0.0]))[0]) <= delta:
             return 0.0
+        grid = self.delta(self._t)
         ok = (grid <= delta) & (self._t > 0)
         if not ok.any():
             return math.inf
         k = int(np.argmax(ok))               # first grid point with bound <= delta
         lo_t = max(self._t[k - 1], 0.0) if k > 0 else 0.0
-        # on (t_{k-1}, t_k] the bound is a - e^{eps - t_k} c (+ constant parts), increasing
-        # in the subtracted term; solve on the interval by the closed form, then guard
-        A, C = self._A[k], self._C[k]
-        sign = 1.0 if self.upper else -1.0
-        rest = self.inf + sign * self.err[k]
-        target = delta - rest
         tk = self._t[k]
+        # on (t_{k-1}, t_k] the bound is A_k - e^{eps - t_k} C_k + (constant): solve exactly
+        A, C = self._A[k], self._C[k]
+        rest = self.inf + (self.err[k] if self.upper else -self.err[k])
+        target = delta - rest
         if C > 0 and A - target > 0:
-            eps = tk + math.log((A - target) / C)
-            eps = min(max(eps, lo_t), tk)
+            eps = min(max(tk + math.log((A - target) / C), lo_t), tk)
         else:
             eps = tk
-        # guard against rounding in the closed form: move up to t_k if needed
-        if float(self.delta(np.array([eps]))[0]) > delta:
-            eps = float(np.nextafter(eps, np.inf))
-            if float(self.delta(np.array([eps]))[0]) > delta:
+        f = lambda v: float(self.delta(np.array([v]))[0])  # noqa: E731
+        if self.upper:
+            # rounding in the closed form: step up until the bound is <= delta (t_k always is)
+            for _ in range(4):
+                if f(eps) <= delta:
+                    break
+                eps = min(tk, eps + 1e-12 * max(1.0, abs(eps)))
+            else:
                 eps = tk
+        else:
+            # every eps' < eps must have a bound > delta: step down until just below eps it is
+            for _ in range(4):
+                below = np.nextafter(eps, -np.inf)
+                if below <= lo_t or f(below) > delta:
+                    break
+                eps = max(lo_t, eps - 1e-12 * max(1.0, abs(eps)))
+            else:
+                eps = lo_t
         return max(eps, 0.0)
 
 
