@@ -57,15 +57,22 @@ def gaussian_shift_rdp(shift, sigma, alpha):
 
 def laplace_shift_rdp(shift, scale, alpha):
     """R_alpha(Lap(x, b) || Lap(x', b)) at |x - x'| = shift, z = shift / b (Mironov 2017,
-    003 Sec. 2): z + [log(alpha/(2alpha-1)) + log1p((alpha-1)/alpha e^{-(2alpha-1) z})]/(alpha-1)
-    (the overflow-free form of 1/(alpha-1) log g_alpha(z)); z at alpha = inf. Broadcasts."""
+    003 Sec. 2): 1/(alpha-1) log g_alpha(z), evaluated as
+
+        z + log1p(-c m) / (alpha - 1),   c = (alpha-1)/(2alpha-1),  m = -expm1(-(2alpha-1) z)
+
+    (g_alpha(z) = e^{(alpha-1) z} (1 - c m)). Here c m < 1/2, so the log1p term has a relative
+    error of a few ulps and the whole value an absolute error below 8u z (u = 2^-53); 16u z is
+    added so the result is a proven upper bound even where it is tiny (~ alpha z^2 / 2).
+    z at alpha = inf. Broadcasts."""
     z = np.asarray(shift, dtype=float) / scale
     alpha = np.asarray(alpha, dtype=float)
     a = np.where(np.isinf(alpha), 2.0, alpha)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        body = (np.log(a / (2 * a - 1))
-                + np.log1p((a - 1) / a * np.exp(-(2 * a - 1) * z))) / (a - 1)
-        val = np.maximum(z + body, 0.0)
+        c = (a - 1) / (2 * a - 1)
+        m = -np.expm1(-(2 * a - 1) * z)
+        val = z + np.log1p(-c * m) / (a - 1) + 16 * 2.0 ** -53 * z
+        val = np.maximum(val, 0.0)
     return np.where(np.isinf(alpha), z, np.where(z == 0, 0.0, val))
 
 
@@ -152,9 +159,11 @@ def shift_reduction_rdp(alpha, mechanism, kernel):
     elif lip == 0.0:  # psi constant: the output does not depend on the input at all
         out = np.zeros_like(flat)
     elif mk == "gaussian" and kk == "gaussian":
-        var = s1 ** 2 + (s2 / lip) ** 2
+        # alpha Delta^2 / (2 (s1^2 + s2^2/L^2)) written as alpha (L Delta)^2 / (2 (L^2 s1^2 +
+        # s2^2)) so that a tiny L cannot overflow
+        coef = (lip * delta) ** 2 / (2.0 * ((lip * s1) ** 2 + s2 ** 2))
         with np.errstate(invalid="ignore"):
-            out = np.where(np.isinf(flat), np.inf, flat * delta ** 2 / (2.0 * var))
+            out = np.where(np.isinf(flat), np.inf if coef > 0 else 0.0, flat * coef)
         out = out * (1 + _REL)
     else:
         out, _ = minimise_shift(flat, mk, s1, delta, kk, s2, lip)
