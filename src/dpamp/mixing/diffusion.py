@@ -38,18 +38,12 @@ from .. import _validate as V
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..relations import ADD_REMOVE, Relation, as_relation
+from .iteration import linear_rdp
 from .kernels import GaussianKernel, MixingKernel
-
-_REL = 1e-12
 
 
 def _rng(rng):
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-
-
-def _linear_rdp(alpha, coef):
-    with np.errstate(invalid="ignore"):
-        return np.where(np.isinf(alpha), np.inf if coef > 0 else 0.0, alpha * coef)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +72,7 @@ class BrownianMotion(Mechanism):
         return Gaussian(math.sqrt(2.0 * self.t), self.sensitivity, self.relation)
 
     def _rdp(self, alpha):
-        return _linear_rdp(alpha, self.intrinsic_sensitivity * (1 + _REL))
+        return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
 
     def advance(self, s: float) -> "BrownianMotion":
         """P_s o M_t = M_{t+s}: post-processing by the semigroup adds time."""
@@ -146,7 +140,7 @@ class OrnsteinUhlenbeck(Mechanism):
                         self.relation)
 
     def _rdp(self, alpha):
-        return _linear_rdp(alpha, self.intrinsic_sensitivity * (1 + _REL))
+        return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
 
     def advance(self, s: float) -> "OrnsteinUhlenbeck":
         """P_s o M_t = M_{t+s} (semigroup property)."""

@@ -37,6 +37,19 @@ from .. import _validate as V
 _REL = 1e-12
 
 
+def linear_rdp(alpha: np.ndarray, coef: float, positive: bool) -> np.ndarray:
+    """The RDP curve alpha * coef, rounded up by a relative 1e-12. ``positive`` says whether the
+    true coefficient is > 0 (decided from the inputs, not from the float, which may have
+    underflowed): then every value is at least the smallest positive float and order inf gives
+    inf (never a false pure-DP claim); otherwise the curve is 0."""
+    alpha = np.asarray(alpha, dtype=float)
+    if not positive:
+        return np.zeros(alpha.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.maximum(alpha * (coef * (1 + _REL)), 5e-324)
+    return np.where(np.isinf(alpha), np.inf, out)
+
+
 def optimal_coefficient(lipschitz: float, steps):
     """L^2 / S with S = sum_{j=0}^{r-1} L^{-2j}, in log space (x = -2 log L, S = expm1(r x) /
     expm1(x)); 1/r at L = 1, 0 at L = 0. Vectorised over ``steps`` (integers >= 1)."""
@@ -88,8 +101,7 @@ def amplification_by_iteration(alpha, sigma, lipschitz, steps, distance=1.0,
         coef = paper_coefficient(L, r) * dist ** 2 / (2.0 * s ** 2)
     else:
         raise ValueError(f"bound must be 'optimal' or 'paper' (got {bound!r})")
-    with np.errstate(invalid="ignore"):
-        out = np.where(np.isinf(a), np.inf if coef > 0 else 0.0, a * coef) * (1 + _REL)
+    out = linear_rdp(a, coef, dist > 0 and L > 0)
     return out if out.ndim else float(out)
 
 
@@ -107,6 +119,5 @@ def iteration_path_bound(alpha, sigma, lipschitz, distances):
     with np.errstate(over="ignore"):
         powers = L ** (2.0 * (r - np.arange(1, r + 1)))  # L^{2(r-i)}; 0^0 = 1
     coef = L ** 2 / (2.0 * s ** 2) * float(np.sum(powers * d ** 2))
-    with np.errstate(invalid="ignore"):
-        out = np.where(np.isinf(a), np.inf if coef > 0 else 0.0, a * coef) * (1 + _REL)
+    out = linear_rdp(a, coef, L > 0 and bool((d > 0).any()))
     return out if out.ndim else float(out)

@@ -35,7 +35,7 @@ import numpy as np
 from .. import _validate as V
 from ..mechanisms.base import Mechanism
 from ..relations import SUBSTITUTION, Relation, as_relation
-from .iteration import optimal_coefficient, paper_coefficient
+from .iteration import linear_rdp, optimal_coefficient, paper_coefficient
 
 _REL = 1e-12
 
@@ -100,7 +100,8 @@ class NoisyProjectedSGD(Mechanism):
             raise ValueError(f"index must be integers in [1, {self.n}]")
         i = i.astype(np.int64)
         if (i < 1).any() or (i > self.n).any():
-            raise ValueError(f"index must be in [1, {self.n}] (got {i[(i < 1) | (i > self.n)].ravel()[0]})")
+            bad = i[(i < 1) | (i > self.n)].ravel()[0]
+            raise ValueError(f"index must be in [1, {self.n}] (got {bad})")
         r = self.n - i
         base = 2.0 * self.lipschitz ** 2 / self.sigma ** 2
         L = self.contraction
@@ -126,6 +127,7 @@ class NoisyProjectedSGD(Mechanism):
         return self.at_index(index).rdp(alpha)
 
     def _rdp(self, alpha):
-        eps = self.epsilon_at(self.index if self.index is not None else self.n)
-        with np.errstate(invalid="ignore"):
-            return np.where(np.isinf(alpha), np.inf if eps > 0 else 0.0, alpha * eps)
+        i = self.index if self.index is not None else self.n
+        # the true eps_i is > 0 unless C = 0, or L = 0 and a later step forgets record i
+        positive = self.lipschitz > 0 and (i == self.n or self.contraction > 0)
+        return linear_rdp(alpha, self.epsilon_at(i), positive)

@@ -206,7 +206,7 @@ def amplified_profile(base_profile, kernel: MixingKernel, epsilon):
 
         delta'(eps') = min( delta_M(eps'),                                 post-processing
                             gamma_TV delta_M(eps'),                         (1)
-                            gamma(eps~) delta_M(eps'),                      (2), eps~ from delta_M(eps')
+                            gamma(eps~) delta_M(eps'),                      (2)
                             min_{eps <= eps_D} Doeblin delta'(eps, delta_M(eps)),   (3)
                             ultra-mixing delta'(eps_U, delta_M(eps_U)) )            (4)
 
