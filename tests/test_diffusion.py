@@ -8,6 +8,14 @@ from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
 
+
+@pytest.fixture(autouse=True)
+def _local_mpmath_precision():
+    """Tests set mp.mp.dps; restore it afterwards so other test modules are unaffected."""
+    with mp.workdps(mp.mp.dps):
+        yield
+
+
 ALPHAS = np.array([1.01, 1.5, 2.0, 8.0, 64.0])
 
 

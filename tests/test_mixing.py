@@ -21,6 +21,14 @@ from dpamp.mixing import hockey_stick
 from dpamp.mixing.uniform import PostProcessed, amplified_profile, base_epsilon_for
 from dpamp.relations import ADD_REMOVE, Relation
 
+
+@pytest.fixture(autouse=True)
+def _local_mpmath_precision():
+    """Tests set mp.mp.dps; restore it afterwards so other test modules are unaffected."""
+    with mp.workdps(mp.mp.dps):
+        yield
+
+
 CONDITIONS = ["dobrushin", "dobrushin-eps", "doeblin", "ultra-mixing"]
 
 

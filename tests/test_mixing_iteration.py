@@ -11,6 +11,14 @@ from hypothesis import given, settings, strategies as st
 import dpamp as dp
 from dpamp.mixing.coupling import minimise_shift
 
+
+@pytest.fixture(autouse=True)
+def _local_mpmath_precision():
+    """Tests set mp.mp.dps; restore it afterwards so other test modules are unaffected."""
+    with mp.workdps(mp.mp.dps):
+        yield
+
+
 ALPHAS = np.array([1.1, 1.5, 2.0, 4.0, 16.0, 100.0])
 
 
