@@ -555,3 +555,18 @@ def test_amplified_profile_constant_kernel_is_zero():
     prof = amplified_profile(base.profile, K, np.array([0.0, 0.5, 1.0]))
     assert np.all(prof <= 1e-13)
     assert base.post_process(K).epsilon(1e-6).epsilon == 0.0
+
+
+def test_profile_at_infinity_keeps_the_mass_at_infinite_loss():
+    """delta(inf) of an (eps, delta) worst-case pair is delta (loss +inf w.p. delta); after a
+    kernel that keeps supports apart it must stay positive (no branch may claim 0)."""
+    base = DiscretePair(*worst_case_pair(1.0, 0.01))
+    K = dp.MarkovKernel([[0.8, 0.2, 0.0], [0.0, 0.5, 0.5], [0.0, 0.3, 0.7], [0.0, 0.2, 0.8]])
+    exact = pair_delta(np.array(base.P) @ K.matrix, np.array(base.Q) @ K.matrix, np.inf)
+    assert exact > 0
+    assert base.post_process(K).profile(np.inf) >= exact
+    # a Doeblin kernel with gamma = 0.9 after a pair with disjoint supports: D_inf = 0.9
+    K = dp.MarkovKernel([[0.1, 0.9, 0.0], [0.1, 0.0, 0.9]])
+    base = DiscretePair((1.0, 0.0), (0.0, 1.0))
+    assert base.post_process(K).profile(np.inf) >= 0.9
+    assert base.post_process(K).profile(50.0) >= 0.9

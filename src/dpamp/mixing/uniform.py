@@ -172,7 +172,7 @@ def _doeblin_min(base_profile, top: np.ndarray, gamma: float) -> np.ndarray:
     the best point. Every evaluated point is a valid bound, so the search affects tightness
     only."""
     fin = np.isfinite(top)
-    out = np.full(top.shape, gamma * (1.0 - gamma))  # base eps = inf: e^{-eps} = 0, delta = 0
+    out = np.full(top.shape, np.inf)  # eps' = inf: not used (the other terms cover it)
     if not fin.any():
         return out
     t = top[fin]
@@ -241,7 +241,7 @@ def amplified_profile(base_profile, kernel: MixingKernel, epsilon):
         dm = np.zeros(top.shape)
         if fin.any():
             dm[fin] = np.minimum(1.0, np.asarray(base_profile(top[fin]), dtype=float))
-        val = np.where(fin, _ultra_delta(np.where(fin, top, 0.0), dm, g_u), 0.0)
+        val = np.where(fin, _ultra_delta(np.where(fin, top, 0.0), dm, g_u), np.inf)
         best = np.minimum(best, _up(val, _REL_DELTA))
     best = np.clip(best, 0.0, 1.0).reshape(eps.shape)
     return best if best.ndim else float(best)
