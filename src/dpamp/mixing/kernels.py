@@ -172,8 +172,8 @@ class MarkovKernel(MixingKernel):
         """Smallest gamma with sup_{x,x'} D_{e^eps}(K(x) || K(x')) <= gamma (002 Def. 1 (1)-(2));
         eps = 0 (default) is the total variation, i.e. the Dobrushin coefficient. Vectorised
         over ``epsilon``; exact sum of positive parts over every ordered pair of rows, plus a
-        rounding margin (each non-zero term p - e^eps q has p > e^eps q, so its error is
-        below 3u p; the rows sum to 1)."""
+        rounding margin (m + 8) 4u (a term p - e^eps q that matters has p >= e^eps q, so its
+        error is below 3u p; the rows sum to 1; plus the summation error)."""
         eps = _eps_array(epsilon)
         flat = eps.ravel()
         k = self.matrix
@@ -184,7 +184,10 @@ class MarkovKernel(MixingKernel):
             e = flat[s:s + chunk]
             out[s:s + chunk] = hockey_stick(k[None, :, None, :], k[None, None, :, :],
                                             e[:, None, None]).reshape(e.size, -1).max(axis=1)
-        out = np.minimum(1.0, np.where(out > 0, out + self._margin(), out))
+        # margin also where the computed sum is 0: a true term p - e^eps q below 3u p can round
+        # to a non-positive value (only eps = inf is computed exactly: a support test)
+        fin = np.isfinite(flat)
+        out = np.minimum(1.0, np.where(fin, out + self._margin(), out))
         return _out(out.reshape(eps.shape))
 
     def _column_min(self) -> np.ndarray:
