@@ -23,3 +23,13 @@ from . import composition  # noqa: E402
 from .compare import compare  # noqa: E402
 from .mechanisms.eps_delta import EpsDelta  # noqa: E402
 __all__ += ["composition", "compare", "EpsDelta"]
+# --- paper 002: amplification by mixing, iteration and diffusion (dpamp.mixing) ---------------
+from . import mixing  # noqa: E402
+from .mixing import (BrownianKernel, BrownianMotion, DoeblinWarning, GaussianKernel,  # noqa: E402
+                     LaplaceKernel, MarkovKernel, NoisyProjectedSGD, OrnsteinUhlenbeck,
+                     OrnsteinUhlenbeckKernel, amplification_by_iteration, amplify_by_mixing,
+                     iteration_path_bound, shift_reduction_rdp)
+__all__ += ["mixing", "MarkovKernel", "GaussianKernel", "LaplaceKernel", "amplify_by_mixing",
+            "DoeblinWarning", "shift_reduction_rdp", "amplification_by_iteration",
+            "iteration_path_bound", "NoisyProjectedSGD", "BrownianMotion", "OrnsteinUhlenbeck",
+            "BrownianKernel", "OrnsteinUhlenbeckKernel"]

@@ -72,7 +72,7 @@ def delta(mechanism, epsilon, method: str = "auto", **options) -> Guarantee:
 
 
 _PLUGINS = ("dpamp.rdp.methods", "dpamp.pld.methods", "dpamp.zcdp", "dpamp.composition_methods",
-            "dpamp.profiles.methods")
+            "dpamp.profiles.methods", "dpamp.mixing.methods")
 _loaded = False
 
 
