@@ -23,3 +23,6 @@ from . import composition  # noqa: E402
 from .compare import compare  # noqa: E402
 from .mechanisms.eps_delta import EpsDelta  # noqa: E402
 __all__ += ["composition", "compare", "EpsDelta"]
+# --- issue 8: calibration, plans in a file, reports, JSON, interoperability (usability) --------
+from .serialize import from_json, to_json  # noqa: E402
+__all__ += ["from_json", "to_json"]
