@@ -24,6 +24,8 @@ from .compare import compare  # noqa: E402
 from .mechanisms.eps_delta import EpsDelta  # noqa: E402
 __all__ += ["composition", "compare", "EpsDelta"]
 # --- issue 8: calibration, plans in a file, reports, JSON, interoperability (usability) --------
+from . import calibrate  # noqa: E402  dp.calibrate.sigma / steps / epochs / rate / sweep
 from .plan import Plan, PlanError, default_plan, load_plan  # noqa: E402
 from .serialize import from_json, to_json  # noqa: E402
-__all__ += ["Plan", "PlanError", "default_plan", "load_plan", "from_json", "to_json"]
+__all__ += ["calibrate", "Plan", "PlanError", "default_plan", "load_plan", "from_json",
+            "to_json"]
