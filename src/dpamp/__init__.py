@@ -25,7 +25,8 @@ from .mechanisms.eps_delta import EpsDelta  # noqa: E402
 __all__ += ["composition", "compare", "EpsDelta"]
 # --- issue 8: calibration, plans in a file, reports, JSON, interoperability (usability) --------
 from . import calibrate  # noqa: E402  dp.calibrate.sigma / steps / epochs / rate / sweep
+from .integrations import OpacusAccountant, from_dp_event  # noqa: E402
 from .plan import Plan, PlanError, default_plan, load_plan  # noqa: E402
 from .serialize import from_json, to_json  # noqa: E402
-__all__ += ["calibrate", "Plan", "PlanError", "default_plan", "load_plan", "from_json",
-            "to_json"]
+__all__ += ["calibrate", "from_dp_event", "OpacusAccountant", "Plan", "PlanError",
+            "default_plan", "load_plan", "from_json", "to_json"]
