@@ -114,7 +114,9 @@ class _Oracle:
 
     def result(self, parameter, x, steps=None) -> Calibration:
         g = self.guarantee(x)
-        assert g.epsilon <= self.eps  # the certificate: the returned value was evaluated
+        if not g.epsilon <= self.eps:  # the certificate: the returned value was evaluated
+            raise RuntimeError(f"calibration bug: {x!r} does not meet the target "
+                               f"({g.epsilon!r} > {self.eps!r})")  # pragma: no cover
         return Calibration(parameter, x, g, self.eps, self.delta, self.seen[x][1],
                            self.evaluations, steps)
 
