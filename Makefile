@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install -e ".[test]"
 	touch $(STAMP)
 
+# prints the report of the built-in plan (src/dpamp/data/default_plan.toml) and writes its
+# figure (epsilon against steps, every method) next to it: dpamp-report.png
 run: $(STAMP)
-	$(VENV)/bin/dpamp report
+	$(VENV)/bin/dpamp report --plot dpamp-report.png
 
 test: $(STAMP)
 	$(PY) -m pytest

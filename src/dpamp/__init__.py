@@ -33,3 +33,10 @@ __all__ += ["mixing", "MarkovKernel", "GaussianKernel", "LaplaceKernel", "amplif
             "DoeblinWarning", "shift_reduction_rdp", "amplification_by_iteration",
             "iteration_path_bound", "NoisyProjectedSGD", "BrownianMotion", "OrnsteinUhlenbeck",
             "BrownianKernel", "OrnsteinUhlenbeckKernel"]
+# --- issue 8: calibration, plans in a file, reports, JSON, interoperability (usability) --------
+from . import calibrate  # noqa: E402  dp.calibrate.sigma / steps / epochs / rate / sweep
+from .integrations import OpacusAccountant, from_dp_event  # noqa: E402
+from .plan import Plan, PlanError, default_plan, load_plan  # noqa: E402
+from .serialize import from_json, to_json  # noqa: E402
+__all__ += ["calibrate", "from_dp_event", "OpacusAccountant", "Plan", "PlanError",
+            "default_plan", "load_plan", "from_json", "to_json"]

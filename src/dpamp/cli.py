@@ -2,7 +2,8 @@
 
     dpamp epsilon --sigma 1.1 --poisson 0.0042667 --steps 14062 --delta 1e-5 [--method rdp] [--json]
     dpamp delta   --sigma 1.1 --batch 256 --population 60000 --steps 14062 --epsilon 2.0
-    dpamp report            # the default DP-SGD plan, epsilon by every available method
+    dpamp report [PLAN.toml] [--json | --markdown] [--plot FILE.png]
+                            # a plan (default: the built-in DP-SGD plan), every method
 
 Errors in the input are printed on one line and the exit status is 2.
 """
@@ -11,15 +12,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import sys
 import time
 
 #: modules that add sub-commands: each defines add_parser(subparsers) -> None
 SUBCOMMAND_MODULES = ("dpamp.cli_compare", "dpamp.cli_calibrate", "dpamp.cli_plot")
 
-#: The embedded default plan: DP-SGD on MNIST-sized data (60 epochs of batch 256 out of 60000).
-DEFAULT_PLAN = {"sigma": 1.1, "poisson": 256 / 60_000, "steps": 14_062, "delta": 1e-5}
+#: The built-in plan is the TOML file dpamp/data/default_plan.toml (see dpamp.plan.default_plan):
+#: DP-SGD, noise multiplier 1.1, Poisson rate 256/60000, 60 epochs = 14062 steps, delta 1e-5.
 
 
 def _add_plan_args(p: argparse.ArgumentParser):
@@ -94,41 +94,51 @@ def cmd_methods(args):
         print(f"{name:14s} {methods._REGISTRY[name].summary}")
 
 
-def report_rows(mech, delta):
-    """[(method, Guarantee or error text, seconds)] for every method that applies."""
-    from . import methods
+def report_rows(mech, delta, methods=None, **options):
+    """[(method, Guarantee or error text, seconds)] for every method that applies (or the
+    methods named); a method that fails shows its error text."""
+    from . import methods as M
     rows = []
-    for name in methods.available(mech):
+    for name in (M.available(mech) if methods is None else methods):
         t0 = time.perf_counter()
         try:
-            g = mech.epsilon(delta, method=name)
+            g = mech.epsilon(delta, method=name, **options)
         except (ValueError, NotImplementedError) as e:
             g = str(e)
         rows.append((name, g, time.perf_counter() - t0))
     return rows
 
 
-def cmd_report(args):
-    import dpamp as dp
-    plan = dict(DEFAULT_PLAN)
-    step = dp.Gaussian(plan["sigma"]).subsample(dp.Poisson(plan["poisson"]))
-    mech = step * plan["steps"]
-    rows = report_rows(mech, plan["delta"])
-    if args.json:
-        print(json.dumps({"plan": plan, "results": [
-            dict(g.as_dict(), seconds=s) if not isinstance(g, str) else
-            {"method": n, "error": g, "seconds": s} for n, g, s in rows]}))
+def _emit(text: str, output):
+    """Print ``text``, or write it to ``output`` all-or-nothing (temporary file + rename)."""
+    if output is None:
+        print(text)
         return
-    print("dpamp privacy report")
-    print(f"plan: DP-SGD, Gaussian noise multiplier {plan['sigma']}, Poisson rate "
-          f"{plan['poisson']:.6g} (256/60000), {plan['steps']} steps, delta {plan['delta']:g}")
-    print(f"{'method':14s} {'epsilon':>10s} {'lower':>10s} {'time':>10s}  source")
-    for name, g, s in rows:
-        if isinstance(g, str):
-            print(f"{name:14s} {'n/a':>10s} {'':>10s} {s * 1e3:8.2f}ms  {g}")
-            continue
-        low = "" if g.lower is None else f"{g.lower:.6g}"
-        print(f"{name:14s} {g.epsilon:10.6g} {low:>10s} {s * 1e3:8.2f}ms  {g.source}")
+    from ._io import atomic_write
+    atomic_write(output, text + "\n")
+
+
+def cmd_report(args):
+    from . import report
+    from .plan import default_plan, load_plan
+    # read and validate everything before computing or writing anything
+    plan = default_plan() if args.plan is None else load_plan(args.plan)
+    from ._io import check_target
+    if args.plot is not None:
+        from .plot import _check_output
+        check_target(_check_output(args.plot))
+    if args.output is not None:
+        check_target(args.output)
+    rows = report_rows(plan.mechanism, plan.delta, plan.methods, **plan.options)
+    fmt = report.as_json if args.json else report.markdown if args.markdown else report.text
+    _emit(fmt(rows, plan.delta, plan=plan), args.output)
+    if args.plot is not None:
+        from .plot import epsilon_vs_steps
+        methods = [n for n, g, _ in rows if not isinstance(g, str)]
+        epsilon_vs_steps(plan.mechanism, plan.delta, methods=methods or None,
+                         output=args.plot, **plan.options)
+        note = f"figure: {args.plot} (epsilon against steps)"
+        print(note, file=sys.stderr if (args.json or args.output) else sys.stdout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,8 +152,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_args(p)
     p.add_argument("--epsilon", type=float, required=True)
     p.set_defaults(func=cmd_delta)
-    p = sub.add_parser("report", help="privacy report for the built-in DP-SGD plan")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("report", help="privacy report of a TOML plan (default: the built-in "
+                                      "DP-SGD plan); format: docs/plans.md")
+    p.add_argument("plan", nargs="?", default=None, metavar="PLAN.toml",
+                   help="the plan file (default: the built-in DP-SGD plan)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object")
+    fmt.add_argument("--markdown", action="store_true",
+                     help="a Markdown block to paste into a paper")
+    p.add_argument("--plot", metavar="FILE", default=None,
+                   help="also write a figure of epsilon against steps (.png, .svg or .pdf)")
+    p.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="write the report to FILE instead of standard output")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("methods", help="list accounting methods")
     p.set_defaults(func=cmd_methods)
@@ -169,4 +189,3 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-_ = math

@@ -1,6 +1,6 @@
 """``dpamp compare``: the plan of ``dpamp epsilon`` accounted by every applicable method.
 
-    dpamp compare --sigma 1.1 --poisson 0.0042667 --steps 14062 --delta 1e-5 [--json]
+    dpamp compare --sigma 1.1 --poisson 0.0042667 --steps 14062 --delta 1e-5 [--json|--markdown]
 """
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ def cmd_compare(args):
     from .compare import compare_rows
     mech = build_mechanism(args)
     rows = compare_rows(mech, args.delta, **_options(args))
+    if args.markdown:
+        from .report import markdown
+        print(markdown(rows, args.delta, mechanism=mech))
+        return
     if args.json:
         out = []
         for name, g, s in rows:
@@ -35,4 +39,6 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("compare", help="epsilon for a target delta by every method")
     _add_plan_args(p)  # --method is accepted for symmetry with `dpamp epsilon` and ignored
     p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--markdown", action="store_true",
+                   help="a Markdown block to paste into a paper (parameters, methods, theorems)")
     p.set_defaults(func=cmd_compare)

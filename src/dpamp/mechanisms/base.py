@@ -73,6 +73,13 @@ class Mechanism:
         from .. import methods
         return methods.delta(self, epsilon, method=method, **options)
 
+    # --- serialisation -----------------------------------------------------------------------
+    def to_json(self, indent: int | None = None) -> str:
+        """JSON text ``{"type": ClassName, ...constructor arguments}``, recursively; read it
+        back with ``dp.from_json`` (see :mod:`dpamp.serialize`)."""
+        from ..serialize import to_json
+        return to_json(self, indent=indent)
+
     # --- transformations ---------------------------------------------------------------------
     def subsample(self, scheme):
         """Run the mechanism on a random subsample drawn by ``scheme`` (see dpamp.sampling)."""
