@@ -60,7 +60,8 @@ class _Half:
     floor: tuple           # (a, b): knots must stay >= max(0, a + b x)
 
 
-def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: float) -> _Half:
+def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: float,
+          cont=None, beta_atoms=None, q_end=None) -> _Half:
     """Cells (t_i, t_{i+1}], t_i = i h (i < K) carry P-mass dA and Q-mass dB; A_tail, B_tail are
     the P- and Q-mass above t_K (A_tail includes the P-mass inf_true at +inf).
     flat_end: the optimistic polygon goes flat after x_K at inf_true (the eps >= 0 half);
@@ -74,10 +75,15 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     em1 = np.expm1(h)
     dx = x[:-1] * em1                                     # x_{i+1} - x_i
     # beta_i = (dA_i - x_i dB_i) / dx_i, in [0, dB_i] because the cell's losses are in
-    # (t_i, t_{i+1}]; clipping only removes rounding noise
+    # (t_i, t_{i+1}]; clipping only removes rounding noise. Atoms' shares come precomputed
+    # (exact for atoms on grid points); the continuous part's by this difference.
+    cA, cB = (dA, dB) if cont is None else cont
     with np.errstate(over="ignore", invalid="ignore"):
-        beta = (dA * np.exp(-t[:-1]) - dB) / em1
-    beta = np.clip(np.nan_to_num(beta, nan=0.0, posinf=0.0), 0.0, dB)
+        beta = (cA * np.exp(-t[:-1]) - cB) / em1
+    beta = np.clip(np.nan_to_num(beta, nan=0.0, posinf=0.0), 0.0, cB)
+    if beta_atoms is not None:
+        beta = beta + beta_atoms
+    beta = np.clip(beta, 0.0, dB)
     qbar = np.concatenate([np.cumsum(dB[::-1])[::-1], [0.0]]) + B_tail   # Q[L > t_i]
     s_up = -qbar[1:] - beta                               # chord slope on cell i
     f_K = max(A_tail - x[K] * B_tail, inf_true, 0.0)      # F(x_K) (>= its limit inf_true)
@@ -94,11 +100,14 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     #   chord - tan_i = alpha lam dx,   chord - tan_{i+1} = beta (1 - lam) dx,
     #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - 0 = (1-lam) f_i + lam f_{i+1}.
     a, b = floor
+    # the tangent at x_{i+1} uses the left derivative -Q[L >= t_{i+1}], which counts an atom on
+    # t_{i+1} (it belongs to cell i): beta - q_end instead of beta (tight when the atom is alone)
     alpha = dB - beta
+    beta_end = beta if q_end is None else np.clip(beta - q_end, 0.0, None)
     fi, fj, xi = f[:-1], f[1:], x[:-1]
     diffs = [  # (slope in lam, value at lam = 0) of each difference, per cell
         (alpha * dx, np.zeros(K)),
-        (-beta * dx, beta * dx),
+        (-beta_end * dx, beta_end * dx),
         (fj - fi - b * dx, fi - a - b * xi),
         (fj - fi, fi.copy()),
     ]
@@ -207,11 +216,17 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
         q_tot = c["below"][1] + lq.sum() + c["zero"][1] + rq.sum() + c["above"][1]
     else:
         p_tot, q_tot = totals
-    fwd = _half(rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0), p_inf)
+    fwd = _half(rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0), p_inf,
+                c.get("right_cont"), c.get("right_beta"), c.get("right_end"))
     # the swapped pair (Q, P): its cell i is [t_{-i-1}, t_{-i}) of L; its curve is
     # E_Q[(1 - x' e^L)_+] >= max(0, Q_tot - x'(P_tot - p_inf))
+    lc = c.get("left_cont")
+    lb = c.get("left_beta")
+    le = c.get("left_end")
     rev = _half(lq[::-1], lp[::-1], c["below"][1], c["below"][0], h, False,
-                (q_tot, -(p_tot - p_inf)), 0.0)
+                (q_tot, -(p_tot - p_inf)), 0.0,
+                None if lc is None else (lc[1][::-1], lc[0][::-1]),
+                None if lb is None else lb[::-1], None if le is None else le[::-1])
     z = -jlo                                      # index of t = 0
     back = np.exp(-h * np.arange(1, z + 1))       # swapped pair's P-mass -> P-mass: times e^{-t'}
     upper = np.empty(jhi - jlo + 1)
@@ -236,10 +251,30 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
     neg = -np.minimum(lower, 0.0)
     if neg.sum() > 1e-13 * max(p_tot, 1e-300):
         lower = _hull_masses(fwd, rev, g0, h, lower, z, p_tot, q_tot)
-        neg = -np.minimum(lower, 0.0)
+    lower, slack = _cancel_negatives(lower)
     upper = np.maximum(upper, 0.0)        # rounding noise only (>= 0 in exact arithmetic)
-    return Discretized(h, jlo, upper, fwd.inf_up, np.maximum(lower, 0.0), p_inf,
-                       float(neg.sum()))
+    return Discretized(h, jlo, upper, fwd.inf_up, lower, p_inf, slack)
+
+
+def _cancel_negatives(m: np.ndarray, passes: int = 20):
+    """Rounding-level negative masses of an optimistic PMF, cancelled against the next bin
+    up: that moves mass to a lower loss, which only lowers the curve F (every term
+    (1 - x e^{-t})_+ decreases as t decreases), so the PMF stays a lower bound. What cannot be
+    placed (at the top end) is returned as slack for the caller's error budget."""
+    m = m.copy()
+    for _ in range(passes):
+        neg = np.nonzero(m < 0)[0]
+        if neg.size == 0:
+            return m, 0.0
+        inner = neg[neg < m.size - 1]
+        amount = -m[inner]
+        m[inner] = 0.0
+        np.add.at(m, inner + 1, -amount)
+        if inner.size == neg.size:
+            continue
+        break
+    slack = float(-np.minimum(m, 0.0).sum())
+    return np.maximum(m, 0.0), slack
 
 
 def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:

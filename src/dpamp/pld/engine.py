@@ -38,7 +38,7 @@ _C_FFT = 8.0
 #: ~u/h relative; 1e-9 covers h down to 1e-6 with room)
 REL_MARGIN = 1e-9
 #: largest FFT length accepted (memory: a few arrays of this many complex numbers)
-MAX_N = 1 << 24
+MAX_N = 1 << 22
 
 def logsumexp(a: np.ndarray, axis=None):
     """log sum exp along an axis (plain numpy: scipy's version has array-API overhead that
@@ -96,13 +96,14 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
 
 
 def compose(parts: list[PartPMF], h: float, lam: float, kinds=(True, False),
-            log_tail: float = -30.0):
+            target: tuple[float, float] = (0.0, -12.0)):
     """Compose the parts (one direction) for each kind (True: upper, False: lower), tilted by
-    lam. Returns {kind: GridPMF}."""
-    return {upper: _compose_kind(parts, h, lam, upper, log_tail) for upper in kinds}
+    lam. ``target`` = (eps, log delta) near which the answer is expected: it sizes the window so
+    that the mass that may wrap around costs <= 1e-9 of delta there. Returns {kind: GridPMF}."""
+    return {upper: _compose_kind(parts, h, lam, upper, target) for upper in kinds}
 
 
-def _compose_kind(parts, h, lam, upper, log_tail):
+def _compose_kind(parts, h, lam, upper, target):
     # the normalised tilted PMFs first: the window is chosen from them
     ws, ts, lMs = [], [], []
     for p in parts:
@@ -114,6 +115,9 @@ def _compose_kind(parts, h, lam, upper, log_tail):
         ws.append(np.exp(lw - lM) if math.isfinite(lM) else np.zeros(m.size))
         ts.append(t)
         lMs.append(lM)
+    # aliasing costs e^{log_tail + K(lam) - lam t} at t: at most 1e-9 delta at the target
+    K_lam = sum(p.count * lM for p, lM in zip(parts, lMs) if math.isfinite(lM))
+    log_tail = min(-30.0, math.log(1e-9) + target[1] - (K_lam - lam * target[0]))
     iA, iB, tail_bound = tilted_window(ws, ts, [p.count for p in parts], h, log_tail)
     widest = max(p.d.upper.size for p in parts)
     N = sfft.next_fast_len(max(iB - iA + 1, widest, 16), real=True)
@@ -171,7 +175,9 @@ def _compose_kind(parts, h, lam, upper, log_tail):
     alias = math.exp(log_above) + math.exp(log_below)   # tilted mass that may wrap around
     # error budget of each suffix k: sum_{i >= k} (per-bin error) * untilting factor_i
     per_bin = ebin + (0.0 if upper else alias)
-    err = per_bin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = per_bin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
+    err = np.where(np.isnan(err), np.inf, err)
     if not upper:
         # setting FFT noise below zero to zero would add mass: account for it instead; and so
         # does the mass the parts' discretisations added by clipping rounding noise (each unit of

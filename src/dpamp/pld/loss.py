@@ -77,27 +77,38 @@ class LossDistribution:
             right  : (t_j, t_{j+1}] for j = 0 .. jhi-1     (arrays of length jhi)
             above  : L > t_jhi                      (incl. +inf)
 
-        Returns a dict with keys below, left, zero, right, above, each a (P, Q) pair. Cells
-        are closed on the side away from 0, so an atom on a grid point falls where the
-        discretiser puts all of its mass on that point. Continuous masses are differences of
-        the CDF on the left half and of the survival function on the right half."""
+        Returns a dict with keys below, left, zero, right, above, each a (P, Q) pair, plus
+        left_cont / right_cont (the continuous part's masses alone) and left_beta / right_beta:
+        the atoms' share of the discretiser's beta = sum (P e^{-t_start} - Q) / (e^h - 1) over the
+        cell (t_start being the cell's end nearer 0, in the half's own coordinates), computed
+        per atom as Q expm1(u h) / expm1(h) with u in (0, 1] its offset in the cell; exactly Q
+        for an atom on the cell's far grid point, so that such atoms cost nothing; and
+        left_end / right_end: the Q-mass (again in the half's coordinates) of atoms exactly on
+        the cell's far grid point, for the left tangent there. Cells are
+        closed on the side away from 0. Continuous masses are differences of the CDF on the
+        left half and of the survival function on the right half."""
         t_left = h * np.arange(jlo, 1)        # t_jlo .. 0
         t_right = h * np.arange(0, jhi + 1)   # 0 .. t_jhi
         zero2 = lambda n: (np.zeros(n), np.zeros(n))  # noqa: E731
+        left_pc, left_qc = zero2(-jlo)
+        right_pc, right_qc = zero2(jhi)
         left_p, left_q = zero2(-jlo)
         right_p, right_q = zero2(jhi)
+        left_b, right_b = np.zeros(-jlo), np.zeros(jhi)
+        left_e, right_e = np.zeros(-jlo), np.zeros(jhi)   # Q-mass of atoms on the far end
         below = [0.0, 0.0]
         above = [0.0, 0.0]
         zero = [0.0, 0.0]
+        em1 = math.expm1(h)
         if self.cdf is not None:
             cp, cq = self.cdf(t_left)
-            left_p += np.maximum(np.diff(cp), 0.0)
-            left_q += np.maximum(np.diff(cq), 0.0)
+            left_pc += np.maximum(np.diff(cp), 0.0)
+            left_qc += np.maximum(np.diff(cq), 0.0)
             below[0] += float(cp[0])
             below[1] += float(cq[0])
             sp, sq = self.sf(t_right)
-            right_p += np.maximum(-np.diff(sp), 0.0)
-            right_q += np.maximum(-np.diff(sq), 0.0)
+            right_pc += np.maximum(-np.diff(sp), 0.0)
+            right_qc += np.maximum(-np.diff(sq), 0.0)
             above[0] += float(sp[-1])
             above[1] += float(sq[-1])
         if self.atom_loss.size:
@@ -105,26 +116,42 @@ class LossDistribution:
             neg, pos, at0 = loss < 0, loss > 0, loss == 0
             zero[0] += float(self.atom_p[at0].sum())
             zero[1] += float(self.atom_q[at0].sum())
-            # left cells [t_{j-1}, t_j): index k = j - jlo - 1 for the cell ending at t_j
+            # left cells [t_{j-1}, t_j): index k for the cell [t_{k+jlo}, t_{k+jlo+1})
             ln = loss[neg]
-            k = _grid_floor(ln / h) - jlo          # cell [t_{k+jlo}, t_{k+jlo+1})
+            fl = _grid_floor(ln / h)
+            k = fl - jlo
             inl = (ln >= t_left[0]) & np.isfinite(ln)
-            below[0] += float(self.atom_p[neg][~inl].sum())
-            below[1] += float(self.atom_q[neg][~inl].sum())
+            pn, qn = self.atom_p[neg], self.atom_q[neg]
+            below[0] += float(pn[~inl].sum())
+            below[1] += float(qn[~inl].sum())
             kk = np.clip(k[inl], 0, -jlo - 1)
-            left_p += np.bincount(kk, self.atom_p[neg][inl], -jlo)
-            left_q += np.bincount(kk, self.atom_q[neg][inl], -jlo)
-            # right cells (t_j, t_{j+1}]: index j
+            left_p += np.bincount(kk, pn[inl], -jlo)
+            left_q += np.bincount(kk, qn[inl], -jlo)
+            # seen from the swap (loss -l, P and Q exchanged), the cell ends at -(fl+1) h near 0:
+            # offset u = (-l)/h + fl + 1 in (0, 1], 1 for an atom on t_fl
+            onl = fl[inl] * h == ln[inl]
+            u = np.clip(np.where(onl, 1.0, -ln[inl] / h + fl[inl] + 1), 0, 1)
+            left_b += np.bincount(kk, pn[inl] * np.expm1(u * h) / em1, -jlo)
+            left_e += np.bincount(kk, pn[inl] * onl, -jlo)
+            # right cells (t_j, t_{j+1}]: index j, offset u = l/h - j in (0, 1]
             lp = loss[pos]
             j = -_grid_floor(-lp / h) - 1          # ceil(l/h) - 1: cell (t_j, t_{j+1}]
             inr = (lp <= t_right[-1]) & np.isfinite(lp)
-            above[0] += float(self.atom_p[pos][~inr].sum())
-            above[1] += float(self.atom_q[pos][~inr].sum())
+            pp, qp = self.atom_p[pos], self.atom_q[pos]
+            above[0] += float(pp[~inr].sum())
+            above[1] += float(qp[~inr].sum())
             jj = np.clip(j[inr], 0, jhi - 1)
-            right_p += np.bincount(jj, self.atom_p[pos][inr], jhi)
-            right_q += np.bincount(jj, self.atom_q[pos][inr], jhi)
-        return {"below": tuple(below), "left": (left_p, left_q), "zero": tuple(zero),
-                "right": (right_p, right_q), "above": tuple(above)}
+            right_p += np.bincount(jj, pp[inr], jhi)
+            right_q += np.bincount(jj, qp[inr], jhi)
+            on = (j[inr] + 1) * h == lp[inr]
+            u = np.clip(np.where(on, 1.0, lp[inr] / h - j[inr]), 0, 1)
+            right_b += np.bincount(jj, qp[inr] * np.expm1(u * h) / em1, jhi)
+            right_e += np.bincount(jj, qp[inr] * on, jhi)
+        return {"below": tuple(below), "left": (left_p + left_pc, left_q + left_qc),
+                "zero": tuple(zero), "right": (right_p + right_pc, right_q + right_qc),
+                "above": tuple(above), "left_cont": (left_pc, left_qc),
+                "right_cont": (right_pc, right_qc), "left_beta": left_b, "right_beta": right_b,
+                "left_end": left_e, "right_end": right_e}
 
     def quantile_range(self, tail: float) -> tuple[float, float]:
         """A range [a, b] of finite losses outside which both P and Q have mass <= tail on each

@@ -39,9 +39,8 @@ class GridPMF:
     def t(self) -> np.ndarray:
         return self._t
 
-    def delta(self, epsilon) -> np.ndarray:
-        """Bound on delta(epsilon) (upper or lower as this PMF is), vectorised over epsilon."""
-        e = np.asarray(epsilon, dtype=float)
+    def _raw(self, e: np.ndarray) -> np.ndarray:
+        """The bound at eps before the monotone envelope."""
         n = self.mass.size
         k = np.searchsorted(self._t, e, side="right")          # first bin strictly above eps
         A = self._A[k]
@@ -54,6 +53,33 @@ class GridPMF:
             return np.minimum(val + self.err[k], 1.0)
         return np.maximum(val - self.err[k], 0.0)
 
+    def _grid_envelope(self) -> np.ndarray:
+        """Values at the grid points after the monotone envelope: the true delta(eps) is
+        non-increasing, so an upper bound at eps' <= eps bounds it at eps (prefix minimum) and a
+        lower bound at eps' >= eps bounds it from below at eps (suffix maximum). This matters
+        where the error budget is large (far from the tilt), not near the answer."""
+        env = getattr(self, "_env", None)
+        if env is None:
+            g = self._raw(self._t)
+            env = np.minimum.accumulate(g) if self.upper else np.maximum.accumulate(g[::-1])[::-1]
+            self._env = env
+        return env
+
+    def delta(self, epsilon) -> np.ndarray:
+        """Bound on delta(epsilon) (upper or lower as this PMF is), vectorised over epsilon."""
+        e = np.asarray(epsilon, dtype=float)
+        raw = self._raw(e)
+        n = self.mass.size
+        if n == 0:
+            return raw
+        env = self._grid_envelope()
+        k = np.searchsorted(self._t, e, side="right")
+        if self.upper:   # grid points t_j <= eps: index k - 1
+            prev = np.where(k > 0, env[np.maximum(k - 1, 0)], np.inf)
+            return np.minimum(raw, prev)
+        nxt = np.where(k < n, env[np.minimum(k, n - 1)], 0.0)   # grid points > eps
+        return np.maximum(raw, nxt)
+
     def epsilon(self, delta: float) -> float:
         """For an upper bound: some eps >= 0 (the smallest up to rounding) with bound(eps) <=
         delta, so the true epsilon(delta) is <= it. For a lower bound: an eps such that
@@ -64,14 +90,14 @@ class GridPMF:
             return 0.0 if self.inf <= delta else math.inf
         if float(self.delta(np.array([0.0]))[0]) <= delta:
             return 0.0
-        grid = self.delta(self._t)
+        grid = self._grid_envelope()
         ok = (grid <= delta) & (self._t > 0)
         if not ok.any():
             return math.inf
         k = int(np.argmax(ok))               # first grid point with bound <= delta
         lo_t = max(self._t[k - 1], 0.0) if k > 0 else 0.0
         tk = self._t[k]
-        # on (t_{k-1}, t_k] the bound is A_k - e^{eps - t_k} C_k + (constant): solve exactly
+        # on (t_{k-1}, t_k] the raw bound is A_k - e^{eps - t_k} C_k + (constant): solve it
         A, C = self._A[k], self._C[k]
         rest = self.inf + (self.err[k] if self.upper else -self.err[k])
         target = delta - rest

@@ -65,7 +65,10 @@ def _discretize(parts, h, tail_total):
 
 
 _S = np.geomspace(1e-2, 1e3, 36)
-#: fraction of the Chernoff saddle point used as the exponential tilt of the FFT
+#: fraction of the Chernoff saddle point used as the exponential tilt of the FFT: half the
+#: saddle keeps the FFT's error far below the tolerance near the answer for the usual deltas
+#: while the tilted measure's heavy tail (rare large losses) widens the window less; when the
+#: error budget dominates the bracket (tiny deltas) the next round tilts at the full saddle
 TILT = 0.5
 
 
@@ -86,15 +89,15 @@ def saddle_for_delta(pparts, delta):
     K = _log_mgf(pparts)
     e = (K - math.log(delta)) / _S
     i = int(np.argmin(e))
-    # tilt at half the saddle point: the FFT's error stays far below the tolerance near the
-    # answer while the tilted measure's heavy tail (rare large losses) widens the window less
-    return float(e[i]), TILT * float(_S[i])
+    return float(e[i]), float(_S[i])
 
 
 def saddle_for_epsilon(pparts, eps):
+    """Tilt for delta(eps), and the Chernoff estimate log delta <= min_s K(s) - s eps."""
     K = _log_mgf(pparts)
-    i = int(np.argmin(K - _S * eps))
-    return TILT * float(_S[i])
+    v = K - _S * eps
+    i = int(np.argmin(v))
+    return float(_S[i]), float(min(v[i], 0.0))
 
 
 def _initial_h(direction_parts, tol_abs, z=4.0):
@@ -171,14 +174,15 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
     tail_total = delta * TAIL_FRACTION
     key = _key(mechanism)
     cached = _CACHE.get(key)
-    if cached is not None:
+    if cached is not None and all(False in d["pmf"] for d in cached["dirs"]):
+        # reuse the composed PMFs of an earlier query when they bracket this one well enough
         res = _evaluate_eps(cached, delta, tol)
         if res is not None:
             return res
-    h = None
+    h, tilt = None, TILT
     for rounds in range(1, MAX_ROUNDS + 1):
         try:
-            state = _compute_for_eps(dirs, delta, tol, h, tail_total)
+            state = _compute_for_eps(dirs, delta, tol, h, tail_total, tilt)
         except MemoryError:
             raise _too_fine(tol if tol is not None else 1e-3, h or 0.0) from None
         res = _evaluate_eps(state, delta, tol)
@@ -188,6 +192,10 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
         up, low = state["last"]
         gap = up - low if low is not None else math.inf
         target = tol if tol is not None else 1e-3 * max(up, 1e-12)
+        if state["error_bound"] and tilt < 1.0:
+            tilt = 1.0                     # the FFT's error budget, not the grid, is the limit
+            h = state["h"]
+            continue
         h = state["h"] * max(0.2, min(0.8, math.sqrt(0.7 * target / max(gap, 1e-300))))
         h = _align(dirs[0], h)
     up, low = state["last"]
@@ -196,7 +204,7 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
                      "use a larger tol")
 
 
-def _compute_for_eps(dirs, delta, tol, h, tail_total):
+def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
     if h is None:
         # first step: estimate the answer by Chernoff on a coarse grid, then size the grid
         coarse = []
@@ -210,9 +218,11 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total):
     out = {"h": h, "dirs": [], "kind": "eps"}
     for d in dirs:
         pp = _discretize(d, h, tail_total)
-        _, lam = saddle_for_delta(pp, delta)
-        pm = compose(pp, h, lam, kinds=(True,))
-        out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm})
+        e_est, lam = saddle_for_delta(pp, delta)
+        lam *= tilt
+        target = (e_est, math.log(delta))
+        pm = compose(pp, h, lam, kinds=(True,), target=target)
+        out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm, "target": target})
     return out
 
 
@@ -224,9 +234,11 @@ def _evaluate_eps(state, delta, tol):
     up = ups[dom]
     dd = state["dirs"][dom]
     if False not in dd["pmf"]:
-        dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,)))
+        dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,),
+                                 target=dd["target"]))
     low = dd["pmf"][False].epsilon(delta)
     state["last"] = (up, low)
+    state["error_bound"] = _error_dominated(dd["pmf"], up)
     target = tol if tol is not None else 1e-3 * max(up, 1e-12)
     if math.isfinite(up) and up - low <= target:
         return Bracket(up, low, state["h"], 0)
@@ -235,23 +247,39 @@ def _evaluate_eps(state, delta, tol):
     return None
 
 
+def _error_dominated(pmf, eps) -> bool:
+    """Whether the floating-point error budgets, rather than the grid, make the bracket wide
+    at eps: their sum exceeds a third of the gap between the two bounds there."""
+    if not math.isfinite(eps):
+        return False
+    e = np.array([eps])
+    up, lo = pmf[True], pmf[False]
+    ku = int(np.searchsorted(up.t, eps, side="right"))
+    kl = int(np.searchsorted(lo.t, eps, side="right"))
+    budget = float(up.err[ku] + lo.err[kl])
+    gap = float(up.delta(e)[0] - lo.delta(e)[0])
+    return budget > gap / 3.0
+
+
 def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracket:
     """Proven bounds lower <= delta(epsilon) <= upper, upper - lower <= tol (default 1e-3 of
     upper)."""
     epsilon = V.real("epsilon", epsilon, low=0.0)
     if tol is not None:
         tol = V.positive("tol", tol)
+    if epsilon >= mechanism.pure_epsilon():
+        return Bracket(0.0, 0.0, 0.0, 0)          # pure DP: the loss never exceeds pure eps
     dirs = _directions(mechanism)
     key = (_key(mechanism), "delta")
     state = _CACHE.get(key)
-    if state is not None:
+    if state is not None and all(False in d["pmf"] for d in state["dirs"]):
         res = _evaluate_delta(state, epsilon, tol)
         if res is not None:
             return res
-    h = None
+    h, tilt = None, TILT
     for rounds in range(1, MAX_ROUNDS + 1):
         try:
-            state = _compute_for_delta(dirs, epsilon, tol, h)
+            state = _compute_for_delta(dirs, epsilon, tol, h, tilt)
         except MemoryError:
             raise _too_fine(tol if tol is not None else 1e-3, h or 0.0) from None
         _CACHE.put(key, state)
@@ -260,7 +288,10 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracke
             return dataclasses.replace(res, rounds=rounds)
         up, low = state["last"]
         target = tol if tol is not None else 1e-3 * up
-        # delta is not second order in h in the same units; halve more cautiously
+        if state["error_bound"] and tilt < 1.0:
+            tilt = 1.0
+            h = state["h"]
+            continue
         h = state["h"] * max(0.2, min(0.8, math.sqrt(0.7 * target / max(up - low, 1e-300))))
         h = _align(dirs[0], h)
     up, low = state["last"]
@@ -268,7 +299,7 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracke
                      f"h={state['h']:.3g}); use a larger tol")
 
 
-def _compute_for_delta(dirs, epsilon, tol, h):
+def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     tail_total = 1e-300
     if h is None:
         hc = min(_initial_h(d, 0.05) for d in dirs)
@@ -283,9 +314,11 @@ def _compute_for_delta(dirs, epsilon, tol, h):
     out = {"h": h, "dirs": [], "kind": "delta"}
     for d in dirs:
         pp = _discretize(d, h, max(tail_total, 1e-300))
-        lam = saddle_for_epsilon(pp, epsilon)
-        pm = compose(pp, h, lam, kinds=(True,))
-        out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm})
+        lam, log_d = saddle_for_epsilon(pp, epsilon)
+        lam *= tilt
+        target = (epsilon, log_d)
+        pm = compose(pp, h, lam, kinds=(True,), target=target)
+        out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm, "target": target})
     return out
 
 
@@ -295,9 +328,11 @@ def _evaluate_delta(state, epsilon, tol):
     up = ups[dom]
     dd = state["dirs"][dom]
     if False not in dd["pmf"]:
-        dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,)))
+        dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,),
+                                 target=dd["target"]))
     low = float(dd["pmf"][False].delta(np.array([epsilon]))[0])
     state["last"] = (up, low)
+    state["error_bound"] = _error_dominated(dd["pmf"], epsilon)
     target = tol if tol is not None else 1e-3 * up
     if up - low <= target or up == 0.0:
         return Bracket(up, low, state["h"], 0)

@@ -60,8 +60,13 @@ class SymmetricCurve:
         c = self.half.cell_masses(-k, k, h)
         rp, rq = c["right"]
         ap, aq = c["above"]
+        rcp, rcq = c["right_cont"]
         mirrored = {"below": (aq, ap), "left": (rq[::-1].copy(), rp[::-1].copy()),
-                    "zero": (0.0, 0.0), "right": (rp, rq), "above": (ap, aq)}
+                    "zero": (0.0, 0.0), "right": (rp, rq), "above": (ap, aq),
+                    "right_cont": (rcp, rcq), "right_beta": c["right_beta"],
+                    "left_cont": (rcq[::-1].copy(), rcp[::-1].copy()),
+                    "left_beta": c["right_beta"][::-1].copy(), "right_end": c["right_end"],
+                    "left_end": c["right_end"][::-1].copy()}
         return discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0))
 
 
@@ -82,6 +87,16 @@ def loss_distribution(mechanism):
     from ..sampling import Poisson, WithoutReplacement
     if isinstance(mechanism, Gaussian):
         return L.gaussian(mechanism.sensitivity / mechanism.sigma)
+    # mechanisms that are a Gaussian mechanism in disguise (diffusion mechanisms, Gaussians
+    # post-processed by a Gaussian kernel) say so through gaussian_form()
+    form = getattr(mechanism, "gaussian_form", None)
+    if callable(form):
+        try:
+            g = form()
+        except (NotImplementedError, ValueError):
+            g = None
+        if isinstance(g, Gaussian):
+            return loss_distribution(g)
     if isinstance(mechanism, Laplace):
         return L.laplace(mechanism.eps0)
     if isinstance(mechanism, (RandomizedResponse, PureDP)):
