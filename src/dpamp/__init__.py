@@ -23,3 +23,9 @@ from . import composition  # noqa: E402
 from .compare import compare  # noqa: E402
 from .mechanisms.eps_delta import EpsDelta  # noqa: E402
 __all__ += ["composition", "compare", "EpsDelta"]
+# --- privacy profiles (paper 000): dp.profiles, dp.hockey_stick, dp.RandomizedMembership --------
+from . import profiles  # noqa: E402
+from .profiles import (RandomizedMembership, group_profile, hockey_stick,  # noqa: E402
+                       privacy_profile, profile_pair, profile_pair_lower)
+__all__ += ["profiles", "RandomizedMembership", "group_profile", "hockey_stick",
+            "privacy_profile", "profile_pair", "profile_pair_lower"]
