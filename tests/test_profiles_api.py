@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
 from dpamp.profiles import core
@@ -24,7 +24,8 @@ def test_shapes_and_scalars():
 
 
 def test_no_profile_raises_clearly():
-    for m in [dp.ZCDP(0.5), dp.RDPCurve(lambda a: 0.1 * a), dp.ZCDP(0.5).subsample(dp.Poisson(0.1))]:
+    for m in [dp.ZCDP(0.5), dp.RDPCurve(lambda a: 0.1 * a),
+              dp.ZCDP(0.5).subsample(dp.Poisson(0.1))]:
         with pytest.raises(NotImplementedError, match="profile"):
             dp.profile_pair(m, 1.0)
         assert dp.profile_pair_lower(m, 1.0) is None or isinstance(m, dp.Subsampled)
@@ -198,3 +199,14 @@ def test_register_extension_api():
     s = Coin().subsample(dp.Poisson(0.1))
     assert dp.profile_pair(s, 0.5).shape == (2,)
     assert dp.profile_pair_lower(s, 0.5) is None
+
+
+def test_privacy_profile_object():
+    m = dp.Gaussian(1.0).subsample(dp.Poisson(0.02))
+    prof = dp.profiles.PrivacyProfile(m)
+    eps = np.array([0.0, 0.5, 1.0])
+    np.testing.assert_array_equal(prof(eps), m.profile(eps))
+    np.testing.assert_array_equal(prof.pair(eps), dp.profile_pair(m, eps))
+    assert (prof.lower(eps) <= prof(eps)).all()
+    up, low = prof.epsilon(1e-6)
+    assert low <= up and prof(up) <= 1e-6

@@ -5,7 +5,6 @@ compared with the profile bounds: upper >= exact always, lower <= exact on the m
 and equality where the paper says the bound is tight."""
 import dataclasses
 import itertools
-import math
 from fractions import Fraction
 
 import mpmath as mp
@@ -348,3 +347,69 @@ def test_nested_wor_bruteforce():
     up = dp.profile_pair(nested, EPS)
     check(up[0], ex)
     close(up[0], ex)
+
+
+# --- 000 Thm 14 against an independent 50-digit evaluation of the errata form --------------------
+
+def mp_thm14(delta, q, n, eps_p, printed=False):
+    """gamma[beta d(alpha) + (1-beta)(sum_{k<n} g~_k d(alpha_k) + g~_n)] (errata), or the printed
+    statement gamma d(alpha) + sum_{k<n} g~_k d(alpha_k) + g~_n; d(a) for a < 1 by the reverse."""
+    with mp.workdps(50):
+        g = mp.mpf(q)
+        ap = mp.exp(mp.mpf(eps_p))
+        a = 1 + (ap - 1) / g
+        beta = ap / a
+
+        def d(x):
+            return delta(mp.log(x)) if x >= 1 else 1 - x + x * delta(-mp.log(x))
+        s = mp.fsum(mp.binomial(n - 1, k - 1) * g ** (k - 1) * (1 - g) ** (n - k)
+                    * d(a * g / (1 - g) * (mp.mpf(n) / k - 1)) for k in range(1, n))
+        last = g ** (n - 1)
+        if printed:
+            return g * d(a) + s + last
+        return g * (beta * d(a) + (1 - beta) * (s + last))
+
+
+@pytest.mark.parametrize("q,n", [(0.1, 30), (0.02, 400), (0.3, 12)])
+def test_thm14_matches_50_digit_reference(q, n):
+    sigma = 0.8
+
+    def delta(e):  # 000 Thm 4 at 50 digits, mu = 1/sigma
+        mu = 1 / mp.mpf(sigma)
+        Phi = lambda x: mp.erfc(-x / mp.sqrt(2)) / 2  # noqa: E731
+        return Phi(mu / 2 - e / mu) - mp.exp(e) * Phi(-mu / 2 - e / mu)
+    from dpamp.profiles.amplification import thm14_log_profile
+    base = dp.Gaussian(sigma, relation=dp.SUBSTITUTION)
+    eps = np.array([0.0, 0.05, 0.3, 1.0, 2.5])
+    ours = np.exp(thm14_log_profile(lambda e: core.log_symmetric(base, e), q, n, eps))
+    for e, v in zip(eps, ours):
+        ref = mp_thm14(delta, q, n, e)
+        assert v >= ref
+        assert v <= ref * (1 + 1e-9)
+        assert mp_thm14(delta, q, n, e, printed=True) >= ref  # the errata form is tighter
+
+
+def test_poisson_substitution_is_not_amplified_like_thm8():
+    """With a statistic that moves with the sample size, Poisson sampling under substitution is
+    worse than gamma delta(alpha): Thm 14's extra terms are needed (000 Sec. 4)."""
+    pmf, q, n = SKEWED, 0.3, 5
+    stat = lambda s: sum(s) + 3 * len(s)  # noqa: E731
+    ex = exact_max(substitution_pairs(n), lambda x: out_dist(x, poisson(q), stat, pmf))
+    mix = dp.profile_pair(ShiftNoise(pmf).subsample(dp.Poisson(q)), EPS)
+    assert any(e > max(a, b) for e, a, b in zip(ex, mix[0], mix[1]))
+
+
+def test_nested_wr_of_wor_bruteforce():
+    """WithReplacement(2 of 4) around WithoutReplacement(1 of 2): the inner mechanism's group
+    profile comes from the black-box bound (000 Sec. 3) on its amplified profile; the bound
+    holds against the enumeration of all draws."""
+    pmf, n = BUMP, 4
+    base = ShiftNoise(pmf, relation=dp.SUBSTITUTION)
+    nested = base.subsample(dp.WithoutReplacement(1, 2)).subsample(dp.WithReplacement(2, n))
+
+    def draws(k):
+        for s in itertools.product(range(k), repeat=2):
+            for j in range(2):  # the inner sample of size 1 out of the 2 drawn records
+                yield Fraction(1, 2 * k * k), (s[j],)
+    dist = lambda x: out_dist(x, draws, COUNT, pmf)  # noqa: E731
+    check(dp.profile_pair(nested, EPS)[0], exact_max(substitution_pairs(n), dist))

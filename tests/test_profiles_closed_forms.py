@@ -259,3 +259,23 @@ def test_hockey_stick_density_vs_closed_form():
     got = dp.profiles.hockey_stick_density(lambda z: norm.pdf(z, 1.5), norm.pdf, eps,
                                            points=[0.75, 1.5, 3.0])
     np.testing.assert_allclose(got, dp.Gaussian(1 / 1.5).profile(eps), rtol=1e-9)
+
+
+def test_add_order_near_its_cutoff_vs_50_digits():
+    """Row 1 of 000 Thm 8, c H_{a''}(Q||P) with c = 1 - e^eps (1 - q), cancels as eps approaches
+    log(1/(1-q)); upper and lower must still bracket the exact value."""
+    p, q = 0.9, 0.3
+    m = dp.RandomizedResponse(p).subsample(dp.Poisson(q))
+    cut = -math.log1p(-q)
+    eps = np.array([cut * (1 - 1e-6), cut * (1 - 1e-9), cut * (1 - 1e-12), cut, cut * (1 + 1e-12)])
+    up = dp.profile_pair(m, eps)[1]
+    low = dp.profile_pair_lower(m, eps)[1]
+    with mp.workdps(50):
+        P = [mp.mpf(p), 1 - mp.mpf(p)]
+        Q = [1 - mp.mpf(p), mp.mpf(p)]
+        qq = mp.mpf(q)
+        mix = [(1 - qq) * b + qq * a for a, b in zip(P, Q)]
+        for e, u, l in zip(eps, up, low):
+            a = mp.exp(mp.mpf(float(e)))
+            ex = mp.fsum(max(b - a * x, 0) for b, x in zip(Q, mix))
+            assert l <= ex <= u, (e, l, float(ex), u)

@@ -7,6 +7,8 @@ function are rounded toward the pessimistic side (down for an upper bound, up fo
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 ULP = float(np.finfo(float).eps)
@@ -82,13 +84,14 @@ def to_linear_upper(log_v):
     log_v = np.asarray(log_v, dtype=float)
     with np.errstate(under="ignore"):
         v = np.exp(np.minimum(log_v, 0.0))
-    return np.where(np.isfinite(log_v), np.maximum(v, 5e-324), np.where(log_v > 0, 1.0, 0.0))
+    out = np.where(np.isfinite(log_v), np.maximum(v, 5e-324), np.where(log_v > 0, 1.0, 0.0))
+    return np.where(np.isnan(log_v), 1.0, out)  # never a nan: 1 is always an upper bound
 
 
 def to_linear_lower(log_v):
     log_v = np.asarray(log_v, dtype=float)
     with np.errstate(under="ignore"):
-        return np.exp(np.minimum(log_v, 0.0))
+        return np.where(np.isnan(log_v), 0.0, np.exp(np.minimum(log_v, 0.0)))
 
 
 # --- the epsilon maps of advanced joint convexity (000 Thm 2) -----------------------------------
@@ -106,20 +109,26 @@ def ajc_epsilon(eps_prime, gamma: float):
     return np.where(e <= 1.0, small, big)
 
 
-def ajc_reverse(eps_prime, gamma: float):
+def ajc_reverse(eps_prime, gamma: float, upper: bool = True):
     """The add order of a gamma-mixture pair: for any P, Q and A' = (1 - gamma) Q + gamma P,
 
         H_{a'}(Q || A') = c H_{a''}(Q || P),   c = 1 - a'(1 - gamma),  a'' = a' gamma / c,
 
     when c > 0, and 0 when a' >= 1/(1 - gamma) (integrate [(1 - a'(1-gamma)) q - a' gamma p]_+).
-    a'' >= 1 whenever a' >= 1. Returns (log c, eps'' = log a''), log c = -inf where c <= 0."""
+    a'' >= 1 whenever a' >= 1. Returns (log c, eps'' = log a''), log c = -inf where c <= 0.
+    c cancels near the cut-off, so x = eps' + log(1 - gamma) is rounded first: down (c larger,
+    eps'' smaller: both pessimistic) for an upper bound, up for a lower bound."""
     e = np.asarray(eps_prime, dtype=float)
     if gamma >= 1.0:
         return np.zeros_like(e), e.copy()
+    l1g = math.log1p(-gamma)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_c = log1mexp(np.minimum(e + np.log1p(-gamma), 0.0))
-        log_c = np.where(e + np.log1p(-gamma) >= 0.0, -np.inf, log_c)
-        eps2 = e + np.log(gamma) - log_c
+        x = e + l1g
+        slack = np.where(np.isfinite(e), 4 * ULP * (np.abs(e) + abs(l1g)), 0.0)
+        x = x - slack if upper else x + slack
+        log_c = log1mexp(np.minimum(x, 0.0))
+        log_c = np.where(x >= 0.0, -np.inf, log_c)
+        eps2 = e + math.log(gamma) - log_c
     eps2 = np.where(np.isneginf(log_c), np.inf, np.maximum(eps2, 0.0))
     return log_c, eps2
 
@@ -142,12 +151,16 @@ ENV_GRID = np.concatenate([[0.0], np.geomspace(1e-3, 200.0, 120)])
 
 def envelope(log_bound, eps):
     """A bound B on a non-increasing function f (f(eps) <= B(eps) for all eps) also gives
-    f(eps) <= B(g) for every g <= eps. Returns min(B(eps), min_{g in ENV_GRID, g <= eps} B(g)):
-    still a bound, and never increasing by more than B does between two grid points. Used for
-    the bounds that are not monotone by construction (000 Thm 14, black-box group profiles).
-    ``log_bound`` maps an eps array to log bounds of the same shape."""
+    f(eps) <= B(g) for every g <= eps. Returns, at each requested eps, the minimum of B over the
+    requested points and the points of ENV_GRID at or below it: still a bound, and
+    non-increasing along the requested points. Used for the bounds that are not monotone by
+    construction (000 Thm 14, black-box group profiles). ``log_bound`` maps an eps array to log
+    bounds of the same shape."""
     eps = np.asarray(eps, dtype=float)
-    at = np.asarray(log_bound(eps), dtype=float)
-    g = np.minimum.accumulate(np.asarray(log_bound(ENV_GRID), dtype=float))
-    idx = np.searchsorted(ENV_GRID, eps, side="right") - 1
-    return np.minimum(at, g[np.clip(idx, 0, None)])
+    pts = np.concatenate([eps.ravel(), ENV_GRID])
+    vals = np.asarray(log_bound(pts), dtype=float)
+    order = np.argsort(pts, kind="stable")
+    run = np.minimum.accumulate(vals[order])
+    out = np.empty_like(run)
+    out[order] = run
+    return out[: eps.size].reshape(eps.shape)

@@ -83,7 +83,7 @@ def mixture_pair_log(log_rows, gamma: float, eps, *, upper: bool = True):
         return np.full((2,) + eps.shape, -np.inf)
     rnd = down if upper else up
     e0 = rnd(ajc_epsilon(eps, gamma))
-    log_c, e2 = ajc_reverse(eps, gamma)
+    log_c, e2 = ajc_reverse(eps, gamma, upper=upper)
     e2 = rnd(e2)
     rows = log_rows(np.stack([e0, e2]))
     r0 = math.log(gamma) + rows[0, 0]

@@ -17,6 +17,7 @@ mechanism modules never need to know about profiles. Internally everything is lo
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -211,3 +212,28 @@ def epsilon_for_delta(mechanism, delta: float):
         lower = _first_below(low_curve, d, want_upper=False,
                              hi0=max(upper, 1e-3) if math.isfinite(upper) else 1.0)
     return upper, lower
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyProfile:
+    """The privacy profile delta_M(eps) of a mechanism as an object (000 Sec. 2): call it for
+    the upper bound (vectorised over eps >= 0), ``pair`` / ``pair_lower`` for both orders of
+    the dominating pair, ``lower`` for a proven lower bound, ``epsilon(delta)`` for the
+    (upper, lower) inversion."""
+
+    mechanism: object
+
+    def __call__(self, epsilon):
+        return privacy_profile(self.mechanism, epsilon)
+
+    def pair(self, epsilon):
+        return profile_pair(self.mechanism, epsilon)
+
+    def pair_lower(self, epsilon):
+        return profile_pair_lower(self.mechanism, epsilon)
+
+    def lower(self, epsilon):
+        return privacy_profile_lower(self.mechanism, epsilon)
+
+    def epsilon(self, delta):
+        return epsilon_for_delta(self.mechanism, delta)

@@ -2,7 +2,7 @@
 
 For a pair (P, Q) with privacy loss L = log dP/dQ under P and s >= 0,
 
-    E[e^{sL}] = 1 + s(s+1) int_0^inf ( e^{s eps} H_{e^eps}(P||Q) + e^{-(s+1) eps} H_{e^eps}(Q||P) ) deps,
+    E[e^{sL}] = 1 + s(s+1) int_0^inf (e^{s eps} H_{e^eps}(P||Q) + e^{-(s+1) eps} H_{e^eps}(Q||P)) deps,
 
 so D_{s+1}(P||Q) = log E[e^{sL}] / s. The integrand is increasing in both curves, so upper
 bounds on the curves give an upper bound on the moment. The integral is bounded above, not
