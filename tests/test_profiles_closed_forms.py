@@ -279,3 +279,23 @@ def test_add_order_near_its_cutoff_vs_50_digits():
             a = mp.exp(mp.mpf(float(e)))
             ex = mp.fsum(max(b - a * x, 0) for b, x in zip(Q, mix))
             assert l <= ex <= u, (e, l, float(ex), u)
+
+
+def test_poisson_gaussian_vs_dp_accounting():
+    """Peer library: dp_accounting's PLD of the Poisson-subsampled Gaussian (pessimistic and
+    optimistic discretisations) brackets our exact 000 Thm 8 profile."""
+    import logging
+    from dp_accounting.pld import privacy_loss_distribution as pld
+    logging.getLogger().setLevel(logging.ERROR)
+    eps = [0.0, 0.01, 0.1, 0.5, 1.5]
+    for sigma, q in [(0.8, 0.01), (1.5, 0.2)]:
+        ours = dp.Gaussian(sigma).subsample(dp.Poisson(q)).profile(eps)
+        pess = pld.from_gaussian_mechanism(sigma, sampling_prob=q, pessimistic_estimate=True,
+                                           value_discretization_interval=1e-5)
+        opt = pld.from_gaussian_mechanism(sigma, sampling_prob=q, pessimistic_estimate=False,
+                                          value_discretization_interval=1e-5,
+                                          use_connect_dots=False)
+        for e, v in zip(eps, ours):
+            hi, lo = pess.get_delta_for_epsilon(e), opt.get_delta_for_epsilon(e)
+            assert lo <= v <= hi * (1 + 1e-9)
+            assert v >= hi * (1 - 1e-4)

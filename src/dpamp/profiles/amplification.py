@@ -277,11 +277,6 @@ def member_gamma(scheme) -> float:
     raise core._no_profile(scheme, "sampling scheme with a privacy profile")
 
 
-def _sym(rows):
-    v = np.maximum(rows[0], rows[1])
-    return np.stack([v, v])
-
-
 def _subsampled_pair(m: Subsampled, eps):
     base, scheme = m.base, m.scheme
     base_rows = lambda e: core.log_pair(base, e)  # noqa: E731
