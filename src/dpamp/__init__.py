@@ -40,3 +40,9 @@ from .plan import Plan, PlanError, default_plan, load_plan  # noqa: E402
 from .serialize import from_json, to_json  # noqa: E402
 __all__ += ["calibrate", "from_dp_event", "OpacusAccountant", "Plan", "PlanError",
             "default_plan", "load_plan", "from_json", "to_json"]
+# --- privacy profiles (paper 000): dp.profiles, dp.hockey_stick, dp.RandomizedMembership --------
+from . import profiles  # noqa: E402
+from .profiles import (RandomizedMembership, group_profile, hockey_stick,  # noqa: E402
+                       privacy_profile, profile_pair, profile_pair_lower)
+__all__ += ["profiles", "RandomizedMembership", "group_profile", "hockey_stick",
+            "privacy_profile", "profile_pair", "profile_pair_lower"]

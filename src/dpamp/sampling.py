@@ -3,9 +3,14 @@
 | scheme                         | inner mechanism's relation | subsampled guarantee's relation |
 |--------------------------------|----------------------------|---------------------------------|
 | Poisson(rate)                  | add/remove                 | add/remove    (004 Thm 34, 000 Thm 8)   |
-| Poisson(rate, SUBSTITUTION)    | substitution               | substitution  (000 Thm 14, profiles)    |
+| Poisson(rate, SUBSTITUTION, population=n) | substitution    | substitution  (000 Thm 14, profiles)    |
 | WithoutReplacement(m, n)       | substitution               | substitution  (003 Thm 9/19, 000 Thm 9) |
 | WithReplacement(m, n)          | substitution               | substitution  (000 Thm 10, profiles)    |
+| WithReplacement(m, n, outer=ADD_REMOVE) | substitution      | add/remove    (000 Thm 11, profiles)    |
+
+000 Thm 14 depends on the dataset size n (datasets have equal sizes under substitution), so the
+profile of Poisson sampling under substitution needs ``population``; 000 Thm 11 bounds datasets of
+size n (either member of a pair) and needs none of the inner mechanism's add/remove behaviour.
 """
 from __future__ import annotations
 
@@ -46,14 +51,20 @@ class SamplingScheme:
 class Poisson(SamplingScheme):
     """Each record enters the sample independently with probability ``rate``.
 
-    Default relation add/remove (the inner and the outer relation are the same)."""
+    Default relation add/remove (the inner and the outer relation are the same). Under
+    substitution the privacy profile (000 Thm 14) depends on the dataset size: pass
+    ``population=n`` to enable it (ignored under add/remove)."""
 
     rate: float
     relation: Relation = ADD_REMOVE
+    population: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "rate", V.probability("rate", self.rate, low_open=True))
         object.__setattr__(self, "relation", as_relation(self.relation))
+        if self.population is not None:
+            object.__setattr__(self, "population",
+                               V.integer("population", self.population, low=1))
 
     @property
     def needs(self):
@@ -89,16 +100,24 @@ class WithoutReplacement(SamplingScheme):
 class WithReplacement(SamplingScheme):
     """``batch`` records drawn independently and uniformly with replacement (a multiset).
 
-    Substitution inside and outside (000 Thm 10); accounted through privacy profiles."""
+    The inner mechanism is under substitution (on multisets of size ``batch``). The outer
+    relation is substitution by default (000 Thm 10); ``outer=dp.ADD_REMOVE`` selects the hybrid
+    of 000 Thm 11: add/remove between datasets one of which has ``population`` records.
+    Accounted through privacy profiles."""
 
     batch: int
     population: int
+    outer: Relation = SUBSTITUTION
     needs = SUBSTITUTION
-    gives = SUBSTITUTION
 
     def __post_init__(self):
         object.__setattr__(self, "population", V.integer("population", self.population, low=1))
         object.__setattr__(self, "batch", V.integer("batch", self.batch, low=1))
+        object.__setattr__(self, "outer", as_relation(self.outer))
+
+    @property
+    def gives(self):
+        return self.outer
 
     @property
     def rate(self) -> float:

@@ -101,12 +101,29 @@ class Subsampled(Mechanism):
             from ..rdp.without_replacement import wor_log_moments
             return wor_log_moments(base_eps, self.base.pure_epsilon(), self.rate, orders,
                                    self_consistent=self.base.self_consistent_rdp)
-        raise NotImplementedError(
-            f"no Rényi-DP bound for {self.scheme!r}; use its privacy profile or PLD")
+        # with replacement / Poisson under substitution: crude joint-convexity bound and
+        # 000 Thm 6 on the amplified privacy profile (dpamp.profiles.rdp_bridge)
+        from ..profiles.rdp_bridge import subsampled_log_moments
+        return subsampled_log_moments(self, orders)
 
     def has_rdp(self) -> bool:
-        return self.base.has_rdp() and (isinstance(self.scheme, WithoutReplacement) or (
-            isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE))
+        if not self.base.has_rdp():
+            return False
+        if isinstance(self.scheme, WithoutReplacement) or (
+                isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE):
+            return True
+        # Profile-based RDP (000 Thm 6). Only where the caps applied in _rdp are sound: they
+        # use the inner RDP curve and amplified_pure_epsilon(eps0, rate), which hold for Poisson
+        # under substitution only when eps0 = inf (a pure inner mechanism is not amplified
+        # there in the worst case) and for sampling with replacement only when batch = 1
+        # (k copies of a record need the k-group curve) -- and for randomized response of a
+        # bit under any scheme (000 Lemma 12: a gamma-mixture of its own pair).
+        from ..profiles.core import is_binary
+        if is_binary(self.base):
+            return True
+        if isinstance(self.scheme, Poisson):
+            return math.isinf(self.base.pure_epsilon())
+        return getattr(self.scheme, "batch", 0) == 1
 
     def pure_epsilon(self) -> float:
         return amplified_pure_epsilon(self.base.pure_epsilon(), self.rate)

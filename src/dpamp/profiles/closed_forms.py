@@ -1,0 +1,203 @@
+"""Closed-form privacy profiles of the basic mechanisms (000 Thms 3, 4; RR; (eps, delta) point),
+as log H with proven rounding margins, and their registration as profile handlers.
+
+| mechanism            | delta(e^eps), both orders (symmetric pairs)                  | source      |
+|----------------------|--------------------------------------------------------------|-------------|
+| Gaussian, mu = D/sigma | Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)             | 000 Thm 4   |
+| Laplace, eta = D/b   | [1 - exp((eps - eta)/2)]_+                                   | 000 Thm 3   |
+| randomized response  | [q - e^eps (1-q)]_+, q = max(p, 1-p)  (phi_p of 000 Sec. 5)  | 000 Sec. 5  |
+| pure eps0-DP         | the RR curve with q = e^eps0/(1+e^eps0)                      | 004 Sec. 5  |
+| (eps0, delta0)       | delta0 + (1 - delta0) RR(eps0)(eps)                          | 004 fn. 16  |
+
+Group profiles (000 Sec. 3, "white-box"): k changes move a Gaussian / Laplace mean by at most
+k*sensitivity (triangle inequality), so delta_{M,k} is the profile with k*mu / k*eta; a
+randomized response of a {0,1}-valued statistic has delta_{M,k} = delta_M (the bit can only
+flip); a pure eps0-DP mechanism is k*eps0-DP for groups of k.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import erf, erfcx, log_ndtr
+
+from ..mechanisms.eps_delta import EpsDelta
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.laplace import Laplace
+from ..mechanisms.randomized_response import PureDP, RandomizedResponse
+from . import core
+from ._numerics import ULP, log1mexp, log_expm1, logaddexp, pad_down, pad_up
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_SQRT_HALF_PI = math.sqrt(math.pi / 2)
+_C = 64 * ULP  # error allowance per term (erf ~1 ulp, log_ndtr ~18 ulps in the log, measured)
+
+
+# --- Gaussian (000 Thm 4) ------------------------------------------------------------------------
+
+def gaussian_log_profile(mu, eps, *, upper=True):
+    """log H_{e^eps}(N(mu,1) || N(0,1)) = log[Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)]
+    (000 Thm 4, Balle-Wang), symmetric in the two orders, with an error bound added (upper) or
+    subtracted (lower). mu >= 0 and eps >= 0 broadcast (eps may be inf).
+
+    Two cancellation-free forms, x = eps/mu - mu/2:
+    * x <= 0: H = [Phi(a) - Phi(b)] - expm1(eps) Phi(b), a = -x >= 0 > b = a - mu, where
+      Phi(a) - Phi(b) = (erf(a/sqrt2) - erf(b/sqrt2))/2 is a sum of two positive numbers;
+    * x > 0: H = phi(x) [R(x) - R(x + mu)], R = Mills ratio = sqrt(pi/2) erfcx(x/sqrt2)
+      (from H = int_0^inf phi(x+t)(1 - e^{-mu t}) dt), computed in log space so that it never
+      underflows or overflows for huge eps."""
+    mu = np.asarray(mu, dtype=float)
+    eps = np.asarray(eps, dtype=float)
+    mu, eps = np.broadcast_arrays(mu, eps)
+    mu = np.minimum(mu * (1 + 4 * ULP) if upper else mu * (1 - 4 * ULP), 1e150)
+    out = np.full(mu.shape, -np.inf)
+    pos = (mu > 0) & ~np.isposinf(eps)
+    if not pos.any():
+        return out
+    m, e = mu[pos], eps[pos]
+    sign = 1.0 if upper else -1.0
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        x = e / m - m / 2
+        res = np.empty_like(m)
+        r1 = x <= 0
+        if r1.any():
+            a = -x[r1]
+            b = a - m[r1]
+            d1 = 0.5 * (erf(a / math.sqrt(2)) - erf(b / math.sqrt(2)))
+            t = np.exp(log_expm1(e[r1]) + log_ndtr(b))  # <= d1 <= 1: never overflows
+            err = _C * (d1 + t) * (4 + e[r1] + a * a + b * b)
+            h = d1 - t + sign * err
+            with np.errstate(divide="ignore"):
+                res[r1] = np.where(h > 0, np.log(np.maximum(h, 1e-323)), -np.inf)
+        r2 = ~r1
+        if r2.any():
+            xx = x[r2]
+            ra = _SQRT_HALF_PI * erfcx(xx / math.sqrt(2))
+            rb = _SQRT_HALF_PI * erfcx((xx + m[r2]) / math.sqrt(2))
+            # erfcx is good to ~9 ulps (measured vs mpmath); rounding of the arguments moves
+            # R by |R'| * ulps * (x + mu) with |R'(x)| = 1 - x R(x) <= 1/(1 + x^2) for x > 0
+            err_r = 32 * ULP * (ra + rb) + 8 * ULP * (xx + m[r2]) / (1 + xx * xx)
+            rd = ra - rb + sign * err_r
+            log_phi = -0.5 * xx * xx - _LOG_SQRT_2PI
+            err_log = 16 * ULP * (4 + xx * xx)
+            res[r2] = np.where(rd > 0, log_phi + np.log(np.maximum(rd, 1e-323)) + sign * err_log,
+                               -np.inf)
+            # x^2 overflows beyond 1e154: log H < -x^2/2 < -1e300 there, still a finite bound
+            huge = np.isfinite(xx) & (xx > 1e150)
+            res[r2] = np.where(huge, -1e300 if upper else -np.inf, res[r2])
+            res[r2] = np.where(np.isposinf(xx), -np.inf, res[r2])
+    out[pos] = res
+    return pad_up(out) if upper else pad_down(out)
+
+
+def _gauss_pair(m: Gaussian, eps):
+    v = gaussian_log_profile(m.mu, eps, upper=True)
+    return np.stack([v, v])
+
+
+def _gauss_lower(m: Gaussian, eps):
+    v = gaussian_log_profile(m.mu, eps, upper=False)
+    return np.stack([v, v])
+
+
+def _gauss_group(m: Gaussian, k, eps):
+    return gaussian_log_profile(np.asarray(k, dtype=float) * m.mu, eps, upper=True)
+
+
+# --- Laplace (000 Thm 3) -------------------------------------------------------------------------
+
+def laplace_log_profile(eta, eps, *, upper=True):
+    """log [1 - exp((eps - eta)/2)]_+ (000 Thm 3), eta = sensitivity / scale; symmetric."""
+    eta = np.asarray(eta, dtype=float)
+    eta = eta * (1 + 4 * ULP) if upper else eta * (1 - 4 * ULP)
+    eps = np.asarray(eps, dtype=float)
+    with np.errstate(invalid="ignore"):
+        z = np.minimum((eps - eta) / 2, 0.0)
+        out = np.where(eps < eta, log1mexp(z), -np.inf)
+    return pad_up(out) if upper else pad_down(out)
+
+
+def _lap_pair(m: Laplace, eps):
+    v = laplace_log_profile(m.eps0, eps, upper=True)
+    return np.stack([v, v])
+
+
+def _lap_lower(m: Laplace, eps):
+    v = laplace_log_profile(m.eps0, eps, upper=False)
+    return np.stack([v, v])
+
+
+def _lap_group(m: Laplace, k, eps):
+    return laplace_log_profile(np.asarray(k, dtype=float) * m.eps0, eps, upper=True)
+
+
+# --- randomized response / pure DP / (eps, delta) ------------------------------------------------
+
+def rr_log_profile(eps0, eps, *, upper=True):
+    """log H for the randomized-response pair with pure epsilon eps0 (truth probability
+    q = e^eps0/(1+e^eps0)): H = q - e^eps (1-q) = (1 - e^{eps-eps0}) / (1 + e^{-eps0}) for
+    eps < eps0, else 0. This is phi_q(e^eps) of 000 Sec. 5 (general form, errata), and the
+    profile bound of every eps0-DP mechanism (004 Sec. 5)."""
+    eps0 = np.asarray(eps0, dtype=float)
+    eps0 = eps0 * (1 + 4 * ULP) if upper else eps0 * (1 - 4 * ULP)
+    eps = np.asarray(eps, dtype=float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        body = log1mexp(np.minimum(eps - eps0, 0.0)) - np.log1p(np.exp(-eps0))
+        out = np.where(eps < eps0, body, -np.inf)
+    return pad_up(out) if upper else pad_down(out)
+
+
+def eps_delta_log_profile(eps0, delta0, eps, *, upper=True):
+    """log[delta0 + (1 - delta0) RR_{eps0}(eps)]: the profile of the worst-case (eps0, delta0)
+    pair of 004 Cor. 24 / footnote 16 (losses +inf, +eps0, -eps0); symmetric."""
+    rr = rr_log_profile(eps0, eps, upper=upper)
+    with np.errstate(divide="ignore"):
+        ld = math.log(delta0) if delta0 > 0 else -math.inf
+        l1 = math.log1p(-delta0)
+    out = logaddexp(np.full(np.shape(rr), ld), l1 + rr)
+    return pad_up(out) if upper else pad_down(out)
+
+
+def _rr_eps0(m) -> float:
+    return float(m.eps0)
+
+
+def _rr_pair(m, eps):
+    v = rr_log_profile(_rr_eps0(m), eps, upper=True)
+    return np.stack([v, v])
+
+
+def _rr_lower(m, eps):
+    v = rr_log_profile(_rr_eps0(m), eps, upper=False)
+    return np.stack([v, v])
+
+
+def _rr_group(m, k, eps):
+    # a {0,1}-valued statistic changes by at most one flip, whatever k is
+    return np.broadcast_to(rr_log_profile(_rr_eps0(m), eps, upper=True),
+                           np.broadcast_shapes(np.shape(k), np.shape(eps))).copy()
+
+
+def _pure_group(m: PureDP, k, eps):
+    from .group import log_group_blackbox
+    k = np.asarray(k)
+    white = rr_log_profile(k * m.eps0, eps, upper=True)  # k eps0-DP, RR dominates
+    black = log_group_blackbox(lambda e: rr_log_profile(m.eps0, e, upper=True), k, eps)
+    return np.minimum(white, black)
+
+
+def _ed_pair(m: EpsDelta, eps):
+    v = eps_delta_log_profile(m.epsilon_, m.delta_, eps, upper=True)
+    return np.stack([v, v])
+
+
+def _ed_lower(m: EpsDelta, eps):
+    v = eps_delta_log_profile(m.epsilon_, m.delta_, eps, upper=False)
+    return np.stack([v, v])
+
+
+core.register(Gaussian, pair=_gauss_pair, lower=_gauss_lower, group=_gauss_group)
+core.register(Laplace, pair=_lap_pair, lower=_lap_lower, group=_lap_group)
+core.register(RandomizedResponse, pair=_rr_pair, lower=_rr_lower, group=_rr_group, binary=True)
+core.register(PureDP, pair=_rr_pair, lower=_rr_lower, group=_pure_group)
+core.register(EpsDelta, pair=_ed_pair, lower=_ed_lower)

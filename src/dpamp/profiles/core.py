@@ -1,0 +1,239 @@
+"""The profile interface: one dominating pair per mechanism, described by its two hockey-stick
+curves, dispatched on the mechanism's type (000 Sec. 2-3).
+
+Conventions (shared with the PLD engine):
+
+* Every mechanism's worst case is ONE dominating pair (P, Q): for add/remove the "remove" order
+  (the larger dataset first); for substitution an ordered pair. Row 0 of a profile pair is
+  H_{e^eps}(P || Q), row 1 is H_{e^eps}(Q || P), for eps >= 0 (+inf allowed: the mass at infinity).
+* Upper rows dominate every actual ordered neighbouring pair (A, B) of that order:
+  H(A||B) <= row 0 and H(B||A) <= row 1. For a symmetric relation whose theorem bounds only the
+  profile delta = max of both orders (000 Thms 9, 10, 14), both rows carry the same curve.
+* Lower rows are the two curves of ONE actual neighbouring pair, rounded down (a "membership"
+  pair, 000 Lemma 12), or None when no lower bound is known.
+
+Handlers are registered per mechanism type with :func:`register` (functools.singledispatch), so
+mechanism modules never need to know about profiles. Internally everything is log H.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from .. import _validate as V
+from ._numerics import to_linear_lower, to_linear_upper
+
+
+def _no_profile(mechanism, what="privacy profile"):
+    name = type(mechanism).__name__
+    return NotImplementedError(
+        f"{name} has no {what} in dpamp.profiles (000): profiles exist for Gaussian, Laplace, "
+        "RandomizedResponse, PureDP, EpsDelta, RandomizedMembership and their subsampled "
+        "versions; use the RDP, zCDP or PLD methods for this mechanism")
+
+
+@functools.singledispatch
+def log_pair(mechanism, eps: np.ndarray) -> np.ndarray:
+    """log of the upper rows, shape (2,) + eps.shape; eps >= 0 float array (inf allowed)."""
+    raise _no_profile(mechanism)
+
+
+@functools.singledispatch
+def log_pair_lower(mechanism, eps: np.ndarray):
+    """log of the lower rows of one actual pair (shape (2,) + eps.shape), or None."""
+    return None
+
+
+@functools.singledispatch
+def log_group(mechanism, k: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """log of an upper bound on the k-group profile delta_{M,k}(e^eps) (both orders, so one
+    curve), k >= 1 integer array broadcast against eps. Default: the black-box bound of 000
+    Sec. 3 (see :func:`dpamp.profiles.group.log_group_blackbox`)."""
+    from .group import log_group_blackbox
+    return log_group_blackbox(lambda e: log_symmetric(mechanism, e), k, eps)
+
+
+@functools.singledispatch
+def is_binary(mechanism) -> bool:
+    """True when every output distribution of the mechanism is one of two fixed distributions
+    chosen by a bit of the input (randomized response of a {0,1}-valued statistic): then
+    000 Lemma 12's argument gives the exact subsampled profile for any sampling scheme."""
+    return False
+
+
+def register(cls, *, pair=None, lower=None, group=None, binary=None):
+    """Register profile handlers for a mechanism class: ``pair(mech, eps) -> log rows``,
+    ``lower(mech, eps) -> log rows or None``, ``group(mech, k, eps) -> log curve``."""
+    if pair is not None:
+        log_pair.register(cls)(pair)
+    if lower is not None:
+        log_pair_lower.register(cls)(lower)
+    if group is not None:
+        log_group.register(cls)(group)
+    if binary is not None:
+        is_binary.register(cls)(lambda m: bool(binary))
+
+
+def log_symmetric(mechanism, eps):
+    """log delta_M(e^eps) = max of the two upper rows (the privacy profile, 000 Sec. 2)."""
+    rows = log_pair(mechanism, eps)
+    return np.maximum(rows[0], rows[1])
+
+
+def _eps_array(epsilon) -> np.ndarray:
+    return V.reals("epsilon", epsilon, low=0.0)
+
+
+def _single(mechanism):
+    """A composition of one part used once is that part."""
+    parts = mechanism.parts()
+    if len(parts) == 1 and parts[0][1] == 1 and parts[0][0] is not mechanism:
+        return parts[0][0]
+    return mechanism
+
+
+# --- public API -------------------------------------------------------------------------------
+
+def profile_pair(mechanism, epsilon) -> np.ndarray:
+    """Proven upper bounds on both hockey-stick curves of the mechanism's dominating pair:
+    an array of shape ``(2,) + np.shape(epsilon)``, row 0 = H_{e^eps}(P || Q), row 1 =
+    H_{e^eps}(Q || P), epsilon >= 0 (inf gives the mass at infinity). See the module docstring
+    for what "dominating" means per relation, and docs/profiles.md for the theorem used per
+    mechanism / sampling scheme. Raises NotImplementedError when there is no profile."""
+    eps = _eps_array(epsilon)
+    return to_linear_upper(log_pair(_single(mechanism), eps))
+
+
+def profile_pair_lower(mechanism, epsilon):
+    """Proven lower bounds on the two hockey-stick curves of one actual neighbouring pair of the
+    mechanism (same shape as :func:`profile_pair`), or None when none is known. For tight cases
+    these are the exact values rounded down; for subsampled mechanisms they come from the
+    membership construction of 000 Lemma 12 / Thm 13."""
+    eps = _eps_array(epsilon)
+    rows = log_pair_lower(_single(mechanism), eps)
+    return None if rows is None else to_linear_lower(rows)
+
+
+def privacy_profile(mechanism, epsilon):
+    """The privacy profile delta_M(eps) = sup over neighbours of H_{e^eps}(M(x) || M(x'))
+    (000 Sec. 2), as a proven upper bound, vectorised over epsilon >= 0. A float for a scalar
+    epsilon. Mechanisms without a direct profile (compositions) are delegated to the PLD engine
+    (004 Prop. 7)."""
+    eps = _eps_array(epsilon)
+    m = _single(mechanism)
+    try:
+        rows = log_pair(m, eps)
+    except NotImplementedError as err:
+        try:
+            from ..pld import pld_profile
+        except ImportError:
+            raise NotImplementedError(
+                f"{type(m).__name__} has no direct privacy profile; its profile needs the PLD "
+                f"engine (dpamp.pld.pld_profile), which is not available ({err})") from None
+        return pld_profile(mechanism, epsilon)
+    out = to_linear_upper(np.maximum(rows[0], rows[1]))
+    return out if out.ndim else float(out)
+
+
+def privacy_profile_lower(mechanism, epsilon):
+    """A proven lower bound on the privacy profile (max of the lower rows), or None."""
+    low = profile_pair_lower(mechanism, epsilon)
+    if low is None:
+        return None
+    out = np.maximum(low[0], low[1])
+    return out if out.ndim else float(out)
+
+
+def has_profile(mechanism) -> bool:
+    try:
+        log_pair(_single(mechanism), np.zeros(1))
+    except NotImplementedError:
+        return False
+    return True
+
+
+# --- inversion: epsilon(delta) ------------------------------------------------------------------
+
+def _first_below(curve, delta: float, *, want_upper: bool, hi0: float = 1.0) -> float:
+    """For a non-increasing curve (vectorised, linear scale), the bracket end of
+    inf{eps >= 0 : curve(eps) <= delta} on the safe side:
+
+    want_upper=True: an eps with curve(eps) <= delta (so the true epsilon(delta) <= eps when
+    curve is an upper bound on the true profile); inf when curve(inf) > delta.
+    want_upper=False: the largest eps found with curve(eps) > delta (so the true
+    epsilon(delta) >= eps when curve is a lower bound), 0 when curve(0) <= delta."""
+    c0 = float(curve(np.array([0.0]))[0])
+    if c0 <= delta:
+        return 0.0
+    if float(curve(np.array([np.inf]))[0]) > delta:
+        return math.inf
+    lo, hi = 0.0, hi0
+    while float(curve(np.array([hi]))[0]) > delta:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e300:
+            return math.inf if want_upper else lo
+    # vectorised bisection: 4 rounds of 64 points, then scalar halving to ~1e-13 relative
+    for _ in range(4):
+        grid = np.linspace(lo, hi, 66)[1:-1]
+        vals = curve(grid)
+        above = vals > delta
+        if above.any():
+            lo = float(grid[np.nonzero(above)[0][-1]])
+        below = ~above
+        if below.any():
+            hi = float(grid[np.nonzero(below)[0][0]])
+    for _ in range(60):
+        if hi - lo <= 1e-13 * hi + 1e-300:
+            break
+        mid = 0.5 * (lo + hi)
+        if float(curve(np.array([mid]))[0]) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi if want_upper else lo
+
+
+def epsilon_for_delta(mechanism, delta: float):
+    """(upper, lower) on the smallest epsilon with delta_M(eps) <= delta, by bisection on the
+    monotone profile bounds; lower is None when there is no lower profile."""
+    d = V.delta(delta, allow_zero=True)
+    m = _single(mechanism)
+    up_curve = lambda e: to_linear_upper(log_symmetric(m, e))  # noqa: E731
+    upper = _first_below(up_curve, d, want_upper=True)
+    low_rows = log_pair_lower(m, np.zeros(1))
+    lower = None
+    if low_rows is not None:
+        def low_curve(e):
+            r = log_pair_lower(m, e)
+            return to_linear_lower(np.maximum(r[0], r[1]))
+        lower = _first_below(low_curve, d, want_upper=False,
+                             hi0=max(upper, 1e-3) if math.isfinite(upper) else 1.0)
+    return upper, lower
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyProfile:
+    """The privacy profile delta_M(eps) of a mechanism as an object (000 Sec. 2): call it for
+    the upper bound (vectorised over eps >= 0), ``pair`` / ``pair_lower`` for both orders of
+    the dominating pair, ``lower`` for a proven lower bound, ``epsilon(delta)`` for the
+    (upper, lower) inversion."""
+
+    mechanism: object
+
+    def __call__(self, epsilon):
+        return privacy_profile(self.mechanism, epsilon)
+
+    def pair(self, epsilon):
+        return profile_pair(self.mechanism, epsilon)
+
+    def pair_lower(self, epsilon):
+        return profile_pair_lower(self.mechanism, epsilon)
+
+    def lower(self, epsilon):
+        return privacy_profile_lower(self.mechanism, epsilon)
+
+    def epsilon(self, delta):
+        return epsilon_for_delta(self.mechanism, delta)

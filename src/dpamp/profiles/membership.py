@@ -1,0 +1,94 @@
+"""The randomized membership mechanism of 000 Sec. 5 and its exact subsampled profile.
+
+M_{v,p}(x) = R_p(1[v in x]): randomized response (truth probability p) of whether the record v
+is in the input. Its profile is phi_p(alpha) = [(1 + alpha) max(p, 1-p) - alpha]_+ (000 Sec. 5,
+general form from the errata), and for every natural subsampling scheme S (000 Lemma 12, with
+the roles of alpha and alpha' as corrected in the errata):
+
+    delta_{M^S}(alpha) = gamma * phi_p(1 + (alpha - 1)/gamma),   gamma = sup TV(S(x), S(x')),
+
+which equals the upper bounds of 000 Thms 8, 9 and 10 (000 Thm 13): those theorems are tight.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .. import _validate as V
+from ..mechanisms.base import Mechanism
+from ..mechanisms.randomized_response import rr_rdp
+from ..relations import ADD_REMOVE, Relation, as_relation
+from . import core
+from ._numerics import ajc_epsilon, down, pad_up, to_linear_upper
+from .closed_forms import _rr_group, _rr_lower, _rr_pair, rr_log_profile
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomizedMembership(Mechanism):
+    """Randomized membership M_{v,p} (000 Sec. 5): report whether a fixed record v is in the
+    dataset, truthfully with probability ``p``. It is (log(q/(1-q)))-DP with q = max(p, 1-p), and
+    (eps, delta)-DP for p = (e^eps + delta)/(e^eps + 1) (``from_epsilon_delta``). Subsampled by
+    any scheme its profile is exactly gamma phi_p(1 + (alpha-1)/gamma) (000 Lemma 12): it is the
+    mechanism that shows 000 Thms 8-10 cannot be improved."""
+
+    p: float
+    relation: Relation = ADD_REMOVE
+    tight_rdp = True
+    self_consistent_rdp = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "p", V.probability("p", self.p, low_open=True, high_open=True))
+        object.__setattr__(self, "relation", as_relation(self.relation))
+
+    @classmethod
+    def from_epsilon_delta(cls, epsilon: float, delta: float = 0.0,
+                           relation: Relation = ADD_REMOVE):
+        """p = (e^eps + delta)/(e^eps + 1) (000 Sec. 5): phi_p(e^eps) = delta."""
+        e = V.nonnegative("epsilon", epsilon)
+        d = V.delta(delta, allow_zero=True)
+        p = (1.0 + d * math.exp(-e)) / (1.0 + math.exp(-e))
+        if p >= 1.0:
+            raise ValueError(f"epsilon must be < 36 (got {e:g}): p rounds to 1")
+        return cls(p, relation=relation)
+
+    @property
+    def eps0(self) -> float:
+        q = max(self.p, 1.0 - self.p)
+        return math.log(q) - math.log1p(-q)
+
+    def _rdp(self, alpha):
+        return rr_rdp(self.eps0, alpha)
+
+
+core.register(RandomizedMembership, pair=_rr_pair, lower=_rr_lower, group=_rr_group,
+              binary=True)
+
+
+def phi(p: float, alpha):
+    """phi_p(alpha) = [(1 + alpha) max(p, 1-p) - alpha]_+ (000 Sec. 5, errata form), alpha >= 0."""
+    p = V.probability("p", p)
+    a = V.reals("alpha", alpha, low=0.0)
+    q = max(p, 1.0 - p)
+    with np.errstate(invalid="ignore"):
+        out = np.where(np.isinf(a), 0.0, np.maximum((1.0 + a) * q - a, 0.0))
+    return out if out.ndim else float(out)
+
+
+def membership_profile(p: float, gamma: float, epsilon):
+    """000 Lemma 12: the exact profile gamma * phi_p(1 + (e^eps - 1)/gamma) of randomized
+    membership under any natural subsampling scheme with sup TV = gamma (gamma = rate for
+    Poisson, m/n without replacement, 1 - (1 - 1/n)^m with replacement). Upper bound (rounded
+    up); gamma = 0 gives 0."""
+    p = V.probability("p", p, low_open=True, high_open=True)
+    g = V.probability("gamma", gamma)
+    eps = V.reals("epsilon", epsilon, low=0.0)
+    if g == 0.0:
+        out = np.zeros_like(eps)
+    else:
+        q = max(p, 1.0 - p)
+        eps0 = math.log(q) - math.log1p(-q)
+        out = to_linear_upper(pad_up(math.log(g) + rr_log_profile(
+            eps0, down(ajc_epsilon(eps, g)), upper=True)))
+    return out if out.ndim else float(out)
