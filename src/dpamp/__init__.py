@@ -23,3 +23,8 @@ from . import composition  # noqa: E402
 from .compare import compare  # noqa: E402
 from .mechanisms.eps_delta import EpsDelta  # noqa: E402
 __all__ += ["composition", "compare", "EpsDelta"]
+# paper 001: amplification by Bernoulli sampling from a private parameter
+# (dp.bernoulli.lower_bound / upper_bound / exact / hoeffding_lower_bound, dp.BernoulliSampling)
+from . import bernoulli  # noqa: E402
+from .bernoulli import BernoulliSampled, BernoulliSampling  # noqa: E402
+__all__ += ["bernoulli", "BernoulliSampling", "BernoulliSampled"]

@@ -77,8 +77,10 @@ def _grad_h(x, y, alpha):
     uy, vy = w / y, w2 / (1.0 - y)
     gx = alpha * (ux - vx)
     gy = (1.0 - alpha) * (uy - vy)
-    # relative error of each term ~ a few ulps of (alpha |t1 - t2|) through the softmax
-    rel = 1e-14 * (1.0 + np.abs(t1 - t2))
+    # t1, t2 carry a few ulps of the magnitudes they are built from; through the softmax
+    # that is the relative error of w, and a few more ulps for the divisions
+    rel = 1e-15 * (8.0 + alpha * (np.abs(lx) + np.abs(l1x))
+                   + (alpha - 1.0) * (np.abs(ly) + np.abs(l1y)))
     ex = alpha * (ux + vx) * rel
     ey = (alpha - 1.0) * (uy + vy) * rel
     return gx, gy, ex, ey

@@ -71,26 +71,42 @@ def _out(x: np.ndarray):
 # --------------------------------------------------------------------------------------------
 # r_alpha and its inverse, in log-odds t = log((1-p)/p) >= 0
 # --------------------------------------------------------------------------------------------
-def _r_of_t(t: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """r_alpha(p) with t = |log((1-p)/p)| (001 Def. 2), overflow-free:
+def _r_t(t, alpha):
+    """r_alpha(p) with t = |log((1-p)/p)| (001 Def. 2) and a bound on its rounding error.
 
-        r = t + [log sigmoid(t) + log1p(e^{-(2 alpha - 1) t})] / (alpha - 1),
+    Bern(p) against Bern(1-p) has likelihood ratios e^{-t} (weight sigmoid(t)) and e^{t}
+    (weight sigmoid(-t)), so with M = sigmoid(t) e^{-alpha t} + sigmoid(-t) e^{alpha t}:
 
-    the same curve as binary randomized response with pure epsilon t; r(0) = 0, r(inf) = inf,
-    and alpha = inf gives r = t (the max-divergence)."""
+        (alpha-1) r = log M = alpha t - softplus(t) + log1p(e^{-(2 alpha - 1) t})   (large M)
+                    = log1p(sigmoid(t) expm1(-alpha t) + sigmoid(-t) expm1(alpha t)) (M < e),
+
+    the second keeping full relative accuracy as t -> 0 or alpha -> 1. r(0) = 0, r(inf) = inf;
+    alpha = inf gives r = t (the max-divergence)."""
     t, alpha = np.broadcast_arrays(np.asarray(t, float), np.asarray(alpha, float))
-    a = np.where(np.isinf(alpha), 2.0, alpha)
     tt = np.where(np.isinf(t), 1.0, t)
-    with np.errstate(over="ignore", under="ignore"):
-        body = (-np.logaddexp(0.0, -tt) + np.log1p(np.exp(-(2.0 * a - 1.0) * tt))) / (a - 1.0)
-    out = np.where(np.isinf(alpha), tt, tt + body)
-    out = np.where(t == 0, 0.0, out)
-    return np.where(np.isinf(t), np.inf, out)
+    inf_a = np.isinf(alpha)
+    a = np.where(inf_a, 2.0, alpha)
+    at = a * tt
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        sp = np.logaddexp(0.0, tt)
+        big = at - sp + np.log1p(np.exp(-(2.0 * a - 1.0) * tt))
+        err_big = 1e-15 * (1.0 + at + sp)
+        u = np.exp(-np.logaddexp(0.0, -tt)) * np.expm1(-at)      # sigmoid(t) expm1(-a t)
+        w = np.exp(-sp) * np.expm1(at)                            # sigmoid(-t) expm1(a t)
+        small = np.log1p(u + w)
+        err_small = 1e-15 * (np.abs(u) + np.abs(w)) * (4.0 + 2.0 * at)
+    use_small = big < 1.0
+    val = np.where(use_small, small, big)
+    err = np.where(use_small, err_small, err_big)
+    scale = a - 1.0
+    r = np.where(inf_a, tt, val / scale)
+    err = np.where(inf_a, 0.0, err / scale + 2e-16 * np.abs(r))
+    r = np.where(t == 0, 0.0, np.where(np.isinf(t), np.inf, r))
+    return r, np.where(np.isfinite(r), err, 0.0)
 
 
-def _r_err(t: np.ndarray) -> np.ndarray:
-    """Bound on the floating-point error of ``_r_of_t`` (a few ulps of t and of the bracket)."""
-    return 1e-15 * (1.0 + t)
+def _r_of_t(t, alpha):
+    return _r_t(t, alpha)[0]
 
 
 def _log_odds(p) -> np.ndarray:
@@ -116,20 +132,51 @@ def r_alpha(p, alpha):
 
 
 def _feasible_log_odds(eps: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """Largest t (up to ~1e-15 relative) with r_alpha(sigmoid(-t)) <= eps *proven*.
+    """Largest t (to ~1e-15 relative) with r_alpha(sigmoid(-t)) <= eps *proven*.
 
     r(t) <= t always (R_alpha <= R_inf), so t = eps is feasible; and r(t) >= t - log 2/(alpha-1)
-    (the bracket term is >= log(1/2)), so the root lies in [eps, eps + log 2/(alpha-1)]. Bisection
-    keeps ``lo`` feasible after accounting for the rounding error of r (``_r_err``)."""
-    lo = eps.astype(float).copy()
+    (the log-sum is >= log sigmoid(t) + alpha t >= alpha t - t - log 2), so the root lies in
+    [eps, eps + log 2/(alpha-1)]. Illinois (regula falsi) steps then bisection; ``lo`` only
+    moves to points where r + (its rounding error bound) <= eps, so it stays feasible."""
+    eps = np.asarray(eps, dtype=float)
+    lo = eps.copy()
     fin = np.isfinite(alpha)
-    width = np.where(fin, math.log(2.0) / np.where(fin, alpha - 1.0, 1.0), 0.0)
-    hi = lo + width
-    for _ in range(64):
-        mid = 0.5 * (lo + hi)
-        ok = _r_of_t(mid, alpha) + _r_err(mid) <= eps
-        lo = np.where(ok, mid, lo)
-        hi = np.where(ok, hi, mid)
+    hi = lo + np.where(fin, math.log(2.0) / np.where(fin, alpha - 1.0, 1.0), 0.0)
+    # r_alpha >= KL(Bern(p) || Bern(1-p)) = t tanh(t/2), which exceeds eps at
+    # t = sqrt(2 eps) + eps: a much tighter bracket when eps is small (correctness never
+    # depends on hi: lo only moves to points proven feasible)
+    hi = np.minimum(hi, np.sqrt(2.0 * eps) + eps)
+    r_lo, e_lo = _r_t(lo, alpha)
+    r_hi, e_hi = _r_t(hi, alpha)
+    f_lo, f_hi = r_lo + e_lo - eps, r_hi + e_hi - eps
+    # lo = eps is feasible by the inequality r(t) <= t even where rounding hides it; then the
+    # bracket holds no provable improvement and the search stops there
+    hi = np.where(f_lo >= 0, lo, hi)
+    side = np.zeros(eps.shape)
+    active = np.ones(eps.shape, dtype=bool)
+    for it in range(40):
+        # an element stops once its bracket is a few ulps wide or lo is within ~1e-15 of the
+        # constraint; stopped elements are frozen, so a result never depends on its batch
+        active &= ~((hi - lo <= 4e-16 * (1.0 + hi)) | (f_lo >= -2e-15 * (1.0 + eps)))
+        if not active.any():
+            break
+        if it < 30:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            mid = np.where(np.isfinite(mid) & (mid > lo) & (mid < hi), mid, 0.5 * (lo + hi))
+        else:
+            mid = 0.5 * (lo + hi)
+        r, err = _r_t(mid, alpha)
+        f_mid = r + err - eps
+        ok = f_mid <= 0
+        up, down = active & ok, active & ~ok
+        # Illinois: halve the stale end's value when the same end is kept twice
+        f_hi = np.where(up & (side == 1), 0.5 * f_hi, f_hi)
+        f_lo = np.where(down & (side == -1), 0.5 * f_lo, f_lo)
+        lo, f_lo = np.where(up, mid, lo), np.where(up, f_mid, f_lo)
+        hi, f_hi = np.where(down, mid, hi), np.where(down, f_mid, f_hi)
+        side = np.where(up, 1, np.where(down, -1, side))
+    _feasible_log_odds.iterations = it + 1
     return lo
 
 
@@ -148,8 +195,8 @@ def _asymptote(alpha: np.ndarray, c: float, n: int) -> np.ndarray:
     if c == 0.0:
         return np.full(alpha.shape, np.inf)
     t = math.log1p(-c) - math.log(c)
-    r = _r_of_t(np.full(alpha.shape, t), alpha)
-    return n * (r + _r_err(t)) * (1.0 + _REL) + _ABS
+    r, err = _r_t(np.full(alpha.shape, t), alpha)
+    return n * (r + err) * (1.0 + _REL)
 
 
 def upper_bound(epsilon, alpha, c, d, k=1):
@@ -177,7 +224,8 @@ def _log_moment(log_w: np.ndarray, ell: np.ndarray, ell_err: np.ndarray, alpha: 
     a = np.where(inf_a, 2.0, alpha)[..., None]
     ok = np.isfinite(log_w)
     x = np.where(ok, a * ell, 0.0)
-    x_err = np.where(ok, a * ell_err + 8e-16 * np.abs(x), 0.0)
+    # P has no mass there (ell = -inf): the term is exactly 0, with no error
+    x_err = np.where(ok & np.isfinite(x), a * ell_err + 8e-16 * np.abs(x), 0.0)
     z = np.where(ok, log_w + x, -np.inf)
     m = np.max(z, axis=-1, keepdims=True)
     m_safe = np.where(np.isfinite(m), m, 0.0)
@@ -303,8 +351,8 @@ def _lower(eps: np.ndarray, alpha: np.ndarray, c: float, n: int) -> np.ndarray:
 def _thm4_at_zero(alpha: np.ndarray, c: float, n: int) -> np.ndarray:
     """p = 0: R_alpha(Bern_k({c}^d), Bern_k({1-c}^d)) = d k r_alpha(c), rounded down."""
     t = math.log1p(-c) - math.log(c)
-    r = _r_of_t(np.full(alpha.shape, t), alpha)
-    return np.maximum(n * (r - _r_err(t)) * (1.0 - _REL) - _ABS, 0.0)
+    r, err = _r_t(np.full(alpha.shape, t), alpha)
+    return np.maximum(n * (r - err) * (1.0 - _REL) - _ABS, 0.0)
 
 
 def lower_bound(epsilon, alpha, c, d, k=1):
@@ -351,14 +399,15 @@ def hoeffding_lower_bound(epsilon, alpha, c, d, k=1):
         tk = np.where(ok, _log_odds(np.minimum(pk, 0.5)), 0.0)
         # the error of the log-odds of pk is a few ulps of 1/pk relative to tk
         tk = np.maximum(tk * (1.0 - 1e-14) - 1e-15 * (1.0 + tk), 0.0)
-        val = _r_of_t(tk, a[pos]) - _r_err(tk)
+        r, err = _r_t(tk, a[pos])
+        val = r - err
         out[pos] = np.where(ok, np.clip(val * (1.0 - _REL), 0.0, None), 0.0)
     inf_e = np.isinf(eps)
     if inf_e.any():  # p = 0: r_alpha(K) when K <= 1/2
         if K <= 0.5:
             tk = _log_odds(np.nextafter(K, 1.0)) * (1.0 - 1e-14)
-            out[inf_e] = np.maximum(
-                (_r_of_t(np.full(int(inf_e.sum()), tk), a[inf_e]) - _r_err(tk)) * (1 - _REL), 0)
+            r, err = _r_t(np.full(int(inf_e.sum()), tk), a[inf_e])
+            out[inf_e] = np.maximum((r - err) * (1 - _REL), 0)
     return _out(out)
 
 
@@ -444,3 +493,180 @@ def exact(epsilon, alpha, c, d, k=1, *, rtol=1e-6, atol=1e-10, max_cells=200_000
     # (a little slack for the final roundings of the search's own stopping test)
     certified = upper - value <= (atol + rtol * value) * (1.0 + 1e-9) + 1e-15 * upper
     return Certified(_out(value), _out(upper), certified if certified.ndim else bool(certified))
+
+
+# --------------------------------------------------------------------------------------------
+# Figure 1 of paper 001
+# --------------------------------------------------------------------------------------------
+class Figure1Data(NamedTuple):
+    """The curves of 001 Figure 1 (and Figs. 2-3) against epsilon: ``post`` (exact Post, the
+    proven value of ``exact``; None when not computed), ``post_upper`` (its certified upper
+    bound), ``lower`` (eqs. 5/7), ``asymptote`` (d k r_alpha(c), eqs. 2/6) and
+    ``post_processing`` (epsilon itself)."""
+
+    epsilon: np.ndarray
+    post: np.ndarray | None
+    post_upper: np.ndarray | None
+    lower: np.ndarray
+    asymptote: np.ndarray
+    post_processing: np.ndarray
+    c: float
+    d: int
+    k: int
+    alpha: float
+
+
+def figure1_data(c=0.1, d=1, alpha=50.0, k=1, epsilon=None, *, with_exact=None):
+    """Data of 001 Figure 1: Post_{alpha,k}(epsilon), the lower bound (5)/(7), the asymptote
+    d k r_alpha(c) (2)/(6) and the post-processing bound epsilon, on an epsilon grid
+    (default 100 points on (0, 10]). ``with_exact``: compute Post (default: only for d = 1,
+    where it is certified; the paper also omits it for larger d)."""
+    c, d, k = _check_params(c, d, k)
+    a = float(V.orders(alpha))
+    eps = np.linspace(0.1, 10.0, 100) if epsilon is None else V.reals("epsilon", epsilon, low=0)
+    eps = np.asarray(eps, dtype=float)
+    if with_exact is None:
+        with_exact = d == 1
+    post = post_upper = None
+    if with_exact:
+        res = exact(eps, a, c, d, k)
+        post, post_upper = np.asarray(res.value, float), np.asarray(res.upper, float)
+    lower = np.asarray(lower_bound(eps, a, c, d, k), float)
+    asym = np.full(eps.shape, asymptote(a, c, d, k))
+    return Figure1Data(eps, post, post_upper, lower, asym, eps.copy(), c, d, k, a)
+
+
+def plot_figure1(path_or_ax=None, c=0.1, d=1, alpha=50.0, k=1, epsilon=None, *,
+                 with_exact=None):
+    """Draw 001 Figure 1 (Post, lower bound, asymptote and post-processing bound against
+    epsilon). ``path_or_ax``: a matplotlib Axes to draw on, a file path to save a PNG/PDF/SVG
+    to, or None for a new figure. Returns the Axes. Needs matplotlib (extra ``plot``)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError("plot_figure1 needs matplotlib: pip install 'dpamp[plot]'") from err
+    data = figure1_data(c, d, alpha, k, epsilon, with_exact=with_exact)
+    save_to = None
+    if path_or_ax is None or isinstance(path_or_ax, (str, bytes)) or hasattr(path_or_ax,
+                                                                              "__fspath__"):
+        save_to = path_or_ax
+        fig = Figure(figsize=(5.0, 3.6))
+        ax = fig.subplots()
+    else:
+        ax = path_or_ax
+    e = data.epsilon
+    if data.post is not None:
+        ax.plot(e, data.post, color="C0", lw=2, label=r"Post$_{\alpha,k}(\varepsilon)$")
+    ax.plot(e, data.lower, color="C1", ls="--", label="lower bound (LB)")
+    ax.plot(e, data.post_processing, color="C2", ls=":", label="post-processing (PPI)")
+    ax.plot(e, data.asymptote, color="C3", ls="-.", label=r"asymptote $dk\,r_\alpha(c)$")
+    ax.set_xlabel(r"$\varepsilon$")
+    ax.set_ylabel("Rényi DP of the samples")
+    ax.set_title(f"c = {data.c:g}, d = {data.d}, k = {data.k}, α = {data.alpha:g}")
+    ax.set_ylim(0, max(float(e.max()), float(data.asymptote[0])) * 1.05
+                if np.isfinite(data.asymptote[0]) else float(e.max()) * 1.05)
+    ax.legend(fontsize="small")
+    if save_to is not None:
+        ax.figure.tight_layout()
+        ax.figure.savefig(save_to, dpi=120)
+    return ax
+
+
+# --------------------------------------------------------------------------------------------
+# the post-processing kernel and the post-processed mechanism
+# --------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class BernoulliSampling:
+    """Release k independent Bern(theta) samples instead of theta in [c, 1-c]^d (paper 001).
+
+    ``mech.post_process(BernoulliSampling(c, d, k))`` gives a :class:`BernoulliSampled`
+    mechanism whose RDP curve maps the base curve order by order to the amplified one. The
+    base mechanism must output theta in [c, 1-c]^d (e.g. project onto it; projection is
+    post-processing, so the base RDP curve still applies). ``exact_search=True`` tightens the
+    curve with the certified search of :func:`exact` (d = 1 only; slower)."""
+
+    c: float
+    d: int
+    k: int = 1
+    exact_search: bool = False
+
+    def __post_init__(self):
+        c, d, k = _check_params(self.c, self.d, self.k)
+        object.__setattr__(self, "c", c)
+        object.__setattr__(self, "d", d)
+        object.__setattr__(self, "k", k)
+        if not isinstance(self.exact_search, (bool, np.bool_)):
+            raise ValueError(f"exact_search must be True or False (got {self.exact_search!r})")
+        if self.exact_search and (d != 1 or k > EXACT_MAX_K_D1):
+            raise ValueError("exact_search needs d = 1 and k <= "
+                             f"{EXACT_MAX_K_D1} (got d={d}, k={k}); the default curve "
+                             "(001 Thm 5 bound) works for any d and k")
+
+    def apply(self, mechanism):
+        check_mechanism(mechanism)
+        return BernoulliSampled(mechanism, self)
+
+    def upper(self, epsilon, alpha):
+        """Certified upper bound on Post at (epsilon, alpha) (see :func:`upper_bound`)."""
+        return upper_bound(epsilon, alpha, self.c, self.d, self.k)
+
+    def lower(self, epsilon, alpha):
+        """Certified lower bound on Post at (epsilon, alpha) (see :func:`lower_bound`)."""
+        return lower_bound(epsilon, alpha, self.c, self.d, self.k)
+
+
+@dataclasses.dataclass(frozen=True)
+class BernoulliSampled(Mechanism):
+    """``base`` followed by Bernoulli sampling (001): RDP epsilon'(alpha) = an upper bound on
+    Post_{alpha,k}(epsilon_base(alpha)), order by order:
+
+        epsilon'(alpha) = min(epsilon_base(alpha), d k r_alpha(c))          (001 Thm 5)
+
+    or, with ``kernel.exact_search``, the certified upper end of :func:`exact` (d = 1). At
+    alpha = inf this is min(epsilon_base(inf), d k log((1-c)/c)): Bernoulli sampling turns any
+    base mechanism into a pure-DP one. The relation is the base mechanism's."""
+
+    base: Mechanism
+    kernel: BernoulliSampling
+    _cache: dict = dataclasses.field(default_factory=dict, compare=False, hash=False,
+                                     repr=False)
+
+    @property
+    def relation(self) -> Relation:  # type: ignore[override]
+        return self.base.relation
+
+    def has_rdp(self) -> bool:
+        return self.base.has_rdp()
+
+    def _rdp(self, alpha):
+        alpha = np.asarray(alpha, dtype=float)
+        kn = self.kernel
+        eps = np.asarray(self.base._rdp(alpha), dtype=float)
+        out = np.minimum(eps, _asymptote(alpha, kn.c, kn.d * kn.k))
+        if kn.exact_search:
+            fin = np.isfinite(alpha)
+            if fin.any():
+                key = (alpha[fin].tobytes(), eps[fin].tobytes())
+                up = self._cache.get(key)
+                if up is None:
+                    up = np.asarray(exact(eps[fin], alpha[fin], kn.c, kn.d, kn.k).upper, float)
+                    self._cache[key] = up
+                out[fin] = np.minimum(out[fin], up)
+        return out
+
+    def rdp_lower(self, alpha):
+        """lower_bound(epsilon_base(alpha)) (001 eqs. 5/7): no bound derived from the base
+        mechanism's RDP curve alone can be below it, since a [c, 1-c]^d-valued mechanism with
+        that Rényi divergence attains it (001 Thm 3 remark). Uses the base's own lower curve,
+        or its curve when that is attained (``tight_rdp``); None otherwise."""
+        a = V.orders(alpha)
+        base_low = self.base.rdp_lower(a)
+        if base_low is None:
+            if not self.base.tight_rdp:
+                return None
+            base_low = self.base._rdp(a.astype(float))
+        kn = self.kernel
+        return lower_bound(np.asarray(base_low, float), a, kn.c, kn.d, kn.k)
+
+    def __repr__(self):
+        return f"{self.base!r}.post_process({self.kernel!r})"
