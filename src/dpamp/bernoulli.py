@@ -431,7 +431,7 @@ EXACT_MAX_D = 3
 EXACT_MAX_OUTCOMES = 1000
 
 
-def exact(epsilon, alpha, c, d, k=1, *, rtol=1e-6, atol=1e-10, max_cells=200_000, starts=8):
+def exact(epsilon, alpha, c, d, k=1, *, rtol=1e-6, atol=1e-12, max_cells=200_000, starts=8):
     """Post_{alpha,k}(epsilon) itself (001 Thms 1, 3; Algs 2, 3), as a proven bracket.
 
     Returns ``Certified(value, upper, certified)``, vectorised over epsilon and alpha
