@@ -8,29 +8,39 @@ with P_x = x 1[c] + (1-x) 1[1-c], M1 = e^{(alpha-1) R_alpha(P_x || P_y)}, M2 = M
 and G = log F, F the Rényi moment of Bern_k(P_x) against Bern_k(P_y). F, M1 and M2 are jointly
 convex (perspectives of u -> u^alpha composed with linear maps), so maximising F over S is *not*
 a convex program (errata): a local optimum is only a lower bound. This module runs a
-branch-and-bound over triangles whose every bound is a proof:
+branch-and-bound over boxes whose every bound is a proof:
 
-* interpolation: on a triangle with vertices v_i, convexity gives F(sum l_i v_i) <= sum l_i F(v_i);
+* propagation: each term of M1 and M2 is <= e^E on S, which bounds y by a monotone function of x
+  and vice versa (e.g. x^a y^(1-a) <= e^E gives y >= exp((a log x0 - E)/(a-1)) on the box); the
+  box shrinks to one holding all its feasible points (this resolves the cusps of S at the
+  edges of the square);
+* infeasible boxes: R_alpha(Ber(x) || Ber(y)) and its reverse both grow with |x - y| (convex in
+  each argument, 0 on the diagonal), so on a box off the diagonal both are smallest at its
+  corner nearest the diagonal;
 * tangent cuts: convexity of M_m gives M_m(z) >= M_m(z0) (1 + grad log M_m(z0) . (z - z0)), so
   every feasible z satisfies the linear inequality grad H_m(z0) . (z - z0) <= expm1(E - H_m(z0))
-  (H_m = log M_m, z0 = the triangle's centroid; widened by the gradient's rounding error);
-* the resulting linear program, max sum l_i F(v_i) over barycentric l in the simplex subject to
-  the two cuts, is bounded through its Lagrange dual: for every mu >= 0,
-  max <= max_i (F_i - mu . c_i) + mu . r. Any mu gives a valid bound; the candidates tried
-  (origin, pairwise and triple breakpoints) include the dual optimum;
-* infeasible triangles: R_alpha(Ber(x) || Ber(y)) and its reverse both grow with |x - y|, so over
-  the bounding box they are smallest at its corner nearest the diagonal; a triangle whose box
-  has that value above epsilon, or whose vertices all violate one cut, holds no feasible point;
+  (H_m = log M_m), widened by the rounding errors of H_m and of its gradient;
+* stage 1 (interpolation): F(sum l_i v_i) <= sum l_i F(v_i) over the box's corners v_i; the
+  linear program "max sum l_i F(v_i) subject to the two cuts at the box centre" is bounded by
+  its Lagrange dual, max_i (F_i - mu . c_i) + mu . r for any mu >= 0 (candidates: origin,
+  pairwise and triple breakpoints, which include the dual optimum);
+* stage 2 (polygon), for boxes stage 1 leaves open: the box cut by tangent planes at its centre
+  and at points near both edges of the feasible band around the diagonal is a convex polygon,
+  and the convex F attains its maximum over it at a vertex; the vertices (edge segments that
+  satisfy all cuts, pairwise crossings of cut lines inside the box) are enumerated with
+  tolerances that only ever add points, and nearly parallel cuts are dropped (a larger polygon)
+  or shown not to cross inside the box. This resolves the thin band of small epsilon;
 * caps: G <= (alpha - 1) min(epsilon, k r_alpha(c)) on S (post-processing, 001 Thm 5);
-* lower bound: the best G at a point proven feasible (the Thm 4 pair of eqs. 3-4, and triangle
-  vertices that satisfy both constraints after rounding);
+* lower bound: the best G at a point proven feasible (the Thm 4 pair of eqs. 3-4, and box
+  corners that satisfy both constraints after rounding);
 * symmetry: (x, y) -> (1-x, 1-y) relabels the two corners, so x <= 1/2 loses nothing.
 
-The interpolation and cut errors are second order in the triangle size, so the bound closes
-quickly along the curved boundary of S where the maximum lies. A triangle is discarded once its
-bound is within the tolerance of the best feasible value; the certified upper bound is the
-largest bound of any discarded or leftover triangle. If the budget runs out the result is still a
-proven bracket, only wider than asked. All instances (pairs epsilon, alpha) share one batch.
+A box is discarded once its bound is within the tolerance of the best feasible value; the
+certified upper bound is the largest bound of any discarded or leftover box. If the budget runs
+out the result is still a proven bracket, only wider than asked. All instances (pairs epsilon,
+alpha) share one batch, each with its own budget, so results do not depend on the batch.
+
+For d > 1 (:func:`local_search`) only a proven *lower* bound is computed (see its docstring).
 """
 from __future__ import annotations
 
@@ -269,7 +279,9 @@ def _polygon_candidates(x0, x1, y0, y1, a, b, cc):
             tiny = np.abs(s) <= 1e-13 * norm * (np.abs(dx) + np.abs(dy))[:, None]
             t_up = np.where(on & (s > 0) & ~tiny, rhs / s, np.inf)
             t_dn = np.where(on & (s < 0) & ~tiny, rhs / s, -np.inf)
-            dead = (on & tiny & (rhs < 0)).any(axis=1)
+            # a cut nearly constant along the edge excludes all of it only if violated at
+            # both ends whatever the tiny slope
+            dead = (on & tiny & (rhs < -np.abs(s))).any(axis=1)
             t_hi = np.minimum(1.0, t_up.min(axis=1))
             t_lo = np.maximum(0.0, t_dn.max(axis=1))
             t_hi = np.minimum(1.0, t_hi + 1e-9)
