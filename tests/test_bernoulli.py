@@ -510,3 +510,38 @@ def test_plot_figure1_png(tmp_path):
     ax2 = Figure().subplots()
     assert B.plot_figure1(ax2, epsilon=[0.5, 1.0, 2.0]) is ax2
     assert len(ax2.get_lines()) == 4
+
+
+@pytest.mark.parametrize("a,c,k", [(2.0, 0.1, 1), (50.0, 0.3, 2), (5.0, 0.05, 3)])
+def test_search_finds_the_optimum_without_a_head_start(a, c, k):
+    """The branch-and-bound started with no incumbent (best = 0) must find the known feasible
+    pair of eqs. 3-4 itself and never report an upper bound below it. (With the incumbent the
+    conjecture makes every check above pass even if pruning were unsound; this one cannot.)"""
+    from dpamp._bernoulli_search import certify_d1
+    eps = np.array([1e-4, 0.1, 1.0, 4.0])
+    alpha = np.full(eps.shape, a)
+    known = B.lower_bound(eps, a, c, 1, k) * (a - 1)
+    cap = B.upper_bound(eps, a, c, 1, k) * (a - 1) * (1 + 1e-15)
+    best, upper, ok = certify_d1(eps, alpha, c, k, np.zeros(eps.shape), cap, 1e-6, 1e-12,
+                                 200_000)
+    assert ok.all()
+    assert (upper >= known).all()
+    assert (best >= known * (1 - 2e-6) - 1e-11).all()
+    assert (best <= upper).all()
+
+
+def test_hoeffding_and_bounds_at_alpha_inf():
+    eps = np.array([0.1, 1.0, np.inf])
+    low = B.lower_bound(eps, math.inf, 0.1, 3, 1)
+    up = B.upper_bound(eps, math.inf, 0.1, 3, 1)
+    hoe = B.hoeffding_lower_bound(eps, math.inf, 0.1, 3, 1)
+    assert (hoe <= low).all() and (low <= up).all()
+    assert up[2] == pytest.approx(3 * math.log(9.0), rel=1e-12)
+    # max-divergence of the Thm 4 pair: max_j log(P_j / Q_j), j = number of ones among 3 coins
+    with mp.workdps(50):
+        p = 1 / (1 + mp.e ** mp.mpf(1.0))
+        c = mp.mpf("0.1")
+        ref = max(mp.log((p * c ** j * (1 - c) ** (3 - j) + (1 - p) * c ** (3 - j) * (1 - c) ** j)
+                         / ((1 - p) * c ** j * (1 - c) ** (3 - j) + p * c ** (3 - j) * (1 - c) ** j))
+                  for j in range(4))
+    assert low[1] <= ref and low[1] >= float(ref) * (1 - 1e-11)

@@ -324,9 +324,11 @@ def _polygon_bound(x0, x1, y0, y1, alpha, eps, e_hi, c, k):
             _cut(zx, zy, x0, x1, y0, y1, alpha, e_hi, 2)]
     e_mid = (alpha - 1.0) * eps
     xc = np.clip(zx, 1e-12, 1.0 - 1e-12)
+    band = []
     for which in (1, 2):
         for side in (-1.0, 1.0):
             yb = _band_point(xc, alpha, e_mid, which, side)
+            band.append(yb)
             cuts.append(_cut(xc, yb, x0, x1, y0, y1, alpha, e_hi, which))
             cuts.append(_cut(xc, yb, x0, x1, y0, y1, alpha, e_hi, 3 - which))
     a = np.stack([q[0] for q in cuts], 1)
@@ -338,7 +340,9 @@ def _polygon_bound(x0, x1, y0, y1, alpha, eps, e_hi, c, k):
     vals = np.where(valid, (g + ge).reshape(m, npt), -np.inf)
     bound = vals.max(axis=1)
     empty = ~valid.any(axis=1)
-    return np.where(np.isnan(bound), np.inf, bound), empty
+    # the band points, pulled a hair towards the diagonal, are good incumbent candidates
+    cand_y = np.stack([xc + (yb - xc) * (1.0 - 1e-9) for yb in band], 1)
+    return np.where(np.isnan(bound), np.inf, bound), empty, xc, cand_y
 
 
 def _split(lo, hi):
@@ -443,10 +447,21 @@ def certify_d1(eps, alpha, c, k, best0, cap, rtol, atol, max_cells, max_levels=4
         # cut by tangent planes (resolves the thin band of small epsilon)
         open_ = ~gone & (up > best[inst] + tol)
         if open_.any():
-            pb, pe = _polygon_bound(x0[open_], x1[open_], y0[open_], y1[open_], a[open_],
-                                    eps[inst[open_]], e_hi[inst[open_]], c, k)
+            pb, pe, cx, cy = _polygon_bound(x0[open_], x1[open_], y0[open_], y1[open_],
+                                            a[open_], eps[inst[open_]], e_hi[inst[open_]],
+                                            c, k)
             up[open_] = np.minimum(up[open_], pb)
             gone[open_] |= pe
+            # incumbent: near-boundary points proven feasible
+            ci = np.repeat(inst[open_], cy.shape[1])
+            ca = np.repeat(a[open_], cy.shape[1])
+            cxr = np.repeat(cx, cy.shape[1])
+            f1, fe1, f2, fe2 = _constraints(cxr, cy.ravel(), ca)
+            okc = (f1 + fe1 <= e_lo[ci]) & (f2 + fe2 <= e_lo[ci])
+            if okc.any():
+                gc, gce = _objective(cxr[okc], cy.ravel()[okc], ca[okc], c, k)
+                np.maximum.at(best, ci[okc], gc - gce)
+                tol = tol_abs[inst] + rtol * np.maximum(best[inst], 0.0)
         done = ~gone & (up <= best[inst] + tol)
         if done.any():
             np.maximum.at(pruned_up, inst[done], up[done])
