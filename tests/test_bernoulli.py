@@ -545,3 +545,10 @@ def test_hoeffding_and_bounds_at_alpha_inf():
                          / ((1 - p) * c ** j * (1 - c) ** (3 - j) + p * c ** (3 - j) * (1 - c) ** j))
                   for j in range(4))
     assert low[1] <= ref and low[1] >= float(ref) * (1 - 1e-11)
+
+
+def test_public_names():
+    for name in B.__all__:
+        assert hasattr(B, name), name
+    assert dp.bernoulli is B and dp.BernoulliSampling is B.BernoulliSampling
+    assert B.exact.__doc__ and "001" in B.lower_bound.__doc__ and "Thm 5" in B.upper_bound.__doc__

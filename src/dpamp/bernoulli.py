@@ -37,7 +37,8 @@ from .mechanisms.base import Mechanism, check_mechanism
 from .relations import Relation
 
 __all__ = ["r_alpha", "asymptote", "upper_bound", "lower_bound", "hoeffding_lower_bound",
-           "exact", "Certified", "EXACT_LIMITS", "figure1_data", "Figure1Data", "plot_figure1",
+           "exact", "Certified", "EXACT_MAX_K_D1", "EXACT_MAX_D", "EXACT_MAX_OUTCOMES",
+           "figure1_data", "Figure1Data", "plot_figure1",
            "BernoulliSampling", "BernoulliSampled"]
 
 #: relative and absolute slack that covers floating-point rounding in the closed forms below
