@@ -46,3 +46,8 @@ from .profiles import (RandomizedMembership, group_profile, hockey_stick,  # noq
                        privacy_profile, profile_pair, profile_pair_lower)
 __all__ += ["profiles", "RandomizedMembership", "group_profile", "hockey_stick",
             "privacy_profile", "profile_pair", "profile_pair_lower"]
+# paper 001: amplification by Bernoulli sampling from a private parameter
+# (dp.bernoulli.lower_bound / upper_bound / exact / hoeffding_lower_bound, dp.BernoulliSampling)
+from . import bernoulli  # noqa: E402
+from .bernoulli import BernoulliSampled, BernoulliSampling  # noqa: E402
+__all__ += ["bernoulli", "BernoulliSampling", "BernoulliSampled"]

@@ -1,0 +1,554 @@
+"""Amplification by Bernoulli sampling (paper 001): bounds against 60-digit mpmath and brute-force
+enumeration of the samples, the certified exact value against a dense grid and an independent
+local optimiser, limits, overflow, vectorisation, the post-processed mechanism and Figure 1."""
+import itertools
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+import dpamp as dp
+from dpamp import bernoulli as B
+from dpamp._bernoulli_search import statistic_channel
+
+
+# ------------------------------------------------------------------------------------------
+# independent references (60-digit mpmath, direct formulas, no log-space tricks)
+# ------------------------------------------------------------------------------------------
+def mp_r(p, a):
+    """001 Def. 2 at 60 digits."""
+    with mp.workdps(60):
+        p, a = mp.mpf(p), mp.mpf(a)
+        return mp.log(p ** a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1)
+
+
+def mp_pstar(eps, a):
+    """p in (0, 1/2] with r_alpha(p) = eps, by bisection on p at 60 digits."""
+    with mp.workdps(60):
+        lo, hi = mp.mpf(0), mp.mpf(1) / 2    # r(lo) = inf > eps >= r(hi) = 0
+        for _ in range(400):
+            mid = (lo + hi) / 2
+            if mp_r(mid, a) > eps:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+
+def mp_thm4(p, a, c, n):
+    """001 Thm 4: R_alpha(Bern_k(P), Bern_k(Q)) for the pair of eqs. 3-4, n = d k coins."""
+    with mp.workdps(60):
+        p, a, c = mp.mpf(p), mp.mpf(a), mp.mpf(c)
+        s = mp.fsum(mp.binomial(n, j)
+                    * (p * c ** j * (1 - c) ** (n - j) + (1 - p) * c ** (n - j) * (1 - c) ** j) ** a
+                    * ((1 - p) * c ** j * (1 - c) ** (n - j) + p * c ** (n - j) * (1 - c) ** j)
+                    ** (1 - a) for j in range(n + 1))
+        return mp.log(s) / (a - 1)
+
+
+def mp_brute(px, py, a, c, d, k):
+    """R_alpha(Bern_k(P), Bern_k(Q)) by enumerating all 2^(dk) sample outcomes; P, Q are dicts
+    corner-bits -> mass (bit 1 means theta_l = 1 - c). No grouping of outcomes at all."""
+    with mp.workdps(60):
+        a, c = mp.mpf(a), mp.mpf(c)
+
+        def prob(dist, bits):
+            tot = mp.mpf(0)
+            for corner, mass in dist.items():
+                pr = mp.mpf(mass)
+                for s in range(k):
+                    for l in range(d):
+                        theta = 1 - c if corner[l] else c
+                        pr *= theta if bits[s * d + l] else 1 - theta
+                tot += pr
+            return tot
+
+        s = mp.mpf(0)
+        for bits in itertools.product((0, 1), repeat=d * k):
+            xp, yq = prob(px, bits), prob(py, bits)
+            if xp > 0:
+                s += xp ** a * yq ** (1 - a)
+        return mp.log(s) / (a - 1)
+
+
+def np_post_grid(eps, a, c, k, n=1201):
+    """Brute force for d = 1: the best objective of 001 Alg. 2 over a dense grid of (x, y),
+    written directly from the formulas (errata's x_j, y_j), plain floats."""
+    x = np.linspace(0.0, 1.0, n)[:, None]
+    y = np.linspace(0.0, 1.0, n)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        m1 = np.nan_to_num(x ** a * y ** (1 - a), nan=0.0, posinf=np.inf) + np.nan_to_num(
+            (1 - x) ** a * (1 - y) ** (1 - a), nan=0.0, posinf=np.inf)
+        m2 = np.nan_to_num(y ** a * x ** (1 - a), nan=0.0, posinf=np.inf) + np.nan_to_num(
+            (1 - y) ** a * (1 - x) ** (1 - a), nan=0.0, posinf=np.inf)
+        feas = (m1 <= math.exp((a - 1) * eps)) & (m2 <= math.exp((a - 1) * eps))
+        obj = np.zeros((n, n))
+        for j in range(k + 1):
+            xb = x * c ** j * (1 - c) ** (k - j) + (1 - x) * c ** (k - j) * (1 - c) ** j
+            yb = y * c ** j * (1 - c) ** (k - j) + (1 - y) * c ** (k - j) * (1 - c) ** j
+            obj = obj + math.comb(k, j) * xb ** a * yb ** (1 - a)
+    return float(np.log(obj[feas].max()) / (a - 1))
+
+
+# ------------------------------------------------------------------------------------------
+# r_alpha, lower, upper and Hoeffding bounds
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("a", [1.01, 1.5, 2.0, 5.0, 50.0, 500.0, 1e4])
+@pytest.mark.parametrize("p", [1e-200, 1e-9, 0.01, 0.1, 0.3, 0.49, 0.4999999, 0.5, 0.7, 0.99])
+def test_r_alpha_matches_mpmath(p, a):
+    ref = mp_r(p, a)
+    got = B.r_alpha(p, a)
+    assert math.isfinite(got)
+    assert abs(got - float(ref)) <= 1e-12 * float(ref) + 1e-15 * (1 + abs(math.log(p)))
+
+
+def test_r_alpha_special_values():
+    assert B.r_alpha(0.5, 7.0) == 0.0
+    assert B.r_alpha(0.0, 3.0) == math.inf and B.r_alpha(1.0, 3.0) == math.inf
+    # alpha = inf: the max-divergence |log((1-p)/p)|
+    assert B.r_alpha(0.2, math.inf) == pytest.approx(math.log(4.0), rel=1e-15)
+    assert B.r_alpha(0.2, 3.0) == pytest.approx(B.r_alpha(0.8, 3.0), rel=1e-14)
+    assert B.r_alpha([0.1, 0.2], [[2.0], [3.0]]).shape == (2, 2)
+
+
+LB_CASES = [(a, c, n, eps) for a in (1.5, 2.0, 50.0, 500.0) for c in (0.01, 0.1, 0.3, 0.49)
+            for n in (1, 3, 60) for eps in (1e-6, 1e-3, 0.1, 1.0, 5.0, 30.0)]
+
+
+@pytest.mark.parametrize("a,c,n,eps", LB_CASES[::3])
+def test_lower_bound_matches_mpmath(a, c, n, eps):
+    """lower_bound is at most the exact Thm 4 value at r_alpha(p) = eps, and within 1e-8."""
+    ref = mp_thm4(mp_pstar(eps, a), a, c, n)
+    got = B.lower_bound(eps, a, c, n, 1)
+    assert got <= ref
+    assert got >= float(ref) * (1 - 1e-8) - 1e-14
+    assert B.lower_bound(eps, a, c, 1, n) == got  # depends on d, k only through d k
+
+
+@pytest.mark.parametrize("c,d,k,p", [(0.1, 1, 3, 0.2), (0.3, 2, 2, 0.05), (0.01, 3, 1, 0.4),
+                                     (0.2, 2, 3, 0.3)])
+@pytest.mark.parametrize("a", [2.0, 7.5])
+def test_thm4_against_sample_enumeration(c, d, k, p, a):
+    """Thm 4 (grouping the 2^(dk) outcomes by Hamming weight) against brute force."""
+    px = {(0,) * d: p, (1,) * d: 1 - p}
+    py = {(0,) * d: 1 - p, (1,) * d: p}
+    ref = mp_brute(px, py, a, c, d, k)
+    assert float(mp_thm4(p, a, c, d * k)) == pytest.approx(float(ref), rel=1e-40 + 1e-30)
+    # and the library's Thm 4 evaluation at this very p
+    eps = float(mp_r(p, a))
+    got = B.lower_bound(eps, a, c, d, k)
+    assert got <= ref and got >= float(ref) * (1 - 1e-9)
+
+
+def mp_alg2(x, y, a, c, k):
+    """(alpha-1) R_alpha(Bern_k(P_x), Bern_k(P_y)), 001 Alg. 2 objective (errata's x_j), and
+    with c = None the constraint (alpha-1) R_alpha(P_x || P_y), at 60 digits."""
+    with mp.workdps(60):
+        x, y, a = mp.mpf(x), mp.mpf(y), mp.mpf(a)
+        if c is None:
+            pairs = [(x, y), (1 - x, 1 - y)]
+        else:
+            c = mp.mpf(c)
+            pairs = [(mp.binomial(k, j) * (x * c ** j * (1 - c) ** (k - j)
+                                           + (1 - x) * c ** (k - j) * (1 - c) ** j),
+                      mp.binomial(k, j) * (y * c ** j * (1 - c) ** (k - j)
+                                           + (1 - y) * c ** (k - j) * (1 - c) ** j))
+                     for j in range(k + 1)]
+        return mp.log(mp.fsum(u ** a * v ** (1 - a) for u, v in pairs if u > 0))
+
+
+@pytest.mark.parametrize("a", [1.01, 2.0, 50.0, 500.0])
+@pytest.mark.parametrize("c,k", [(0.01, 1), (0.1, 4), (0.3, 9), (None, 1)])
+def test_objective_and_constraint_error_bounds_vs_mpmath(a, c, k):
+    """The search's objective G and constraint H with their rounding-error bounds: the 60-digit
+    value always lies within [value - err, value + err] (this is what makes the search's
+    bounds proofs)."""
+    from dpamp._bernoulli_search import _constraints, _objective
+    rng = np.random.default_rng(7)
+    pts = [(0.0, 0.3), (0.2, 0.2), (0.5, 0.5 + 1e-9), (1e-12, 1e-6), (0.4, 0.999999),
+           (1e-300, 0.5)] + [tuple(v) for v in rng.uniform(0, 1, (12, 2))]
+    for x, y in pts:
+        xs, ys = np.array([x]), np.array([y])
+        if c is None:
+            g, e = _constraints(xs, ys, np.array([a]))[:2]
+        else:
+            g, e = _objective(xs, ys, np.array([a]), c, k)
+        ref = mp_alg2(x, y, a, c, k)
+        assert abs(g[0] - ref) <= e[0] + 1e-50, (x, y, g[0], float(ref), e[0])  # 1e-50: mpmath
+        assert e[0] <= 1e-9 * (1 + abs(g[0]))
+
+
+@pytest.mark.parametrize("a", [1.5, 2.0, 50.0, 500.0, math.inf])
+@pytest.mark.parametrize("c,d,k", [(0.01, 60, 1), (0.1, 3, 4), (0.3, 1, 1), (0.49, 5, 2)])
+def test_upper_bound_closed_form(a, c, d, k):
+    eps = np.array([0.0, 0.01, 1.0, 10.0, 1e3, np.inf])
+    asym = d * k * (math.log((1 - c) / c) if math.isinf(a) else float(mp_r(c, a)))
+    got = B.upper_bound(eps, a, c, d, k)
+    np.testing.assert_allclose(got, np.minimum(eps, asym), rtol=1e-11, atol=0)
+    assert (got >= np.minimum(eps, asym)).all()  # rounded up, never down
+    assert B.asymptote(a, c, d, k) >= asym
+
+
+@pytest.mark.parametrize("a,c,d,k", [(50.0, 0.1, 30, 1), (5.0, 0.2, 10, 2), (2.0, 0.05, 4, 1)])
+def test_hoeffding_bound(a, c, d, k):
+    """Thm 2: r_alpha(p + K) where p + K <= 1/2, K = exp(-2 (1/2-c)^2 d k); 0 elsewhere."""
+    eps = np.array([1e-3, 0.05, 0.5, 1.0, 3.0, 8.0])
+    got = B.hoeffding_lower_bound(eps, a, c, d, k)
+    low = B.lower_bound(eps, a, c, d, k)
+    assert (got <= low).all() and (got >= 0).all()
+    K = mp.exp(-2 * (mp.mpf(1) / 2 - c) ** 2 * d * k)
+    for e, g in zip(eps, got):
+        p = mp_pstar(e, a)
+        if p + K <= 0.5:
+            ref = mp_r(p + K, a)
+            assert g <= ref and g >= float(ref) * (1 - 1e-9) - 1e-13
+        else:
+            assert g == 0.0
+    # the paper's example: alpha = 50, 2 (1/2-c)^2 d > 20 gives Post ~ eps on [0.026, 4.59]
+    e = np.array([0.03, 1.0, 4.5])
+    h = B.hoeffding_lower_bound(e, 50.0, 0.1, 63)   # 2 * 0.16 * 63 = 20.16
+    np.testing.assert_allclose(h, e, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# limits, overflow, bad input, vectorisation, properties
+# ------------------------------------------------------------------------------------------
+def test_limits_eps():
+    for a, c, d, k in [(2.0, 0.1, 1, 1), (50.0, 0.3, 2, 3), (500.0, 0.01, 5, 2)]:
+        assert B.lower_bound(0.0, a, c, d, k) == 0.0 and B.upper_bound(0.0, a, c, d, k) == 0.0
+        assert B.lower_bound(1e-12, a, c, d, k) <= 1e-12
+        asym = d * k * float(mp_r(c, a))
+        assert B.lower_bound(math.inf, a, c, d, k) == pytest.approx(asym, rel=1e-11)
+        assert B.lower_bound(math.inf, a, c, d, k) <= asym <= B.upper_bound(math.inf, a, c, d, k)
+        big = B.lower_bound(400.0, a, c, d, k)
+        assert big == pytest.approx(asym, rel=1e-9)
+    r = B.exact([0.0, math.inf], 5.0, 0.2, 1, 2)
+    assert r.value[0] == r.upper[0] == 0.0
+    assert r.value[1] == pytest.approx(2 * float(mp_r(0.2, 5.0)), rel=1e-11)
+    assert r.certified.all()
+
+
+def test_limits_c():
+    eps = np.array([0.01, 0.5, 2.0, 20.0])
+    # c = 0: a corner of {0,1}^d is sampled deterministically, no amplification at all
+    for fn in (B.lower_bound, B.upper_bound, B.hoeffding_lower_bound):
+        np.testing.assert_array_equal(fn(eps, 5.0, 0.0, 3, 2), eps)
+    r = B.exact(eps, 5.0, 0.0, 1, 2)
+    np.testing.assert_array_equal(r.value, eps)
+    np.testing.assert_array_equal(r.upper, eps)
+    # c -> 1/2: the samples carry no information
+    for c in (0.49, 0.499, 0.49999):
+        up = B.upper_bound(eps, 5.0, c, 2, 3)
+        assert (up <= 6 * float(mp_r(c, 5.0)) * (1 + 1e-9)).all()
+    assert B.upper_bound(20.0, 5.0, 0.4999999, 2, 3) < 1e-11
+    assert B.lower_bound(20.0, 5.0, 0.4999999, 2, 3) <= B.upper_bound(20.0, 5.0, 0.4999999, 2, 3)
+
+
+@pytest.mark.parametrize("d,k", [(60, 1), (6, 10), (1, 60)])
+def test_no_overflow_c001_dk60_alpha500(d, k):
+    eps = np.array([1e-8, 0.1, 1.0, 10.0, 100.0, 275.0, 1e4, np.inf])
+    low = B.lower_bound(eps, 500.0, 0.01, d, k)
+    up = B.upper_bound(eps, 500.0, 0.01, d, k)
+    hoe = B.hoeffding_lower_bound(eps, 500.0, 0.01, d, k)
+    for v in (low, up, hoe):
+        assert np.isfinite(v).all()
+    assert (hoe <= low).all() and (low <= up).all()
+    assert np.isfinite(B.asymptote(500.0, 0.01, d, k))
+    ref = mp_thm4(mp_pstar(100.0, 500.0), 500.0, 0.01, 60)
+    assert low[4] <= ref and low[4] >= float(ref) * (1 - 1e-9)
+
+
+def test_bad_input():
+    cases = [dict(c=-0.1), dict(c=0.5), dict(c=0.7), dict(c=float("nan")), dict(d=0),
+             dict(k=0), dict(d=1.5), dict(alpha=1.0), dict(alpha=0.5), dict(alpha=float("nan")),
+             dict(epsilon=-1.0), dict(epsilon=float("nan"))]
+    for fn in (B.lower_bound, B.upper_bound, B.hoeffding_lower_bound, B.exact):
+        for bad in cases:
+            args = dict(epsilon=1.0, alpha=2.0, c=0.1, d=1, k=1) | bad
+            name = next(iter(bad))
+            with pytest.raises(ValueError, match=name):
+                fn(**args)
+    with pytest.raises(ValueError, match=r"c must be in \[0, 0.5\)"):
+        B.upper_bound(1.0, 2.0, 0.5, 1)
+    with pytest.raises(ValueError, match="k <= 2000"):
+        B.exact(1.0, 2.0, 0.1, 1, 5000)
+    with pytest.raises(ValueError, match="d <= 3"):
+        B.exact(1.0, 2.0, 0.1, 4, 1)
+    with pytest.raises(ValueError, match="outcomes"):
+        B.exact(1.0, 2.0, 0.1, 2, 40)
+    with pytest.raises(ValueError, match="finite"):
+        B.exact(1.0, math.inf, 0.1, 1, 1)
+    with pytest.raises(ValueError, match="p must be in"):
+        B.r_alpha(1.5, 2.0)
+    for bad in (dict(c=0.5), dict(d=0), dict(k=-1), dict(exact_search="yes")):
+        with pytest.raises(ValueError):
+            dp.BernoulliSampling(**(dict(c=0.1, d=1) | bad))
+    with pytest.raises(ValueError, match="d = 1"):
+        dp.BernoulliSampling(0.1, 2, exact_search=True)
+    with pytest.raises(ValueError, match="mechanism"):
+        dp.BernoulliSampling(0.1, 1).apply("gaussian")
+
+
+def test_vectorised_broadcast_equals_scalar_calls():
+    eps = np.array([0.01, 0.3, 2.0, 7.0])[:, None]
+    alpha = np.array([1.5, 4.0, 64.0])[None, :]
+    for fn in (B.lower_bound, B.upper_bound, B.hoeffding_lower_bound):
+        grid = fn(eps, alpha, 0.1, 3, 2)
+        assert grid.shape == (4, 3)
+        for i, j in itertools.product(range(4), range(3)):
+            assert grid[i, j] == fn(float(eps[i, 0]), float(alpha[0, j]), 0.1, 3, 2)
+    r = B.exact(eps[:2], alpha, 0.2, 1, 2)
+    assert r.value.shape == r.upper.shape == r.certified.shape == (2, 3)
+    one = B.exact(float(eps[1, 0]), 4.0, 0.2, 1, 2)
+    assert isinstance(one.value, float) and isinstance(one.certified, bool)
+    assert one.value == pytest.approx(r.value[1, 1], rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(e1=st.floats(0, 50), e2=st.floats(0, 50), a=st.floats(1.01, 300),
+       c=st.floats(0.001, 0.499), d=st.integers(1, 8), k=st.integers(1, 8))
+def test_bounds_monotone_in_eps_and_ordered(e1, e2, a, c, d, k):
+    lo, hi = min(e1, e2), max(e1, e2)
+    l1, l2 = B.lower_bound([lo, hi], a, c, d, k)
+    u1, u2 = B.upper_bound([lo, hi], a, c, d, k)
+    h1, h2 = B.hoeffding_lower_bound([lo, hi], a, c, d, k)
+    assert l1 <= l2 * (1 + 1e-12) + 1e-13 and u1 <= u2
+    # Thm 2 lower-bounds the same divergence as Thm 4; both are rounded down separately, by
+    # margins that grow like 1/(alpha-1)
+    slack = 1 + 1e-12 / (a - 1)
+    assert h1 <= l1 * slack + 1e-15 and h2 <= l2 * slack + 1e-15
+    assert l1 <= u1 and l2 <= u2 and u2 <= hi
+
+
+@settings(max_examples=40, deadline=None)
+@given(e=st.floats(0.001, 30), a=st.floats(1.01, 200), c=st.floats(0.001, 0.49),
+       n=st.integers(1, 20), dc=st.floats(0.0, 0.2))
+def test_lower_bound_monotone_in_samples_and_c(e, a, c, n, dc):
+    # Bern_n is a post-processing of Bern_{n+1} (drop a coin); bias c + dc is a post-processing
+    # of bias c (flip each coin with a fixed probability): the bound can only grow with n and
+    # shrink with c
+    assume(c + dc < 0.5)
+    base = B.lower_bound(e, a, c, n, 1)
+    assert B.lower_bound(e, a, c, n + 1, 1) >= base * (1 - 1e-10) - 1e-13
+    assert B.lower_bound(e, a, c + dc, n, 1) <= base * (1 + 1e-10) + 1e-13
+
+
+# ------------------------------------------------------------------------------------------
+# the exact value
+# ------------------------------------------------------------------------------------------
+EXACT_GRID = [(a, c, k) for a in (2.0, 5.0, 50.0) for c in (0.05, 0.1, 0.3) for k in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("a,c,k", EXACT_GRID)
+def test_exact_d1_certified_bracket(a, c, k):
+    eps = np.array([0.05, 0.3, 1.0, 2.5, 6.0])
+    r = B.exact(eps, a, c, 1, k)
+    low, up = B.lower_bound(eps, a, c, 1, k), B.upper_bound(eps, a, c, 1, k)
+    assert r.certified.all()
+    assert (low <= r.value).all() and (r.value <= r.upper).all() and (r.upper <= up).all()
+    assert (r.upper - r.value <= 1e-12 + 1e-6 * r.value * (1 + 1e-6)).all()
+    # the paper's conjecture (Post = eqs. 5/7), confirmed wherever the search is certified
+    assert (r.upper - low <= 1e-12 + 2e-6 * low).all()
+    assert (np.diff(r.upper) > 0).all()   # increasing in epsilon
+
+
+@pytest.mark.parametrize("a,c,k,eps", [(2.0, 0.1, 1, 0.7), (5.0, 0.3, 2, 1.5), (5.0, 0.1, 3, 0.4),
+                                       (20.0, 0.2, 1, 2.0)])
+def test_exact_d1_against_dense_grid(a, c, k, eps):
+    """Brute force over a 1201 x 1201 grid (independent code): never above the certified
+    upper bound, and within grid resolution of the certified value."""
+    r = B.exact(eps, a, c, 1, k)
+    grid = np_post_grid(eps, a, c, k)
+    assert grid <= r.upper * (1 + 1e-9)
+    assert grid >= r.value * (1 - 2e-2)
+
+
+@pytest.mark.parametrize("a,c,k,eps", [(3.0, 0.15, 2, 1.0), (10.0, 0.25, 1, 0.5)])
+def test_exact_d1_against_local_optimiser(a, c, k, eps):
+    """An independent constrained local optimiser (SLSQP on the direct formulas) from many
+    starts never exceeds the certified upper bound (it would if the search pruned wrongly)."""
+    from scipy.optimize import minimize
+    j = np.arange(k + 1)
+    w = np.array([math.comb(k, int(i)) for i in j], float)
+    ca, cb = c ** j * (1 - c) ** (k - j), c ** (k - j) * (1 - c) ** j
+
+    def obj(v):
+        x, y = v
+        xb, yb = x * ca + (1 - x) * cb, y * ca + (1 - y) * cb
+        return -np.log(np.sum(w * xb ** a * yb ** (1 - a))) / (a - 1)
+
+    def cons(v):
+        x, y = np.clip(v, 1e-12, 1 - 1e-12)
+        m1 = x ** a * y ** (1 - a) + (1 - x) ** a * (1 - y) ** (1 - a)
+        m2 = y ** a * x ** (1 - a) + (1 - y) ** a * (1 - x) ** (1 - a)
+        return np.array([eps - np.log(m1) / (a - 1), eps - np.log(m2) / (a - 1)])
+
+    r = B.exact(eps, a, c, 1, k)
+    rng = np.random.default_rng(1)
+    found = []
+    for _ in range(25):
+        v0 = rng.uniform(0.05, 0.95, 2)
+        res = minimize(obj, v0, method="SLSQP", bounds=[(1e-9, 1 - 1e-9)] * 2,
+                       constraints=[{"type": "ineq", "fun": cons}], options={"ftol": 1e-14})
+        if res.success and (cons(res.x) >= -1e-10).all():
+            found.append(-res.fun)
+    assert found and max(found) <= r.upper + 1e-8
+    assert max(found) >= r.value - 1e-6
+
+
+def test_exact_d1_budget_gives_proven_bracket():
+    """With a tiny budget the search stops early: still a valid (wider) bracket."""
+    r = B.exact(0.05, 50.0, 0.01, 1, 4, max_cells=1000, rtol=1e-12, atol=0.0)
+    full_low, full_up = B.lower_bound(0.05, 50.0, 0.01, 1, 4), B.upper_bound(0.05, 50.0, 0.01, 1, 4)
+    assert full_low <= r.value <= r.upper <= full_up
+    assert not r.certified
+
+
+@pytest.mark.parametrize("d,k,a,c", [(2, 1, 5.0, 0.1), (2, 2, 3.0, 0.3), (3, 1, 50.0, 0.3)])
+def test_exact_d_above_1_is_a_proven_bracket(d, k, a, c):
+    eps = np.array([0.2, 1.0, 3.0])
+    r = B.exact(eps, a, c, d, k, starts=4)
+    low, up = B.lower_bound(eps, a, c, d, k), B.upper_bound(eps, a, c, d, k)
+    assert (low <= r.value).all() and (r.value <= r.upper).all()
+    np.testing.assert_array_equal(r.upper, up)   # a local search proves no upper bound
+    # no pair beating the paper's conjectured optimum was found
+    assert (r.value <= low * (1 + 1e-9) + 1e-12).all()
+
+
+@pytest.mark.parametrize("d,k", [(2, 1), (2, 2), (1, 3), (3, 1)])
+def test_sufficient_statistic_against_enumeration(d, k):
+    """Alg. 3 on the (k+1)^d counts equals enumerating all 2^(dk) outcomes, for random P, Q."""
+    from dpamp._bernoulli_search import _moment_general
+    c, a = 0.2, 3.5
+    rng = np.random.default_rng(d * 10 + k)
+    x, y = rng.dirichlet(np.ones(2 ** d)), rng.dirichlet(np.ones(2 ** d))
+    corners = list(itertools.product((0, 1), repeat=d))   # same order as statistic_channel
+    ref = mp_brute(dict(zip(corners, x)), dict(zip(corners, y)), a, c, d, k)
+    g, err = _moment_general(np.log(x), np.log(y), statistic_channel(c, d, k), a)
+    assert abs(g[0] / (a - 1) - float(ref)) <= 1e-12 + err[0]
+    assert np.exp(statistic_channel(c, d, k)).sum(axis=0) == pytest.approx(np.ones(2 ** d))
+
+
+# ------------------------------------------------------------------------------------------
+# the mechanism
+# ------------------------------------------------------------------------------------------
+def test_post_processed_mechanism_curve():
+    kern = dp.BernoulliSampling(0.1, 2, k=3)
+    base = dp.Gaussian(0.8)
+    m = base.post_process(kern)
+    assert isinstance(m, dp.BernoulliSampled) and m.relation is base.relation
+    assert m == base.post_process(dp.BernoulliSampling(0.1, 2, 3)) and hash(m)
+    alpha = np.array([1.5, 2.0, 8.0, 64.0, 512.0])
+    np.testing.assert_array_equal(m.rdp(alpha), B.upper_bound(base.rdp(alpha), alpha, 0.1, 2, 3))
+    assert (m.rdp(alpha) <= base.rdp(alpha)).all()
+    # any base becomes pure DP: d k log((1-c)/c)
+    assert m.pure_epsilon() == pytest.approx(6 * math.log(9.0), rel=1e-11)
+    assert m.pure_epsilon() >= 6 * math.log(9.0)
+    low = m.rdp_lower(alpha)
+    assert (low <= m.rdp(alpha)).all()
+    np.testing.assert_array_equal(low, B.lower_bound(base.rdp(alpha), alpha, 0.1, 2, 3))
+    # composition and (eps, delta) queries go through the usual machinery
+    g = (m * 5).epsilon(1e-6)
+    assert 0 < g.epsilon <= 5 * m.pure_epsilon() * (1 + 1e-9)
+    assert (m * 5).rdp(4.0) == pytest.approx(5 * m.rdp(4.0))
+    with pytest.raises(dataclasses_frozen_error()):
+        kern.c = 0.2
+
+
+def dataclasses_frozen_error():
+    import dataclasses
+    return dataclasses.FrozenInstanceError
+
+
+def test_post_processed_mechanism_exact_search_and_lower():
+    base = dp.Gaussian(1.0)
+    plain = base.post_process(dp.BernoulliSampling(0.1, 1, 2))
+    tight = base.post_process(dp.BernoulliSampling(0.1, 1, 2, exact_search=True))
+    alpha = np.array([2.0, 5.0, 20.0, np.inf])
+    t, p = tight.rdp(alpha), plain.rdp(alpha)
+    assert (t <= p).all() and t[0] < 0.9 * p[0]
+    assert t[-1] == p[-1]
+    assert (tight.rdp_lower(alpha[:-1]) <= t[:-1]).all()
+    np.testing.assert_array_equal(tight.rdp(alpha), t)  # cached, same answer
+    # a base without an attained curve has no lower curve
+    sub = dp.Gaussian(1.0).subsample(dp.Poisson(0.01))
+    assert sub.post_process(dp.BernoulliSampling(0.1, 1)).rdp_lower([2.0]) is None
+
+
+# ------------------------------------------------------------------------------------------
+# Figure 1
+# ------------------------------------------------------------------------------------------
+def test_figure1_data():
+    data = B.figure1_data(c=0.1, d=1, alpha=50.0)
+    e = data.epsilon
+    assert e.shape == data.post.shape == data.lower.shape == data.asymptote.shape
+    np.testing.assert_array_equal(data.post_processing, e)
+    asym = float(mp_r(0.1, 50.0))
+    np.testing.assert_allclose(data.asymptote, asym, rtol=1e-11)
+    assert (data.lower <= data.post).all() and (data.post <= data.post_upper).all()
+    assert (data.post_upper <= np.minimum(e, data.asymptote)).all()
+    np.testing.assert_allclose(data.post, data.lower, rtol=2e-6, atol=1e-10)  # conjecture
+    # regimes of Sec. 6: Post ~ the asymptote for large eps (Regime III) ...
+    assert data.post[-1] == pytest.approx(asym, rel=1e-3)
+    assert data.post[0] < 0.8 * e[0]  # (1, 1, 0.1): no Regime I, amplification everywhere
+    # ... and Post ~ eps for small to moderate eps when c is small or d large (Regime I)
+    wide = B.figure1_data(c=0.01, d=15, alpha=50.0, epsilon=[0.05, 0.5, 2.0])
+    np.testing.assert_allclose(wide.lower, wide.epsilon, rtol=1e-3)
+    big = B.figure1_data(c=0.1, d=5, alpha=50.0, epsilon=[0.5, 5.0])
+    assert big.post is None and big.lower.shape == (2,)
+
+
+def test_plot_figure1_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "fig1.png"
+    ax = B.plot_figure1(path, c=0.3, d=2, alpha=5.0, epsilon=np.linspace(0.1, 4, 12))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+    assert len(ax.get_lines()) == 3   # no exact curve for d = 2 by default
+    from matplotlib.figure import Figure
+    ax2 = Figure().subplots()
+    assert B.plot_figure1(ax2, epsilon=[0.5, 1.0, 2.0]) is ax2
+    assert len(ax2.get_lines()) == 4
+
+
+@pytest.mark.parametrize("a,c,k", [(2.0, 0.1, 1), (50.0, 0.3, 2), (5.0, 0.05, 3)])
+def test_search_finds_the_optimum_without_a_head_start(a, c, k):
+    """The branch-and-bound started with no incumbent (best = 0) must find the known feasible
+    pair of eqs. 3-4 itself and never report an upper bound below it. (With the incumbent the
+    conjecture makes every check above pass even if pruning were unsound; this one cannot.)"""
+    from dpamp._bernoulli_search import certify_d1
+    eps = np.array([1e-4, 0.1, 1.0, 4.0])
+    alpha = np.full(eps.shape, a)
+    known = B.lower_bound(eps, a, c, 1, k) * (a - 1)
+    cap = B.upper_bound(eps, a, c, 1, k) * (a - 1) * (1 + 1e-15)
+    best, upper, ok = certify_d1(eps, alpha, c, k, np.zeros(eps.shape), cap, 1e-6, 1e-12,
+                                 200_000)
+    assert ok.all()
+    assert (upper >= known).all()
+    assert (best >= known * (1 - 2e-6) - 1e-11).all()
+    assert (best <= upper).all()
+
+
+def test_hoeffding_and_bounds_at_alpha_inf():
+    eps = np.array([0.1, 1.0, np.inf])
+    low = B.lower_bound(eps, math.inf, 0.1, 3, 1)
+    up = B.upper_bound(eps, math.inf, 0.1, 3, 1)
+    hoe = B.hoeffding_lower_bound(eps, math.inf, 0.1, 3, 1)
+    assert (hoe <= low).all() and (low <= up).all()
+    assert up[2] == pytest.approx(3 * math.log(9.0), rel=1e-12)
+    # max-divergence of the Thm 4 pair: max_j log(P_j / Q_j), j = number of ones among 3 coins
+    with mp.workdps(50):
+        p = 1 / (1 + mp.e ** mp.mpf(1.0))
+        c = mp.mpf("0.1")
+        ref = max(mp.log((p * c ** j * (1 - c) ** (3 - j) + (1 - p) * c ** (3 - j) * (1 - c) ** j)
+                         / ((1 - p) * c ** j * (1 - c) ** (3 - j) + p * c ** (3 - j) * (1 - c) ** j))
+                  for j in range(4))
+    assert low[1] <= ref and low[1] >= float(ref) * (1 - 1e-11)
+
+
+def test_public_names():
+    for name in B.__all__:
+        assert hasattr(B, name), name
+    assert dp.bernoulli is B and dp.BernoulliSampling is B.BernoulliSampling
+    assert B.exact.__doc__ and "001" in B.lower_bound.__doc__ and "Thm 5" in B.upper_bound.__doc__
