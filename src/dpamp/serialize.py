@@ -125,7 +125,12 @@ def to_dict(obj) -> dict:
     name = type(obj).__name__
     out = {"type": name}
     for p in _init_params(type(obj)):
-        out[p.name] = _encode(getattr(obj, _field_for(obj, p.name)), f"{name}.{p.name}")
+        value = getattr(obj, _field_for(obj, p.name))
+        # an argument left at its default is omitted: shorter documents that stay readable when
+        # a class gains optional parameters (e.g. Poisson's population for 000 Thm 14)
+        if p.default is not inspect.Parameter.empty and p.default is None and value is None:
+            continue
+        out[p.name] = _encode(value, f"{name}.{p.name}")
     return out
 
 

@@ -93,10 +93,17 @@ class Subsampled(Mechanism):
 
     def _compute_cgf(self, orders: np.ndarray) -> np.ndarray:
         # one order more than asked: 003 Thm 19 uses B(2 ceil(j/2)), up to order alpha + 1
-        base_eps = self._base_eps(int(orders.max()) + 1)
+        from ..rdp.poisson import MAX_EXACT_ORDER
+        base_eps = self._base_eps(min(int(orders.max()), MAX_EXACT_ORDER) + 1)
         if isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE:
             from ..rdp.poisson import poisson_log_moments
-            return poisson_log_moments(base_eps, self.rate, orders)
+            # the exact sum is O(alpha) per order: above the threshold only the caps in _rdp
+            # (inner curve, amplified pure epsilon) apply, as 003 Sec. 4 suggests
+            out = np.full(orders.shape, np.inf)
+            ok = orders <= MAX_EXACT_ORDER
+            if ok.any():
+                out[ok] = poisson_log_moments(base_eps, self.rate, orders[ok])
+            return out
         if isinstance(self.scheme, WithoutReplacement):
             from ..rdp.without_replacement import wor_log_moments
             return wor_log_moments(base_eps, self.base.pure_epsilon(), self.rate, orders,
@@ -126,7 +133,26 @@ class Subsampled(Mechanism):
         return getattr(self.scheme, "batch", 0) == 1
 
     def pure_epsilon(self) -> float:
-        return amplified_pure_epsilon(self.base.pure_epsilon(), self.rate)
+        """Pure epsilon of the subsampled mechanism, per scheme:
+        Poisson + add/remove and without replacement + substitution: log(1 + rate(e^eps0 - 1))
+        (000 Thms 8, 9 at delta = 0); with replacement: up to m copies of the changed record, so
+        log(1 + gamma (e^{m eps0} - 1)) with gamma = 1 - (1 - 1/n)^m (group privacy); Poisson
+        under substitution: eps0, since a pure inner mechanism is not amplified there in the worst
+        case. Randomized response of one bit is a gamma-mixture of its own pair under every
+        scheme (000 Lemma 12), so it keeps log(1 + gamma (e^eps0 - 1))."""
+        from ..sampling import WithReplacement
+        e0 = self.base.pure_epsilon()
+        s = self.scheme
+        if isinstance(s, WithoutReplacement) or (
+                isinstance(s, Poisson) and s.relation is Relation.ADD_REMOVE):
+            return amplified_pure_epsilon(e0, self.rate)
+        from ..profiles.core import is_binary
+        binary = is_binary(self.base)
+        if isinstance(s, WithReplacement):
+            gamma = -math.expm1(s.batch * math.log1p(-1.0 / s.population)) \
+                if s.population > 1 else 1.0
+            return amplified_pure_epsilon(e0 if binary else s.batch * e0, gamma)
+        return amplified_pure_epsilon(e0, self.rate) if binary else e0
 
     def _rdp(self, alpha):
         alpha = np.asarray(alpha, dtype=float)

@@ -84,6 +84,22 @@ def _log_mgf(pparts, upper=True, s=_S):
     return K
 
 
+def _tilt_cap(pparts):
+    """Largest useful tilt: 20 over the composed standard deviation. Beyond it the values that
+    decide delta near the answer are tiny next to the tilted peak (bounded losses push the
+    Chernoff saddle to infinity) and the FFT's relative accuracy there is lost."""
+    var = 0.0
+    for p in pparts:
+        m = np.maximum(p.d.upper, 0.0)
+        s = m.sum()
+        if s <= 0:
+            continue
+        t = p.d.h * (p.d.jlo + np.arange(m.size))
+        mu = float(np.dot(m, t) / s)
+        var += p.count * float(np.dot(m, (t - mu) ** 2) / s)
+    return 20.0 / math.sqrt(max(var, 1e-12))
+
+
 def saddle_for_delta(pparts, delta):
     """Chernoff estimate of epsilon(delta) and its tilt: min_s (K(s) - log delta) / s."""
     K = _log_mgf(pparts)
@@ -219,7 +235,7 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
     for d in dirs:
         pp = _discretize(d, h, tail_total)
         e_est, lam = saddle_for_delta(pp, delta)
-        lam *= tilt
+        lam = min(lam * tilt, _tilt_cap(pp))
         target = (e_est, math.log(delta))
         pm = compose(pp, h, lam, kinds=(True,), target=target)
         out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm, "target": target})
@@ -315,7 +331,7 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     for d in dirs:
         pp = _discretize(d, h, max(tail_total, 1e-300))
         lam, log_d = saddle_for_epsilon(pp, epsilon)
-        lam *= tilt
+        lam = min(lam * tilt, _tilt_cap(pp))
         target = (epsilon, log_d)
         pm = compose(pp, h, lam, kinds=(True,), target=target)
         out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm, "target": target})

@@ -4,6 +4,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
+#: orders above this are not summed exactly (O(alpha) terms each); callers cap instead
+MAX_EXACT_ORDER = 4096
+
 
 def log_expm1(x: np.ndarray) -> np.ndarray:
     """log(e^x - 1) for x >= 0 without overflow (x + log1p(-e^{-x}) for large x); -inf at 0."""

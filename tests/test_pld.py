@@ -1,0 +1,322 @@
+"""Privacy-loss distributions (004 Sec. 3-4): proven brackets against independent computations.
+
+Every check is of the form lower <= exact <= upper with an exact value computed another way
+(closed form, 50-digit binomial sums, exact convolution of small discrete pairs, KOV) or of
+agreement with dp-accounting / prv-accountant inside their stated errors."""
+import itertools
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+import dpamp as dp
+from dpamp.pld import epsilon_bracket
+from dpamp.pld.discretize import discretize
+from dpamp.pld.loss import LossDistribution, gaussian
+from dpamp.pld.sources import loss_distribution
+
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    with mp.workdps(50):
+        yield
+
+
+# --- exact references ------------------------------------------------------------------------
+
+def gaussian_log_delta(eps, mu):
+    """log delta(eps) of N(mu, 1) vs N(0, 1) (004 Cor. 8), in log space."""
+    a = log_ndtr(mu / 2 - eps / mu)
+    b = eps + log_ndtr(-mu / 2 - eps / mu)
+    return a + np.log1p(-np.exp(b - a))
+
+
+def gaussian_epsilon(delta, mu):
+    f = lambda e: gaussian_log_delta(e, mu) - math.log(delta)  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    return brentq(f, 0.0, mu * mu + 40 * mu + 10, xtol=1e-14, rtol=1e-14)
+
+
+def discrete_delta(losses, probs, eps):
+    """delta(eps) = sum p (1 - e^{eps - l})_+ + P[l = inf], exactly in mpmath."""
+    total = mp.mpf(0)
+    for l, p in zip(losses, probs):
+        if l == math.inf:
+            total += p
+        elif l > eps:
+            total += p * (1 - mp.exp(mp.mpf(eps) - l))
+    return total
+
+
+def discrete_epsilon(losses, probs, delta):
+    f = lambda e: float(discrete_delta(losses, probs, e)) - delta  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    hi = max(l for l in losses if l != math.inf) + 1.0
+    if f(hi) > 0:
+        return math.inf
+    return brentq(f, 0.0, hi, xtol=1e-13)
+
+
+def rr_k_fold(eps0, k):
+    """Privacy loss of k-fold randomized response: (2l - k) eps0 w.p. C(k,l) p^l (1-p)^(k-l)."""
+    p = mp.e ** eps0 / (1 + mp.e ** eps0)
+    losses = [(2 * l - k) * mp.mpf(eps0) for l in range(k + 1)]
+    probs = [mp.binomial(k, l) * p ** l * (1 - p) ** (k - l) for l in range(k + 1)]
+    return losses, probs
+
+
+# --- Gaussian: T-fold composition is Gaussian (004 Cor. 8, Thm 9) ------------------------------
+
+@pytest.mark.parametrize("sigma,T", [(1.0, 1), (2.0, 10), (0.8, 3), (5.0, 1000), (20.0, 5000)])
+@pytest.mark.parametrize("delta", [1e-5, 1e-9])
+def test_gaussian_composition_brackets_closed_form(sigma, T, delta):
+    mech = dp.Gaussian(sigma) * T
+    exact = gaussian_epsilon(delta, math.sqrt(T) / sigma)
+    g = mech.epsilon(delta, method="pld")
+    assert g.lower <= exact <= g.epsilon
+    assert g.epsilon - g.lower <= 1e-3 * g.epsilon + 1e-12
+    assert g.method == "pld"
+
+
+@pytest.mark.parametrize("sigma,T,eps", [(1.0, 4, 1.0), (3.0, 100, 0.5), (1.5, 20, 4.0)])
+def test_gaussian_delta_query_brackets_closed_form(sigma, T, eps):
+    mu = math.sqrt(T) / sigma
+    exact = math.exp(gaussian_log_delta(eps, mu))
+    g = (dp.Gaussian(sigma) * T).delta(eps, method="pld")
+    assert g.lower <= exact <= g.delta
+    assert g.delta - g.lower <= 1e-3 * g.delta
+
+
+# --- randomized response and the worst-case (eps, delta) pair ---------------------------------
+
+@pytest.mark.parametrize("eps0,k", [(0.1, 1), (0.1, 100), (0.5, 37), (1.0, 10), (0.05, 1000)])
+def test_randomized_response_k_fold_brackets_binomial(eps0, k):
+    delta = 1e-6
+    exact = discrete_epsilon(*rr_k_fold(eps0, k), delta)
+    g = (dp.RandomizedResponse.from_epsilon(eps0) * k).epsilon(delta, method="pld")
+    assert g.lower <= exact * (1 + 1e-12) and exact <= g.epsilon * (1 + 1e-12)
+    assert g.epsilon - g.lower <= 1e-3 * g.epsilon + 1e-12
+
+
+@pytest.mark.parametrize("eps0,delta0,k", [(0.1, 0.0, 100), (0.2, 1e-7, 50), (1.0, 1e-6, 10)])
+def test_worst_case_pair_k_fold_brackets_kov(eps0, delta0, k):
+    delta = 1e-5
+    exact = dp.composition.kov_epsilon(eps0, delta0, k, delta)
+    g = (dp.EpsDelta(eps0, delta0) * k).epsilon(delta, method="pld")
+    # kov_epsilon is itself an upper bound within 1e-12 relative of the optimum
+    assert g.lower <= exact and exact * (1 - 1e-9) <= g.epsilon
+    assert g.epsilon - g.lower <= 1e-3 * g.epsilon
+
+
+def test_kov_and_pld_agree_both_ways():
+    """KOV (004 Sec. 7) against the PLD of randomized response composed k times, in both the
+    epsilon(delta) and the delta(epsilon) direction."""
+    eps0, k = 0.3, 60
+    m = dp.RandomizedResponse.from_epsilon(eps0) * k
+    for delta in [1e-3, 1e-6]:
+        g = m.epsilon(delta, method="pld")
+        kov = dp.composition.kov_epsilon(eps0, 0.0, k, delta)
+        assert g.lower <= kov <= g.epsilon * (1 + 1e-9)
+    for eps in [1.0, 3.0]:
+        g = m.delta(eps, method="pld")
+        kov = dp.composition.kov_delta(eps0, 0.0, k, eps)
+        assert g.lower <= kov * (1 + 1e-8) and kov <= g.delta * (1 + 1e-8)
+
+
+# --- small discrete pairs composed exactly ----------------------------------------------------
+
+def exact_composition(losses, probs, T):
+    out_l, out_p = [], []
+    for combo in itertools.product(range(len(losses)), repeat=T):
+        l = sum(losses[i] for i in combo)
+        out_l.append(l)
+        out_p.append(mp.fprod(probs[i] for i in combo))
+    return out_l, out_p
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 4), st.integers(1, 3), st.integers(0, 10 ** 6), st.booleans())
+def test_random_discrete_pairs_composed_exactly_are_bracketed(n, T, seed, with_inf):
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(n))
+    Q = rng.dirichlet(np.ones(n))
+    if with_inf:
+        Q[0] = 0.0
+        Q /= Q.sum()
+    with np.errstate(divide="ignore"):
+        L = np.log(P) - np.log(Q)
+    ld = LossDistribution(L, P, Q)
+    # the composed curve at several eps, both orders of the pair
+    for pair in (ld, ld.swapped()):
+        d = discretize(pair, 0.07, -80, 80)
+        fin = np.isfinite(pair.atom_loss)
+        losses = [mp.mpf(float(x)) if f else mp.inf for x, f in zip(pair.atom_loss, fin)]
+        probs = [mp.mpf(float(x)) for x in pair.atom_p]
+        el, ep = exact_composition(losses, probs, T)
+        # compose the discretisations exactly too (small), then compare curves pointwise
+        grid = 0.07 * np.arange(d.jlo, d.jhi + 1)
+        for which, mass, inf in (("upper", d.upper, d.upper_inf), ("lower", d.lower, d.lower_inf)):
+            gl = [mp.mpf(float(x)) for x in grid] + [mp.inf]
+            gp = [mp.mpf(float(x)) for x in mass] + [mp.mpf(float(inf))]
+            keep = [i for i, x in enumerate(gp) if x > 0]
+            gl, gp = [gl[i] for i in keep], [gp[i] for i in keep]
+            cl, cp = exact_composition(gl, gp, T)
+            for eps in [-1.0, 0.0, 0.3, 1.0, 2.5]:
+                true = discrete_delta(el, ep, eps)
+                disc = discrete_delta(cl, cp, eps)
+                if which == "upper":
+                    assert disc >= true - 1e-12
+                else:
+                    assert disc <= true + 1e-12
+
+
+def test_exact_discrete_composition_is_bracketed_by_the_engine():
+    P = np.array([0.5, 0.3, 0.2])
+    Q = np.array([0.2, 0.3, 0.5])
+    L = np.log(P / Q)
+    ld = LossDistribution(L, P, Q)
+    losses = [mp.mpf(float(x)) for x in L]
+    probs = [mp.mpf(float(x)) for x in P]
+    el, ep = exact_composition(losses, probs, 6)
+    exact = discrete_epsilon(el, ep, 1e-3)
+    from dpamp.pld.engine import PartPMF, compose
+    for h in [0.05, 0.01]:
+        d = discretize(ld, h, -int(1 / h) - 2, int(1 / h) + 2)
+        res = compose([PartPMF(d, 6)], h, 1.0, target=(exact, math.log(1e-3)))
+        assert res[False].epsilon(1e-3) <= exact <= res[True].epsilon(1e-3)
+
+
+# --- subsampled plans: peers and properties --------------------------------------------------
+
+def test_poisson_plan_agrees_with_dp_accounting():
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant
+    q, sigma, T, delta = 0.01, 1.0, 500, 1e-5
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), T)
+    theirs = acc.get_epsilon(delta)          # its pessimistic estimate: an upper bound
+    g = (dp.Gaussian(sigma).subsample(dp.Poisson(q)) * T).epsilon(delta, method="pld")
+    assert g.lower <= theirs
+    assert abs(g.epsilon - theirs) <= 2e-3 * theirs
+
+
+def test_poisson_plan_agrees_with_prv_accountant():
+    prv = pytest.importorskip("prv_accountant")
+    q, sigma, T, delta = 0.01, 1.0, 500, 1e-5
+    acc = prv.Accountant(noise_multiplier=sigma, sampling_probability=q, delta=delta,
+                         eps_error=0.01, max_compositions=T)
+    lo, est, up = acc.compute_epsilon(num_compositions=T)
+    g = (dp.Gaussian(sigma).subsample(dp.Poisson(q)) * T).epsilon(delta, method="pld")
+    assert g.lower <= up and lo <= g.epsilon          # the two brackets intersect
+    assert lo - 1e-9 <= g.lower and g.epsilon <= up + 1e-9   # and ours is inside theirs
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(0.6, 3.0), st.floats(1e-3, 0.05), st.integers(1, 400), st.integers(1, 400))
+def test_monotone_in_steps_and_rate(sigma, q, t1, t2):
+    lo_t, hi_t = sorted([t1, t2])
+    base = dp.Gaussian(sigma)
+    a = (base.subsample(dp.Poisson(q)) * lo_t).epsilon(1e-5, method="pld", tol=0.02)
+    b = (base.subsample(dp.Poisson(q)) * hi_t).epsilon(1e-5, method="pld", tol=0.02)
+    c = (base.subsample(dp.Poisson(min(1.0, 2 * q))) * lo_t).epsilon(1e-5, method="pld", tol=0.02)
+    assert a.lower <= b.epsilon and a.lower <= c.epsilon
+    assert a.lower <= a.epsilon and b.lower <= b.epsilon
+
+
+@pytest.mark.parametrize("mech", [
+    dp.Gaussian(1.0).subsample(dp.Poisson(0.01)),
+    dp.Laplace(0.7).subsample(dp.Poisson(0.1)),
+    dp.RandomizedResponse(0.7),
+    dp.EpsDelta(0.5, 1e-4),
+])
+def test_discretised_pmfs_keep_e_minus_loss_at_most_one(mech):
+    ld = loss_distribution(mech)
+    for pair in (ld, ld.swapped()):
+        lo, hi = pair.quantile_range(1e-14)
+        h = 1e-3
+        d = discretize(pair, h, min(-1, math.floor(lo / h) - 1), max(1, math.ceil(hi / h) + 1))
+        t = h * (d.jlo + np.arange(d.upper.size))
+        assert np.all(d.upper >= 0) and np.all(d.lower >= 0)
+        assert float(np.sum(d.upper * np.exp(-t))) <= 1 + 1e-12        # E[e^{-Z}] <= 1
+        assert d.upper.sum() + d.upper_inf == pytest.approx(1.0, abs=1e-12)
+
+
+def test_asymmetric_pair_uses_the_worse_direction():
+    # Poisson subsampling under add/remove: the pair and its swap differ; the composed epsilon
+    # is the worse of the two orders (004 Thm 34's pair; exact by enumerating 2^6 outcomes)
+    step = dp.RandomizedResponse.from_epsilon(1.0).subsample(dp.Poisson(0.3))
+    m = step * 6
+    ld = loss_distribution(step)
+    from dpamp.pld.query import _directions
+    assert len(_directions(m)) == 2
+    delta = 1e-3
+    exact = []
+    for pair in (ld, ld.swapped()):
+        keep = pair.atom_p > 0
+        losses = [mp.mpf(float(x)) for x in pair.atom_loss[keep]]
+        probs = [mp.mpf(float(x)) for x in pair.atom_p[keep]]
+        exact.append(discrete_epsilon(*exact_composition(losses, probs, 6), delta))
+    assert exact[0] != pytest.approx(exact[1], rel=1e-6)       # genuinely asymmetric
+    g = m.epsilon(delta, method="pld", tol=1e-2)
+    assert g.lower <= max(exact) <= g.epsilon
+
+
+def test_without_replacement_single_step_matches_profile():
+    # one step: the PLD of the symmetric curve reproduces 000 Thm 9's profile
+    base = dp.Gaussian(1.0, relation=dp.SUBSTITUTION)
+    m = base.subsample(dp.WithoutReplacement(50, 1000))
+    for eps in [0.01, 0.05, 0.2]:
+        g = m.delta(eps, method="pld")
+        prof = float(dp.profiles.privacy_profile(m, eps))
+        assert g.lower <= prof * (1 + 1e-9) and prof <= g.delta * (1 + 1e-9)
+
+
+def test_auto_uses_pld_for_compositions_with_loss_distributions():
+    m = dp.Gaussian(1.1).subsample(dp.Poisson(0.01)) * 100
+    assert m.epsilon(1e-5).method == "pld"
+    assert dp.ZCDP(0.1).epsilon(1e-5).method != "pld"          # no PLD: another method
+
+
+def test_accountant_and_cli_accept_pld_and_tol(capsys):
+    import json
+    from dpamp import cli
+    acc = dp.Accountant().compose(dp.Gaussian(1.0).subsample(dp.Poisson(0.02)), times=300)
+    g = acc.epsilon(1e-5, method="pld", tol=1e-2)
+    assert g.epsilon - g.lower <= 1e-2
+    assert cli.main(["epsilon", "--sigma", "1.0", "--poisson", "0.02", "--steps", "300",
+                     "--delta", "1e-5", "--method", "pld", "--tol", "0.01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "pld" and out["epsilon"] - out["lower"] <= 0.01
+
+
+@pytest.mark.parametrize("tol", [0.0, -1.0, float("nan")])
+def test_bad_tol_is_refused(tol):
+    with pytest.raises(ValueError, match="tol"):
+        (dp.Gaussian(1.0) * 3).epsilon(1e-5, method="pld", tol=tol)
+
+
+def test_impossible_grid_is_a_clear_error_not_a_hang():
+    m = dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 10_000
+    with pytest.raises(ValueError, match="tol"):
+        m.epsilon(1e-5, method="pld", tol=1e-9)
+
+
+def test_pld_profile_of_a_composition():
+    m = dp.Gaussian(2.0) * 4
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    prof = dp.profiles.privacy_profile(m, eps)
+    exact = np.exp(gaussian_log_delta(eps, 1.0))
+    assert np.all(prof >= exact * (1 - 1e-12)) and np.all(prof <= exact * 1.01 + 1e-12)
+
+
+def test_pure_dp_composition_delta_is_zero_at_its_pure_epsilon():
+    m = dp.Laplace(1.0) * 3
+    assert m.delta(3.0, method="pld").delta == 0.0
+    g = m.epsilon(1e-9, method="pld")
+    assert g.epsilon <= 3.0 + 1e-12
