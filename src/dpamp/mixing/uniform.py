@@ -333,3 +333,21 @@ class PostProcessed(Mechanism):
 
     def __repr__(self):
         return f"{self.base!r}.post_process({self.kernel!r})"
+
+
+def _register_profile():
+    """Make the amplified profile visible to dpamp.profiles (and so to the PLD engine, which
+    composes any mechanism with a profile). 002 Thm 1 bounds the profile of the post-processed
+    mechanism over all ordered pairs of neighbours, so the same curve serves both orders (the
+    symmetric curve dominates each pair's). No lower bound is claimed."""
+    from ..profiles import register
+
+    def pair(mech, eps):
+        eps = np.asarray(eps, dtype=float)
+        with np.errstate(divide="ignore"):
+            row = np.log(np.asarray(mech.profile(eps), dtype=float))
+        return np.stack([row, row])
+    register(PostProcessed, pair=pair)
+
+
+_register_profile()

@@ -89,21 +89,34 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     f_K = max(A_tail - x[K] * B_tail, inf_true, 0.0)      # F(x_K) (>= its limit inf_true)
     # F at the knots by the backward recursion F_i = F_{i+1} - dx_i s_i: all terms >= 0
     f = np.concatenate([np.cumsum((-s_up * dx)[::-1])[::-1], [0.0]]) + f_K
+    # chord - tangent at x_i (slope -Qbar_i) grows like alpha (x - x_i); chord - tangent at
+    # x_{i+1} like beta_end (x_{i+1} - x), the tangent there using the left derivative
+    # -Q[L >= t_{i+1}], which counts an atom on t_{i+1} (it belongs to cell i): beta - q_end
+    # instead of beta (tight when the atom is alone)
+    alpha = dB - beta
+    beta_end = beta if q_end is None else np.clip(beta - q_end, 0.0, None)
+    end_slope = 0.0 if flat_end else -B_tail
+    return _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
+                      end_slope)
+
+
+def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
+               end_slope) -> _Half:
+    """Pessimistic masses of the polygon through the knots f (chord slopes s_up, flat after the
+    last knot at f_K) and the optimistic lowering of the knots, given on each cell the growth
+    rates alpha, beta_end of chord - (left line) and chord - (right line) of a convex minorant
+    of the curve (tangents, or secants of neighbouring cells)."""
+    K = f.size - 1
     # pessimistic masses x_i (S_i - S_{i-1}), S_K = 0 (flat)
     s_full = np.concatenate([s_up, [0.0]])
     m_up = x[1:] * (s_full[1:] - s_full[:-1])
     # --- optimistic lowering -------------------------------------------------------------
-    # On cell i (position lam in [0, 1]) the curve is above V = max(tan_i, tan_{i+1}, floor)
-    # (tangent slopes -Qbar; the floor max(0, a + b x) is a lower bound too). chord - V is
-    # concave, so the polygon is below V iff it is at V's kinks, among the pairwise
-    # intersections of the four lines: with alpha = dB - beta,
-    #   chord - tan_i = alpha lam dx,   chord - tan_{i+1} = beta (1 - lam) dx,
+    # On cell i (position lam in [0, 1]) the curve is above V = max(left line, right line,
+    # floor) (the floor max(0, a + b x) is a lower bound too). chord - V is concave, so the
+    # polygon is below V iff it is at V's kinks, among the pairwise intersections of
+    #   chord - left = alpha lam dx,   chord - right = beta_end (1 - lam) dx,
     #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - 0 = (1-lam) f_i + lam f_{i+1}.
     a, b = floor
-    # the tangent at x_{i+1} uses the left derivative -Q[L >= t_{i+1}], which counts an atom on
-    # t_{i+1} (it belongs to cell i): beta - q_end instead of beta (tight when the atom is alone)
-    alpha = dB - beta
-    beta_end = beta if q_end is None else np.clip(beta - q_end, 0.0, None)
     fi, fj, xi = f[:-1], f[1:], x[:-1]
     diffs = [  # (slope in lam, value at lam = 0) of each difference, per cell
         (alpha * dx, np.zeros(K)),
@@ -170,11 +183,32 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
         cap[stuck] = cap_hard[stuck]
         cap[stuck + 1] = cap_hard[stuck + 1]
     s_lo = s_up - np.diff(e) / dx
-    end_slope = 0.0 if flat_end else -B_tail
     s_lo_full = np.concatenate([s_lo, [end_slope]])
     m_lo = x[1:] * (s_lo_full[1:] - s_lo_full[:-1])
     return _Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, e, m_lo,
                  float(s_lo[0]) if K else end_slope, end_slope, floor)
+
+
+def _half_from_values(f, h, flat_end: bool, floor: tuple, inf_true: float) -> _Half:
+    """A half from the curve's values at the knots x_i = e^{i h} only (a privacy profile), in
+    place of cell masses. The knots must be values of one convex curve (an actual pair's exact
+    profile, rounded down, for the optimistic side): secants of neighbouring cells, extended,
+    are then below it on the cell between them and replace the tangents. An end without a
+    neighbouring cell gets no line (only the floors): more lowering, still sound."""
+    f = np.asarray(f, dtype=float)
+    K = f.size - 1
+    x = np.exp(h * np.arange(K + 1))
+    dx = np.diff(x)
+    s_up = np.diff(f) / dx
+    big = np.inf
+    alpha = np.concatenate([[big], np.maximum(s_up[1:] - s_up[:-1], 0.0)])
+    beta_end = np.concatenate([np.maximum(s_up[1:] - s_up[:-1], 0.0), [big]])
+    # an infinite rate means "no such line": the min in the kink search ignores it
+    alpha = np.where(np.isinf(alpha), 1e300 / np.maximum(dx, 1e-300), alpha)
+    beta_end = np.where(np.isinf(beta_end), 1e300 / np.maximum(dx, 1e-300), beta_end)
+    end_slope = 0.0 if flat_end else (float(s_up[-1]) if K else 0.0)
+    return _half_core(x, dx, f, s_up, float(f[-1]), alpha, beta_end, flat_end, floor, inf_true,
+                      end_slope)
 
 
 @dataclasses.dataclass
@@ -227,6 +261,11 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
                 (q_tot, -(p_tot - p_inf)), 0.0,
                 None if lc is None else (lc[1][::-1], lc[0][::-1]),
                 None if lb is None else lb[::-1], None if le is None else le[::-1])
+    return _combine(fwd, rev, h, jlo, jhi, p_tot, q_tot, p_inf, c["zero"][0])
+
+
+def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p) -> Discretized:
+    """Join the eps >= 0 half and the swapped pair's half at x = 1 into the two PMFs."""
     z = -jlo                                      # index of t = 0
     back = np.exp(-h * np.arange(1, z + 1))       # swapped pair's P-mass -> P-mass: times e^{-t'}
     upper = np.empty(jhi - jlo + 1)
@@ -364,3 +403,41 @@ def _hull_masses(fwd: _Half, rev: _Half, g0: float, h: float, lower: np.ndarray,
     out[z - k] = m_r[t_r] * np.exp(-h * k)
     out[z] = jump0
     return out
+
+
+def discretize_profile(upper_rows, lower_rows, inf_upper: float, inf_lower: float, h: float,
+                       jlo: int, jhi: int) -> Discretized:
+    """PMFs from a privacy profile alone (a PLD from any profile, 000 / 004 Prop. 7).
+
+    ``upper_rows`` = (F(e^{i h}) for i = 0..jhi, F_rev(e^{i h}) for i = 0..-jlo): proven upper
+    bounds on the curves of the pair and of its swap at the grid points; ``lower_rows`` the same
+    for one actual pair's exact curves rounded down, or None. Upper: the lower convex hull of
+    the upper values (in x, with the swapped half mapped by F(x) = 1 - x + x F_rev(1/x)) lies
+    above the true convex curve, so it dominates it; flat after the last knot, through (0, 1)
+    before the first. Lower: the secant construction of :func:`_half_from_values` on both
+    halves, joined as for loss distributions (mass 0 when no lower values are known)."""
+    U, R = (np.asarray(v, dtype=float) for v in upper_rows)
+    # a non-increasing running minimum keeps upper bounds (the true curve is non-increasing)
+    U = np.minimum.accumulate(np.minimum(U, 1.0))
+    R = np.minimum.accumulate(np.minimum(R, 1.0))
+    g0 = max(U[0], R[0])
+    U[0] = R[0] = g0
+    K, Kr = U.size - 1, R.size - 1
+    x_right = np.exp(h * np.arange(K + 1))
+    x_left = np.exp(-h * np.arange(Kr, 0, -1))                  # t_jlo .. t_{-1}
+    xs = np.concatenate([[0.0], x_left, x_right])
+    ys = np.concatenate([[1.0], 1.0 - x_left + x_left * R[1:][::-1], U])
+    v = _lower_hull(xs, ys)
+    gy = np.interp(xs, xs[v], ys[v])
+    slope = np.diff(gy) / np.diff(xs)
+    right = np.concatenate([slope, [0.0]])                       # flat after the last knot
+    jump = right - np.concatenate([[np.nan], slope])
+    upper = np.maximum(xs[1:] * jump[1:], 0.0)   # clipping rounding noise raises the curve: safe
+    n = jhi - jlo + 1
+    if lower_rows is None:
+        return Discretized(h, jlo, upper, float(gy[-1]), np.zeros(n), 0.0)
+    L0, L1 = (np.asarray(v, dtype=float) for v in lower_rows)
+    fwd = _half_from_values(L0, h, True, (inf_lower, 0.0), inf_lower)
+    rev = _half_from_values(L1, h, False, (1.0, -(1.0 - inf_lower)), 0.0)
+    d = _combine(fwd, rev, h, jlo, jhi, 1.0, 1.0, inf_lower, 0.0)
+    return Discretized(h, jlo, upper, float(gy[-1]), d.lower, d.lower_inf, d.lower_slack)

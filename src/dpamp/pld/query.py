@@ -34,6 +34,30 @@ class Bracket:
     rounds: int
 
 
+def _exact_parts(dirs) -> bool:
+    """Whether every part is an exact loss distribution (the bracket then shrinks like h^2);
+    profile-based parts have an intrinsic gap between their upper and lower profiles."""
+    from .sources import ProfileSource
+    return not any(isinstance(src, ProfileSource) for d in dirs for src, _ in d)
+
+
+def _give_up_softly(state, what):
+    """Profile-based parts: the bracket is limited by their profiles, not by the grid. Return
+    the proven bracket we have, with a warning, rather than refining forever."""
+    import warnings
+    up, low = state["last"]
+    warnings.warn(f"the PLD bracket for {what} is [{low:.6g}, {up:.6g}]: the tolerance is not "
+                  "reachable because some part is known only through its privacy profile, "
+                  "whose lower and upper bounds differ", RuntimeWarning, stacklevel=3)
+    return Bracket(up, low, state["h"], 0)
+
+
+def _has_lower(dirs) -> bool:
+    """Whether every part can be discretised optimistically (profile-only parts need a lower
+    profile); otherwise the PLD gives an upper bound only."""
+    return all(getattr(src, "has_lower", True) for d in dirs for src, _ in d)
+
+
 def _directions(mechanism):
     parts = parts_of(mechanism)
     if all(getattr(src, "symmetric", False) for src, _ in parts):
@@ -190,7 +214,8 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
     tail_total = delta * TAIL_FRACTION
     key = _key(mechanism)
     cached = _CACHE.get(key)
-    if cached is not None and all(False in d["pmf"] for d in cached["dirs"]):
+    if cached is not None and (all(False in d["pmf"] for d in cached["dirs"])
+                               or not cached.get("has_lower", True)):
         # reuse the composed PMFs of an earlier query when they bracket this one well enough
         res = _evaluate_eps(cached, delta, tol)
         if res is not None:
@@ -208,6 +233,8 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
         up, low = state["last"]
         gap = up - low if low is not None else math.inf
         target = tol if tol is not None else 1e-3 * max(up, 1e-12)
+        if not _exact_parts(dirs) and rounds >= 2:
+            return _give_up_softly(state, "epsilon")
         if state["error_bound"] and tilt < 1.0:
             tilt = 1.0                     # the FFT's error budget, not the grid, is the limit
             h = state["h"]
@@ -231,7 +258,7 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
         e0 = max(max(coarse), 1e-6)
         target = tol if tol is not None else 1e-3 * e0
         h = min(_initial_h(d, target) for d in dirs)
-    out = {"h": h, "dirs": [], "kind": "eps"}
+    out = {"h": h, "dirs": [], "kind": "eps", "has_lower": _has_lower(dirs)}
     for d in dirs:
         pp = _discretize(d, h, tail_total)
         e_est, lam = saddle_for_delta(pp, delta)
@@ -249,6 +276,10 @@ def _evaluate_eps(state, delta, tol):
     dom = int(np.argmax(ups))
     up = ups[dom]
     dd = state["dirs"][dom]
+    if not state.get("has_lower", True):
+        state["last"] = (up, None)
+        state["error_bound"] = False
+        return Bracket(up, None, state["h"], 0)
     if False not in dd["pmf"]:
         dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
@@ -288,7 +319,8 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracke
     dirs = _directions(mechanism)
     key = (_key(mechanism), "delta")
     state = _CACHE.get(key)
-    if state is not None and all(False in d["pmf"] for d in state["dirs"]):
+    if state is not None and (all(False in d["pmf"] for d in state["dirs"])
+                              or not state.get("has_lower", True)):
         res = _evaluate_delta(state, epsilon, tol)
         if res is not None:
             return res
@@ -304,6 +336,8 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracke
             return dataclasses.replace(res, rounds=rounds)
         up, low = state["last"]
         target = tol if tol is not None else 1e-3 * up
+        if not _exact_parts(dirs) and rounds >= 2:
+            return _give_up_softly(state, "delta")
         if state["error_bound"] and tilt < 1.0:
             tilt = 1.0
             h = state["h"]
@@ -327,7 +361,7 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
         h = min(_initial_h(d, 1e-3 * max(epsilon, 0.1)) for d in dirs)
     else:
         tail_total = 1e-15
-    out = {"h": h, "dirs": [], "kind": "delta"}
+    out = {"h": h, "dirs": [], "kind": "delta", "has_lower": _has_lower(dirs)}
     for d in dirs:
         pp = _discretize(d, h, max(tail_total, 1e-300))
         lam, log_d = saddle_for_epsilon(pp, epsilon)
@@ -343,6 +377,10 @@ def _evaluate_delta(state, epsilon, tol):
     dom = int(np.argmax(ups))
     up = ups[dom]
     dd = state["dirs"][dom]
+    if not state.get("has_lower", True):
+        state["last"] = (up, None)
+        state["error_bound"] = False
+        return Bracket(up, None, state["h"], 0)
     if False not in dd["pmf"]:
         dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
@@ -371,7 +409,7 @@ def pld_profile_bounds(mechanism, epsilon):
     delta_bracket(mechanism, mid)               # fills the cache with a good state
     state = _CACHE.get((_key(mechanism), "delta"))
     ups = np.max([d["pmf"][True].delta(flat) for d in state["dirs"]], axis=0)
-    lows = np.max([d["pmf"][False].delta(flat) for d in state["dirs"] if False in d["pmf"]],
-                  axis=0)
+    with_low = [d["pmf"][False].delta(flat) for d in state["dirs"] if False in d["pmf"]]
+    lows = np.max(with_low, axis=0) if with_low else np.zeros(flat.shape)
     ups = np.where(np.isinf(flat), np.max([d["pmf"][True].inf for d in state["dirs"]]), ups)
     return ups.reshape(np.shape(e)), lows.reshape(np.shape(e))

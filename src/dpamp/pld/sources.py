@@ -24,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from . import loss as L
 from .discretize import Discretized, discretize, discretize_cells
 
@@ -70,8 +72,83 @@ class SymmetricCurve:
         return discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0))
 
 
+class ProfileSource:
+    """A mechanism known to the PLD engine only through its privacy profile (dpamp.profiles):
+    sampling with replacement, Poisson sampling under substitution, post-processed mechanisms,
+    and anything else with a profile. See :func:`~.discretize.discretize_profile`."""
+
+    def __init__(self, mechanism, swapped: bool = False):
+        from ..profiles import profile_pair, profile_pair_lower
+        self.mechanism = mechanism
+        self._swap = swapped
+        self._pair = profile_pair
+        self._pair_lower = profile_pair_lower
+        rows = self._rows(np.array([0.0, 0.5, 2.0]))
+        self.symmetric = bool(np.allclose(rows[0], rows[1], rtol=1e-12, atol=0.0))
+        self.inf_mass = float(self._rows(np.array([np.inf]))[0][0])
+        self._moments = None
+
+    def _rows(self, eps, lower=False):
+        f = self._pair_lower if lower else self._pair
+        r = f(self.mechanism, eps)
+        if r is None:
+            return None
+        r = np.asarray(r, dtype=float)
+        return (r[1], r[0]) if self._swap else (r[0], r[1])
+
+    def swapped(self):
+        return self if self.symmetric else ProfileSource(self.mechanism, not self._swap)
+
+    def quantile_range(self, tail):
+        """Where each curve drops below ``tail`` (bisection on the non-increasing profile)."""
+        out = []
+        for row in (0, 1):
+            f = lambda e: float(self._rows(np.array([e]))[row][0])  # noqa: E731
+            lo, hi = 0.0, 1.0
+            while f(hi) > tail and hi < 1e4:
+                lo, hi = hi, 2 * hi
+            for _ in range(50):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if f(mid) > tail else (lo, mid)
+            out.append(hi)
+        return -out[1], out[0]
+
+    def _moment_estimate(self):
+        if self._moments is None:
+            lo, hi = self.quantile_range(1e-12)
+            h = max(hi - lo, 1e-6) / 4000
+            d = self.discretize(h, min(-1, int(lo / h) - 1), max(1, int(hi / h) + 1))
+            t = h * (d.jlo + np.arange(d.upper.size))
+            w = d.upper / max(d.upper.sum(), 1e-300)
+            m = float(np.dot(w, t))
+            self._moments = (m, float(np.dot(w, (t - m) ** 2)))
+        return self._moments
+
+    @property
+    def mean(self):
+        return self._moment_estimate()[0]
+
+    @property
+    def var(self):
+        return self._moment_estimate()[1]
+
+    @property
+    def has_lower(self) -> bool:
+        return self._rows(np.array([0.0]), lower=True) is not None
+
+    def discretize(self, h, jlo, jhi) -> Discretized:
+        from .discretize import discretize_profile
+        e_right = h * np.arange(jhi + 1)
+        e_left = h * np.arange(-jlo + 1)
+        up = (self._rows(e_right)[0], self._rows(e_left)[1])
+        low_r = self._rows(e_right, lower=True)
+        low = None if low_r is None else (low_r[0], self._rows(e_left, lower=True)[1])
+        inf_low = 0.0 if low is None else float(self._rows(np.array([np.inf]), True)[0][0])
+        return discretize_profile(up, low, self.inf_mass, inf_low, h, jlo, jhi)
+
+
 def discretize_source(src, h: float, jlo: int, jhi: int) -> Discretized:
-    if isinstance(src, SymmetricCurve):
+    if isinstance(src, (SymmetricCurve, ProfileSource)):
         return src.discretize(h, jlo, jhi)
     return discretize(src, h, jlo, jhi)
 
@@ -109,18 +186,27 @@ def loss_distribution(mechanism):
         base = loss_distribution(mechanism.base)
         scheme = mechanism.scheme
         if isinstance(scheme, Poisson) and scheme.relation is Relation.ADD_REMOVE:
-            if isinstance(base, SymmetricCurve):
-                raise NotImplementedError("Poisson sampling of a symmetric-curve mechanism")
+            if not isinstance(base, L.LossDistribution):
+                return _profile_or_raise(mechanism)
             return base.poisson(scheme.rate)
         if isinstance(scheme, WithoutReplacement):
-            if isinstance(base, SymmetricCurve) or not base.symmetric:
-                raise NotImplementedError(
-                    "sampling without replacement of an asymmetric pair needs its profile")
+            if not isinstance(base, L.LossDistribution) or not base.symmetric:
+                return _profile_or_raise(mechanism)
             if scheme.rate >= 1.0:
                 return base
             return SymmetricCurve(base.poisson(scheme.rate))
-        raise NotImplementedError(f"no privacy-loss distribution for {scheme!r} yet")
+    # anything else with a privacy profile (000): a PLD from the profile
+    from ..profiles import has_profile
+    if has_profile(mechanism):
+        return ProfileSource(mechanism)
     raise NotImplementedError(f"no privacy-loss distribution for {type(mechanism).__name__}")
+
+
+def _profile_or_raise(mechanism):
+    from ..profiles import has_profile
+    if has_profile(mechanism):
+        return ProfileSource(mechanism)
+    raise NotImplementedError(f"no privacy-loss distribution or profile for {mechanism!r}")
 
 
 def parts_of(mechanism):
