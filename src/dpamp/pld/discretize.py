@@ -124,18 +124,30 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
         (fj - fi - b * dx, fi - a - b * xi),
         (fj - fi, fi.copy()),
     ]
-    lams = []
-    for u in range(4):
-        for v in range(u + 1, 4):
-            su, cu = diffs[u]
-            sv, cv = diffs[v]
-            den = su - sv
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lam_c = np.where(np.abs(den) > 0, (cv - cu) / den, -1.0)
-            lams.append(lam_c)
-    lam_all = np.clip(np.nan_to_num(np.array(lams), nan=0.0), 0.0, 1.0)      # (6, K)
-    vals = np.min(np.stack([sl[None, :] * lam_all + c0[None, :] for sl, c0 in diffs]), axis=0)
-    need = np.maximum(vals, 0.0)                                             # (6, K)
+    # the tangents' kink (alpha lam = beta (1 - lam)) decides almost every cell; the floor lines
+    # only where they come near it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam_ab = np.where(alpha + beta_end > 0, beta_end / (alpha + beta_end), 0.5)
+    g_ab = alpha * lam_ab * dx
+    floor_near = np.minimum(diffs[2][0] * lam_ab + diffs[2][1], diffs[3][0] * lam_ab + diffs[3][1])
+    hard = np.nonzero(floor_near < g_ab)[0]
+    lam_all = np.tile(lam_ab, (6, 1))
+    need = np.zeros((6, K))
+    need[0] = np.maximum(g_ab, 0.0)
+    if hard.size:
+        sub = [(sl[hard], c0[hard]) for sl, c0 in diffs]
+        lams = []
+        for u in range(4):
+            for v in range(u + 1, 4):
+                su, cu = sub[u]
+                sv, cv = sub[v]
+                den = su - sv
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
+        lh = np.clip(np.nan_to_num(np.array(lams), nan=0.0), 0.0, 1.0)         # (6, |hard|)
+        vals = np.min(np.stack([sl[None, :] * lh + c0[None, :] for sl, c0 in sub]), axis=0)
+        lam_all[:, hard] = lh
+        need[:, hard] = np.maximum(vals, 0.0)
     G = need.max(axis=0)
     # Knot floors. Hard: the line a + b x (a lower bound on the curve; at x = 1 it matches the
     # other half's floor, which keeps the kink at x = 1 fixable), always feasible since V >= line.

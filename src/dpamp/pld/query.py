@@ -88,7 +88,7 @@ def _discretize(parts, h, tail_total):
     return out
 
 
-_S = np.geomspace(1e-2, 1e3, 36)
+_S = np.geomspace(1e-2, 1e3, 15)
 #: fraction of the Chernoff saddle point used as the exponential tilt of the FFT: half the
 #: saddle keeps the FFT's error far below the tolerance near the answer for the usual deltas
 #: while the tilted measure's heavy tail (rare large losses) widens the window less; when the
@@ -146,7 +146,7 @@ def _initial_h(direction_parts, tol_abs, z=4.0):
     counts = sum(c for _, c in direction_parts)
     var = sum(c * max(src.var, 0.0) for src, c in direction_parts)
     sd = math.sqrt(max(var, 1e-30))
-    h = math.sqrt(0.5 * tol_abs * sd / (0.3 * max(z, 1.0) * counts))
+    h = math.sqrt(0.8 * tol_abs * sd / (0.3 * max(z, 1.0) * counts))
     # never coarser than a fraction of the spread of a single step of any part
     for src, _ in direction_parts:
         h = min(h, max(math.sqrt(max(src.var, 0.0)), 1e-12) / 4.0)
@@ -247,25 +247,50 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
                      "use a larger tol")
 
 
+def _gaussian_guess(direction_parts, delta):
+    """epsilon(delta) of the Gaussian with the composition's mean and variance of the loss:
+    only to size the first grid (the tolerance is relative to epsilon)."""
+    M = sum(c * src.mean for src, c in direction_parts)
+    V = sum(c * max(src.var, 0.0) for src, c in direction_parts)
+    return max(M + math.sqrt(2.0 * V * math.log(1.0 / delta)), 1e-6)
+
+
+def _direction(d, h, tail_total, tilt, saddle, log_delta_target):
+    pp = _discretize(d, h, tail_total)
+    e_est, lam, log_d = saddle(pp)
+    lam = min(lam * tilt, _tilt_cap(pp))
+    target = (e_est, log_d if log_d is not None else log_delta_target)
+    pm = compose(pp, h, lam, kinds=(True,), target=target)
+    return {"parts": pp, "lam": lam, "pmf": pm, "target": target, "h": h}
+
+
+def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query):
+    """The first direction at step h; the others first at 2h (an upper bound is an upper bound
+    on any grid): only if one could be the worse direction is it redone at h."""
+    out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta)]
+    best = query(out[0]["pmf"][True])
+    for d in dirs[1:]:
+        coarse = _direction(d, 2 * h, tail_total, tilt, saddle, log_delta)
+        if query(coarse["pmf"][True]) <= best:
+            out.append(coarse)
+        else:
+            out.append(_direction(d, h, tail_total, tilt, saddle, log_delta))
+    return out
+
+
 def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
     if h is None:
-        # first step: estimate the answer by Chernoff on a coarse grid, then size the grid
-        coarse = []
-        for d in dirs:
-            hc = _initial_h(d, 0.05)
-            pp = _discretize(d, hc, tail_total)
-            coarse.append(saddle_for_delta(pp, delta)[0])
-        e0 = max(max(coarse), 1e-6)
+        e0 = max(_gaussian_guess(d, delta) for d in dirs)
         target = tol if tol is not None else 1e-3 * e0
-        h = min(_initial_h(d, target) for d in dirs)
-    out = {"h": h, "dirs": [], "kind": "eps", "has_lower": _has_lower(dirs)}
-    for d in dirs:
-        pp = _discretize(d, h, tail_total)
+        h = min(_initial_h(d, target, z=max(1.0, math.sqrt(2 * math.log(1 / delta))))
+                for d in dirs)
+
+    def saddle(pp):
         e_est, lam = saddle_for_delta(pp, delta)
-        lam = min(lam * tilt, _tilt_cap(pp))
-        target = (e_est, math.log(delta))
-        pm = compose(pp, h, lam, kinds=(True,), target=target)
-        out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm, "target": target})
+        return e_est, lam, None
+    out = {"h": h, "kind": "eps", "has_lower": _has_lower(dirs)}
+    out["dirs"] = _compute_directions(dirs, h, tail_total, tilt, saddle, math.log(delta),
+                                      lambda pmf: pmf.epsilon(delta))
     return out
 
 
@@ -281,7 +306,7 @@ def _evaluate_eps(state, delta, tol):
         state["error_bound"] = False
         return Bracket(up, None, state["h"], 0)
     if False not in dd["pmf"]:
-        dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,),
+        dd["pmf"].update(compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
     low = dd["pmf"][False].epsilon(delta)
     state["last"] = (up, low)
@@ -350,25 +375,17 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracke
 
 
 def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
-    tail_total = 1e-300
     if h is None:
-        hc = min(_initial_h(d, 0.05) for d in dirs)
-        pp = _discretize(dirs[0], hc, 1e-12)
-        K = _log_mgf(pp)
-        d_est = float(np.exp(np.min(K - _S * epsilon)))
-        tail_total = max(d_est * TAIL_FRACTION, 1e-300)
-        # target accuracy in epsilon units around the answer: tol on delta ~ relative
         h = min(_initial_h(d, 1e-3 * max(epsilon, 0.1)) for d in dirs)
-    else:
-        tail_total = 1e-15
-    out = {"h": h, "dirs": [], "kind": "delta", "has_lower": _has_lower(dirs)}
-    for d in dirs:
-        pp = _discretize(d, h, max(tail_total, 1e-300))
+    tail_total = 1e-15
+
+    def saddle(pp):
         lam, log_d = saddle_for_epsilon(pp, epsilon)
-        lam = min(lam * tilt, _tilt_cap(pp))
-        target = (epsilon, log_d)
-        pm = compose(pp, h, lam, kinds=(True,), target=target)
-        out["dirs"].append({"parts": pp, "lam": lam, "pmf": pm, "target": target})
+        return epsilon, lam, log_d
+    out = {"h": h, "kind": "delta", "has_lower": _has_lower(dirs)}
+    out["dirs"] = _compute_directions(
+        dirs, h, tail_total, tilt, saddle, None,
+        lambda pmf: -float(pmf.delta(np.array([epsilon]))[0]))
     return out
 
 
@@ -382,7 +399,7 @@ def _evaluate_delta(state, epsilon, tol):
         state["error_bound"] = False
         return Bracket(up, None, state["h"], 0)
     if False not in dd["pmf"]:
-        dd["pmf"].update(compose(dd["parts"], state["h"], dd["lam"], kinds=(False,),
+        dd["pmf"].update(compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
     low = float(dd["pmf"][False].delta(np.array([epsilon]))[0])
     state["last"] = (up, low)
