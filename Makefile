@@ -24,6 +24,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_rdp.py
+	$(PY) benchmarks/bench_pld.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -31,8 +31,9 @@ class Gaussian(Mechanism):
 
     @property
     def rho(self) -> float:
-        """zCDP parameter Delta^2 / (2 sigma^2) (004 Lemma 12)."""
-        return self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
+        """zCDP parameter Delta^2 / (2 sigma^2) (004 Lemma 12), as (Delta/sigma)^2 / 2 so that
+        huge or tiny parameters neither overflow nor lose the ratio."""
+        return 0.5 * (self.sensitivity / self.sigma) ** 2
 
     @property
     def mu(self) -> float:
@@ -42,4 +43,5 @@ class Gaussian(Mechanism):
     def _rdp(self, alpha):
         with np.errstate(invalid="ignore"):
             out = alpha * self.rho
-        return np.where(np.isinf(alpha), np.inf if self.rho > 0 else 0.0, out)
+        # a positive sensitivity is never pure DP, even when rho underflows to 0
+        return np.where(np.isinf(alpha), np.inf if self.sensitivity > 0 else 0.0, out)

@@ -56,24 +56,11 @@ def gaussian_shift_rdp(shift, sigma, alpha):
 
 
 def laplace_shift_rdp(shift, scale, alpha):
-    """R_alpha(Lap(x, b) || Lap(x', b)) at |x - x'| = shift, z = shift / b (Mironov 2017,
-    003 Sec. 2): 1/(alpha-1) log g_alpha(z), evaluated as
-
-        z + log1p(-c m) / (alpha - 1),   c = (alpha-1)/(2alpha-1),  m = -expm1(-(2alpha-1) z)
-
-    (g_alpha(z) = e^{(alpha-1) z} (1 - c m)). Here c m < 1/2, so the log1p term has a relative
-    error of a few ulps and the whole value an absolute error below 8u z (u = 2^-53); 16u z is
-    added so the result is a proven upper bound even where it is tiny (~ alpha z^2 / 2).
-    z at alpha = inf. Broadcasts."""
-    z = np.asarray(shift, dtype=float) / scale
-    alpha = np.asarray(alpha, dtype=float)
-    a = np.where(np.isinf(alpha), 2.0, alpha)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        c = (a - 1) / (2 * a - 1)
-        m = -np.expm1(-(2 * a - 1) * z)
-        val = z + np.log1p(-c * m) / (a - 1) + 16 * 2.0 ** -53 * z
-        val = np.maximum(val, 0.0)
-    return np.where(np.isinf(alpha), z, np.where(z == 0, 0.0, val))
+    """R_alpha(Lap(x, b) || Lap(x', b)) at |x - x'| = shift (Mironov 2017, 003 Sec. 2): the
+    Laplace mechanism's curve at z = shift / b (:func:`dpamp.mechanisms.laplace.laplace_rdp`,
+    a proven upper bound including rounding). Broadcasts."""
+    from ..mechanisms.laplace import laplace_rdp
+    return laplace_rdp(np.asarray(shift, dtype=float) / scale, alpha)
 
 
 _SHIFT_RDP = {"gaussian": gaussian_shift_rdp, "laplace": laplace_shift_rdp}
