@@ -257,7 +257,7 @@ def test_thm22_refuses_delta_not_above_the_parts():
     # compare skips the failing methods instead of raising; KOV answers "no finite epsilon"
     gs = dp.compare(m, delta=5e-6)
     assert [(g.method, g.epsilon) for g in gs] == [("kov", math.inf)]
-    assert {g.method for g in dp.compare(m, delta=1e-4)} == {"kov", "advanced", "basic"}
+    assert {g.method for g in dp.compare(m, delta=1e-4)} == {"pld", "kov", "advanced", "basic"}
 
 
 def test_bad_inputs():

@@ -180,20 +180,23 @@ def _compose_kind(parts, h, lam, upper, target):
     mass = res[idx] * factor
     log_above, log_below = tail_bound(h * (iA - 1), t[-1] + h)
     alias = math.exp(log_above) + math.exp(log_below)   # tilted mass that may wrap around
-    # error budget of each suffix k: sum_{i >= k} (per-bin error) * untilting factor_i
-    per_bin = ebin + (0.0 if upper else alias)
+    # error budget of each suffix k: sum_{i >= k} (per-bin FFT error) * untilting factor_i, and
+    # for the lower bound the mass that may have wrapped around into the window: a total, which
+    # weighs at most the largest factor of the suffix (the first, the factor falling with t)
     with np.errstate(over="ignore", invalid="ignore"):
-        err = per_bin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
+        err = ebin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
+        if not upper:
+            err = err + alias * np.concatenate([np.maximum.accumulate(factor[::-1])[::-1], [0.0]])
     err = np.where(np.isnan(err), np.inf, err)
-    if not upper:
-        # setting FFT noise below zero to zero would add mass: account for it instead; and so
-        # does the mass the parts' discretisations added by clipping rounding noise (each unit of
-        # added mass in one step moves delta by at most 1, times the growth of the other steps)
-        neg = np.minimum(mass, 0.0)
-        err = err - np.concatenate([np.cumsum(neg[::-1])[::-1], [0.0]])
+    if upper:
+        mass = np.maximum(mass, 0.0)    # clipping noise up only adds mass: still an upper bound
+    else:
+        # the lower PMF keeps its signed values: |computed - exact| per bin is within the budget
+        # either way, and clipping would charge the noise of every bin again. The mass the parts'
+        # discretisations added by clipping rounding noise is charged here (each unit of added
+        # mass in one step moves delta by at most 1, times the growth of the other steps).
         growth = math.exp(max(tot_log, 0.0))
         err = err + sum(p.count * p.d.lower_slack for p in parts) * growth
-    mass = np.maximum(mass, 0.0)
     # mass at +inf: prod (fin+inf)^c - prod fin^c, as tot (1 - fin/tot)
     if math.isfinite(tot_log):
         inf = math.exp(tot_log) * (-math.expm1(min(fin_log - tot_log, 0.0))
