@@ -206,44 +206,53 @@ def _too_fine(tol, h):
 
 
 def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracket:
-    """Proven bounds lower <= epsilon(delta) <= upper with upper - lower <= tol."""
+    """Proven bounds lower <= epsilon(delta) <= upper with upper - lower <= tol (default
+    1e-3 of upper)."""
     delta = V.delta(delta)
     if tol is not None:
         tol = V.positive("tol", tol)
     dirs = _directions(mechanism)
     tail_total = delta * TAIL_FRACTION
-    key = _key(mechanism)
+    return _refine(dirs, _key(mechanism), tol, "epsilon",
+                   lambda h, tilt: _compute_for_eps(dirs, delta, tol, h, tail_total, tilt),
+                   lambda state: _evaluate_eps(state, delta, tol))
+
+
+def _refine(dirs, key, tol, what, compute, evaluate) -> Bracket:
+    """Reuse a cached state if it brackets this query; else compute on a grid, and refine it by
+    sqrt(tol / gap) (the gap falls like h^2) until the bracket is within tol -- or tilt at the
+    full saddle when the floating-point budget rather than the grid is the limit, or stop with a
+    warning when a profile-only part limits the bracket, or refuse when the grid grows too
+    large."""
     cached = _CACHE.get(key)
     if cached is not None and (all(False in d["pmf"] for d in cached["dirs"])
                                or not cached.get("has_lower", True)):
-        # reuse the composed PMFs of an earlier query when they bracket this one well enough
-        res = _evaluate_eps(cached, delta, tol)
+        res = evaluate(cached)
         if res is not None:
             return res
     h, tilt = None, TILT
     for rounds in range(1, MAX_ROUNDS + 1):
         try:
-            state = _compute_for_eps(dirs, delta, tol, h, tail_total, tilt)
+            state = compute(h, tilt)
         except MemoryError:
             raise _too_fine(tol if tol is not None else 1e-3, h or 0.0) from None
-        res = _evaluate_eps(state, delta, tol)
         _CACHE.put(key, state)
+        res = evaluate(state)
         if res is not None:
             return dataclasses.replace(res, rounds=rounds)
         up, low = state["last"]
-        gap = up - low if low is not None else math.inf
-        target = tol if tol is not None else 1e-3 * max(up, 1e-12)
         if not _exact_parts(dirs) and rounds >= 2:
-            return _give_up_softly(state, "epsilon")
+            return _give_up_softly(state, what)
         if state["error_bound"] and tilt < 1.0:
-            tilt = 1.0                     # the FFT's error budget, not the grid, is the limit
-            h = state["h"]
+            tilt, h = 1.0, state["h"]          # the FFT's error budget, not the grid, limits
             continue
-        h = state["h"] * max(0.2, min(0.8, math.sqrt(0.7 * target / max(gap, 1e-300))))
-        h = _align(dirs[0], h)
+        target = tol if tol is not None else 1e-3 * max(up, 1e-300)
+        gap = up - low
+        h = _align(dirs[0], state["h"] * max(0.2, min(0.8, math.sqrt(0.7 * target
+                                                                      / max(gap, 1e-300)))))
     up, low = state["last"]
     raise ValueError(f"could not reach tol={tol if tol is not None else 1e-3 * up:g} for "
-                     f"epsilon (bracket [{low:.6g}, {up:.6g}] at h={state['h']:.3g}); "
+                     f"{what} (bracket [{low:.6g}, {up:.6g}] at h={state['h']:.3g}); "
                      "use a larger tol")
 
 
@@ -342,36 +351,9 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracke
     if epsilon >= mechanism.pure_epsilon():
         return Bracket(0.0, 0.0, 0.0, 0)          # pure DP: the loss never exceeds pure eps
     dirs = _directions(mechanism)
-    key = (_key(mechanism), "delta")
-    state = _CACHE.get(key)
-    if state is not None and (all(False in d["pmf"] for d in state["dirs"])
-                              or not state.get("has_lower", True)):
-        res = _evaluate_delta(state, epsilon, tol)
-        if res is not None:
-            return res
-    h, tilt = None, TILT
-    for rounds in range(1, MAX_ROUNDS + 1):
-        try:
-            state = _compute_for_delta(dirs, epsilon, tol, h, tilt)
-        except MemoryError:
-            raise _too_fine(tol if tol is not None else 1e-3, h or 0.0) from None
-        _CACHE.put(key, state)
-        res = _evaluate_delta(state, epsilon, tol)
-        if res is not None:
-            return dataclasses.replace(res, rounds=rounds)
-        up, low = state["last"]
-        target = tol if tol is not None else 1e-3 * up
-        if not _exact_parts(dirs) and rounds >= 2:
-            return _give_up_softly(state, "delta")
-        if state["error_bound"] and tilt < 1.0:
-            tilt = 1.0
-            h = state["h"]
-            continue
-        h = state["h"] * max(0.2, min(0.8, math.sqrt(0.7 * target / max(up - low, 1e-300))))
-        h = _align(dirs[0], h)
-    up, low = state["last"]
-    raise ValueError(f"could not reach tol for delta (bracket [{low:.6g}, {up:.6g}] at "
-                     f"h={state['h']:.3g}); use a larger tol")
+    return _refine(dirs, (_key(mechanism), "delta"), tol, "delta",
+                   lambda h, tilt: _compute_for_delta(dirs, epsilon, tol, h, tilt),
+                   lambda state: _evaluate_delta(state, epsilon, tol))
 
 
 def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
