@@ -207,11 +207,14 @@ def test_poisson_plan_agrees_with_dp_accounting():
 
 
 def test_poisson_plan_agrees_with_prv_accountant():
-    prv = pytest.importorskip("prv_accountant")
+    pytest.importorskip("prv_accountant")
+    from prv_accountant import PRVAccountant
+    from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
     q, sigma, T, delta = 0.01, 1.0, 500, 1e-5
-    acc = prv.Accountant(noise_multiplier=sigma, sampling_probability=q, delta=delta,
-                         eps_error=0.01, max_compositions=T)
-    lo, est, up = acc.compute_epsilon(num_compositions=T)
+    acc = PRVAccountant(prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=sigma,
+                                                                 sampling_probability=q)],
+                        max_self_compositions=[T], eps_error=0.01, delta_error=1e-9)
+    lo, est, up = acc.compute_epsilon(delta=delta, num_self_compositions=[T])
     g = (dp.Gaussian(sigma).subsample(dp.Poisson(q)) * T).epsilon(delta, method="pld")
     assert g.lower <= up and lo <= g.epsilon          # the two brackets intersect
     assert lo - 1e-9 <= g.lower and g.epsilon <= up + 1e-9   # and ours is inside theirs

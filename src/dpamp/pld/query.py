@@ -367,7 +367,7 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     out = {"h": h, "kind": "delta", "has_lower": _has_lower(dirs)}
     out["dirs"] = _compute_directions(
         dirs, h, tail_total, tilt, saddle, None,
-        lambda pmf: -float(pmf.delta(np.array([epsilon]))[0]))
+        lambda pmf: float(pmf.delta(np.array([epsilon]))[0]))
     return out
 
 
