@@ -339,22 +339,7 @@ def steps(epsilon: float, delta: float, sigma: float | None = None, sampling=Non
     eps_t, d = _check_targets(epsilon, delta)
     step = _one_step(sigma, sampling, mechanism, sensitivity, relation, family)
 
-    def build(n):
-        return step * n
-
-    name = _resolve(build, 1, method)
-
-    def solve(m, start=1):
-        oracle = _Oracle(build, eps_t, d, m, options)
-        n = _largest_int(oracle.ok, start)
-        if n is None:
-            g = oracle.guarantee(1)
-            raise ValueError(f"even one step exceeds the target: epsilon {g.epsilon:.6g} > "
-                             f"{eps_t:g} at delta {d:g} by {m}")
-        return oracle.result("steps", n, n)
-
-    warm = _warm_start(build, 1, name, solve)
-    return solve(name) if warm is None else solve(name, start=warm.value)
+    return _largest_count("step", lambda n: step * n, lambda n: n, eps_t, d, method, options)
 
 
 def epochs(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
@@ -369,21 +354,25 @@ def epochs(epsilon: float, delta: float, sigma: float | None = None, sampling=No
     if scheme is None:
         raise ValueError("epochs needs a sampling scheme (one epoch = 1/rate steps)")
 
-    def build(e):
-        return step * max(_steps_of_epochs(e, scheme), 1)
-
     if _steps_of_epochs(1, scheme) < 1:  # pragma: no cover - rate <= 1 always gives >= 1
         raise ValueError("one epoch is less than one step")
+    return _largest_count("epoch", lambda e: step * max(_steps_of_epochs(e, scheme), 1),
+                          lambda e: _steps_of_epochs(e, scheme), eps_t, d, method, options)
+
+
+def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibration:
+    """The largest n >= 1 with build(n) within (eps_t, d) under ``method`` (warm-started by a
+    cheaper method when ``auto``); ``steps_of(n)`` is the number of steps reported."""
     name = _resolve(build, 1, method)
 
     def solve(m, start=1):
         oracle = _Oracle(build, eps_t, d, m, options)
-        e = _largest_int(oracle.ok, start)
-        if e is None:
+        n = _largest_int(oracle.ok, start)
+        if n is None:
             g = oracle.guarantee(1)
-            raise ValueError(f"even one epoch exceeds the target: epsilon {g.epsilon:.6g} > "
+            raise ValueError(f"even one {unit} exceeds the target: epsilon {g.epsilon:.6g} > "
                              f"{eps_t:g} at delta {d:g} by {m}")
-        return oracle.result("epochs", e, _steps_of_epochs(e, scheme))
+        return oracle.result(unit + "s", n, steps_of(n))
 
     warm = _warm_start(build, 1, name, solve)
     return solve(name) if warm is None else solve(name, start=warm.value)

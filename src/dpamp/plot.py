@@ -58,6 +58,16 @@ def _figure():
     return fig, fig.add_subplot()
 
 
+def _finish(fig, ax, output, xlabel, ylabel, title, grid_which="both"):
+    """Labels, grid and legend of every dpamp plot; then save (if an output was given)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which=grid_which, alpha=0.3)
+    ax.legend()
+    _save(fig, output)
+
+
 def _save(fig, output):
     if output is None:
         return
@@ -132,12 +142,8 @@ def profile(x, epsilons=None, method: str = "auto", output=None, **options) -> d
     for label, d in data["delta"].items():
         pos = d > 0
         ax.semilogy(eps[pos], d[pos], label=_legend(label, data["method"][label]))
-    ax.set_xlabel("ε")
-    ax.set_ylabel("δ(ε)  (upper bound)")
-    ax.set_title("Privacy profile")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    _save(fig, out_path)
+    _finish(fig, ax, out_path, "ε", "δ(ε)  (upper bound)",
+            "Privacy profile")
     return data
 
 
@@ -175,12 +181,8 @@ def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
         if ok.any():
             ax.plot(grid[ok], e[ok], marker=".", label=n)
     ax.set_xscale("log")
-    ax.set_xlabel("steps")
-    ax.set_ylabel(f"ε  (upper bound at δ = {d:g})")
-    ax.set_title("ε against steps")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    _save(fig, out_path)
+    _finish(fig, ax, out_path, "steps", f"ε  (upper bound at δ = {d:g})",
+            "ε against steps")
     return {"steps": grid, "delta": d, "epsilon": eps}
 
 
@@ -230,12 +232,8 @@ def rdp(x, orders=None, output=None) -> dict:
                     label=f"{label} lower bound".strip())
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("order α")
-    ax.set_ylabel("ε(α)")
-    ax.set_title("Rényi-DP curve")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    _save(fig, out_path)
+    _finish(fig, ax, out_path, "order α", "ε(α)",
+            "Rényi-DP curve")
     return data
 
 
@@ -279,13 +277,9 @@ def tradeoff(x, method: str = "auto", epsilons=None, alphas=None, output=None,
     ax.plot([0, 1], [1, 0], ":", color="grey", label="perfect privacy")
     for label, b in data["beta"].items():
         ax.plot(a, b, label=_legend(label, data["method"][label]))
-    ax.set_xlabel("type I error α")
-    ax.set_ylabel("type II error β(α)  (lower bound)")
-    ax.set_title("Hypothesis-testing trade-off")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_aspect("equal")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    _save(fig, out_path)
+    _finish(fig, ax, out_path, "type I error α", "type II error β(α)  (lower bound)",
+            "Hypothesis-testing trade-off", grid_which="major")
     return data

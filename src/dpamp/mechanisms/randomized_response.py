@@ -11,6 +11,13 @@ from ..relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 
 
+def rr_epsilon(p: float) -> float:
+    """Pure epsilon of binary randomized response with truth probability p: log(q / (1-q)),
+    q = max(p, 1-p) (p < 1/2 is the same mechanism with its outputs relabelled)."""
+    q = max(p, 1.0 - p)
+    return math.log(q) - math.log1p(-q)
+
+
 def rr_rdp(eps0: float, alpha: np.ndarray) -> np.ndarray:
     """RDP of binary randomized response with pure epsilon eps0 (truth probability
     p = e^eps0 / (1 + e^eps0)) (003 Sec. 2 table):
@@ -56,8 +63,7 @@ class RandomizedResponse(Mechanism):
 
     @property
     def eps0(self) -> float:
-        q = max(self.p, 1.0 - self.p)
-        return math.log(q) - math.log1p(-q)
+        return rr_epsilon(self.p)
 
     def _rdp(self, alpha):
         return rr_rdp(self.eps0, alpha)

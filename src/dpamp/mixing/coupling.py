@@ -36,8 +36,6 @@ Reported values carry a relative margin of 1e-12 for rounding.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _validate as V

@@ -206,20 +206,15 @@ class OrnsteinUhlenbeck(Mechanism):
 
 # --- the semigroups as kernels: post-processing adds time -------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class BrownianKernel(MixingKernel):
-    """P_s(x) = N(x, 2s I), the Brownian semigroup (002 Ex. 4). Applied to BrownianMotion(t) it
-    gives BrownianMotion(t + s); applied to a Gaussian / Laplace mechanism, the coupling bound
-    of 002 Thm 2 (a Gaussian kernel with sigma^2 = 2s). No uniform mixing."""
+class _SemigroupKernel(MixingKernel):
+    """A diffusion semigroup's transition kernel is a (Lipschitz-mapped) Gaussian kernel: its
+    coupling form and Dobrushin coefficient are that kernel's; on the real line it has no
+    uniform (Doeblin / ultra) mixing."""
 
-    s: float
     accepts_real_line = True
 
-    def __post_init__(self):
-        object.__setattr__(self, "s", V.positive("s", self.s))
-
-    def as_gaussian_kernel(self) -> GaussianKernel:
-        return GaussianKernel(math.sqrt(2.0 * self.s))
+    def as_gaussian_kernel(self) -> GaussianKernel:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def _coupling_form(self):
         return self.as_gaussian_kernel()._coupling_form()
@@ -233,6 +228,21 @@ class BrownianKernel(MixingKernel):
     def ultra_mixing(self) -> float:
         return 1.0
 
+
+@dataclasses.dataclass(frozen=True)
+class BrownianKernel(_SemigroupKernel):
+    """P_s(x) = N(x, 2s I), the Brownian semigroup (002 Ex. 4). Applied to BrownianMotion(t) it
+    gives BrownianMotion(t + s); applied to a Gaussian / Laplace mechanism, the coupling bound
+    of 002 Thm 2 (a Gaussian kernel with sigma^2 = 2s). No uniform mixing."""
+
+    s: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "s", V.positive("s", self.s))
+
+    def as_gaussian_kernel(self) -> GaussianKernel:
+        return GaussianKernel(math.sqrt(2.0 * self.s))
+
     def apply(self, mechanism):
         if isinstance(mechanism, BrownianMotion):
             return mechanism.advance(self.s)
@@ -240,7 +250,7 @@ class BrownianKernel(MixingKernel):
 
 
 @dataclasses.dataclass(frozen=True)
-class OrnsteinUhlenbeckKernel(MixingKernel):
+class OrnsteinUhlenbeckKernel(_SemigroupKernel):
     """P_s(x) = N(e^{-theta s} x, rho^2/theta (1 - e^{-2 theta s}) I), the OU semigroup
     (002 Sec. 5.1). Applied to OrnsteinUhlenbeck(theta, rho, t) (same theta, rho) it gives the
     mechanism at time t + s; applied to a Gaussian / Laplace mechanism, the coupling bound of
@@ -250,7 +260,6 @@ class OrnsteinUhlenbeckKernel(MixingKernel):
     theta: float
     rho: float
     s: float
-    accepts_real_line = True
 
     def __post_init__(self):
         object.__setattr__(self, "theta", V.positive("theta", self.theta))
@@ -260,18 +269,6 @@ class OrnsteinUhlenbeckKernel(MixingKernel):
     def as_gaussian_kernel(self) -> GaussianKernel:
         var = self.rho ** 2 / self.theta * -math.expm1(-2.0 * self.theta * self.s)
         return GaussianKernel(math.sqrt(var), lipschitz=math.exp(-self.theta * self.s))
-
-    def _coupling_form(self):
-        return self.as_gaussian_kernel()._coupling_form()
-
-    def dobrushin(self, epsilon=0.0):
-        return self.as_gaussian_kernel().dobrushin(epsilon)
-
-    def doeblin(self) -> float:
-        return 1.0
-
-    def ultra_mixing(self) -> float:
-        return 1.0
 
     def apply(self, mechanism):
         if (isinstance(mechanism, OrnsteinUhlenbeck) and mechanism.theta == self.theta

@@ -27,6 +27,7 @@ import math
 import numpy as np
 from scipy import fft as sfft
 
+from .._logspace import logsumexp
 from .discretize import Discretized
 from .pmf import GridPMF
 
@@ -39,18 +40,6 @@ _C_FFT = 8.0
 REL_MARGIN = 1e-9
 #: largest FFT length accepted (memory: a few arrays of this many complex numbers)
 MAX_N = 1 << 22
-
-def logsumexp(a: np.ndarray, axis=None):
-    """log sum exp along an axis (plain numpy: scipy's version has array-API overhead that
-    dominates here); -inf for empty or all -inf input."""
-    a = np.asarray(a, dtype=float)
-    if a.size == 0:
-        return -math.inf if axis is None else np.full(a.shape[:-1], -np.inf)
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore", under="ignore"):
-        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
-    return out.squeeze(axis) if axis is not None else float(out.squeeze())
 
 
 @dataclasses.dataclass

@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from .._logspace import log1mexp, log_expm1, logaddexp, logsumexp  # noqa: F401 (re-exported)
+
 ULP = float(np.finfo(float).eps)
 #: relative slack added to every padded value: covers a few roundings per formula evaluation
 PAD = 1e-13
@@ -44,38 +46,6 @@ def down(x):
 def up(x):
     """x >= 0 rounded away from 0 by a relative 16 ulps (for lower bounds)."""
     return np.asarray(x, dtype=float) * (1.0 + 16 * ULP)
-
-
-def log1mexp(x):
-    """log(1 - e^x) for x <= 0, accurate on both sides of -log 2; -inf at 0."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.where(x > -0.6931471805599453, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
-
-
-def log_expm1(x):
-    """log(e^x - 1) for x >= 0 without overflow; -inf at 0, inf at inf."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        out = np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
-    return np.where(np.isposinf(x), np.inf, out)
-
-
-def logaddexp(a, b):
-    with np.errstate(invalid="ignore"):
-        out = np.logaddexp(a, b)
-    return np.where(np.isneginf(a) & np.isneginf(b), -np.inf, out)
-
-
-def logsumexp(a, axis=0):
-    """log sum exp along ``axis``, -inf for all -inf (no warnings)."""
-    a = np.asarray(a, dtype=float)
-    m = np.max(a, axis=axis, keepdims=True)
-    m_safe = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        s = np.log(np.sum(np.exp(a - m_safe), axis=axis)) + np.squeeze(m_safe, axis=axis)
-    top = np.squeeze(m, axis=axis)
-    return np.where(np.isneginf(top), -np.inf, np.where(np.isposinf(top), np.inf, s))
 
 
 def to_linear_upper(log_v):

@@ -90,16 +90,6 @@ def gaussian_log_profile(mu, eps, *, upper=True):
     return pad_up(out) if upper else pad_down(out)
 
 
-def _gauss_pair(m: Gaussian, eps):
-    v = gaussian_log_profile(m.mu, eps, upper=True)
-    return np.stack([v, v])
-
-
-def _gauss_lower(m: Gaussian, eps):
-    v = gaussian_log_profile(m.mu, eps, upper=False)
-    return np.stack([v, v])
-
-
 def _gauss_group(m: Gaussian, k, eps):
     return gaussian_log_profile(np.asarray(k, dtype=float) * m.mu, eps, upper=True)
 
@@ -115,16 +105,6 @@ def laplace_log_profile(eta, eps, *, upper=True):
         z = np.minimum((eps - eta) / 2, 0.0)
         out = np.where(eps < eta, log1mexp(z), -np.inf)
     return pad_up(out) if upper else pad_down(out)
-
-
-def _lap_pair(m: Laplace, eps):
-    v = laplace_log_profile(m.eps0, eps, upper=True)
-    return np.stack([v, v])
-
-
-def _lap_lower(m: Laplace, eps):
-    v = laplace_log_profile(m.eps0, eps, upper=False)
-    return np.stack([v, v])
 
 
 def _lap_group(m: Laplace, k, eps):
@@ -158,23 +138,22 @@ def eps_delta_log_profile(eps0, delta0, eps, *, upper=True):
     return pad_up(out) if upper else pad_down(out)
 
 
-def _rr_eps0(m) -> float:
-    return float(m.eps0)
+def _symmetric(log_profile):
+    """The pair / lower hooks of a symmetric mechanism: both directions share one profile,
+    log_profile(m, eps, upper)."""
+    def pair(m, eps):
+        v = log_profile(m, eps, True)
+        return np.stack([v, v])
 
-
-def _rr_pair(m, eps):
-    v = rr_log_profile(_rr_eps0(m), eps, upper=True)
-    return np.stack([v, v])
-
-
-def _rr_lower(m, eps):
-    v = rr_log_profile(_rr_eps0(m), eps, upper=False)
-    return np.stack([v, v])
+    def lower(m, eps):
+        v = log_profile(m, eps, False)
+        return np.stack([v, v])
+    return {"pair": pair, "lower": lower}
 
 
 def _rr_group(m, k, eps):
     # a {0,1}-valued statistic changes by at most one flip, whatever k is
-    return np.broadcast_to(rr_log_profile(_rr_eps0(m), eps, upper=True),
+    return np.broadcast_to(rr_log_profile(float(m.eps0), eps, upper=True),
                            np.broadcast_shapes(np.shape(k), np.shape(eps))).copy()
 
 
@@ -186,18 +165,12 @@ def _pure_group(m: PureDP, k, eps):
     return np.minimum(white, black)
 
 
-def _ed_pair(m: EpsDelta, eps):
-    v = eps_delta_log_profile(m.epsilon_, m.delta_, eps, upper=True)
-    return np.stack([v, v])
-
-
-def _ed_lower(m: EpsDelta, eps):
-    v = eps_delta_log_profile(m.epsilon_, m.delta_, eps, upper=False)
-    return np.stack([v, v])
-
-
-core.register(Gaussian, pair=_gauss_pair, lower=_gauss_lower, group=_gauss_group)
-core.register(Laplace, pair=_lap_pair, lower=_lap_lower, group=_lap_group)
-core.register(RandomizedResponse, pair=_rr_pair, lower=_rr_lower, group=_rr_group, binary=True)
-core.register(PureDP, pair=_rr_pair, lower=_rr_lower, group=_pure_group)
-core.register(EpsDelta, pair=_ed_pair, lower=_ed_lower)
+_gauss = _symmetric(lambda m, e, up: gaussian_log_profile(m.mu, e, upper=up))
+_lap = _symmetric(lambda m, e, up: laplace_log_profile(m.eps0, e, upper=up))
+_rr = _symmetric(lambda m, e, up: rr_log_profile(float(m.eps0), e, upper=up))
+_ed = _symmetric(lambda m, e, up: eps_delta_log_profile(m.epsilon_, m.delta_, e, upper=up))
+core.register(Gaussian, **_gauss, group=_gauss_group)
+core.register(Laplace, **_lap, group=_lap_group)
+core.register(RandomizedResponse, **_rr, group=_rr_group, binary=True)
+core.register(PureDP, **_rr, group=_pure_group)
+core.register(EpsDelta, **_ed)

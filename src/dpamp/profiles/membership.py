@@ -17,30 +17,21 @@ import math
 import numpy as np
 
 from .. import _validate as V
-from ..mechanisms.base import Mechanism
-from ..mechanisms.randomized_response import rr_rdp
-from ..relations import ADD_REMOVE, Relation, as_relation
-from . import core
+from ..mechanisms.randomized_response import RandomizedResponse, rr_epsilon
+from ..relations import ADD_REMOVE, Relation
 from ._numerics import ajc_epsilon, down, pad_up, to_linear_upper
-from .closed_forms import _rr_group, _rr_lower, _rr_pair, rr_log_profile
+from .closed_forms import rr_log_profile
 
 
 @dataclasses.dataclass(frozen=True)
-class RandomizedMembership(Mechanism):
+class RandomizedMembership(RandomizedResponse):
     """Randomized membership M_{v,p} (000 Sec. 5): report whether a fixed record v is in the
-    dataset, truthfully with probability ``p``. It is (log(q/(1-q)))-DP with q = max(p, 1-p), and
-    (eps, delta)-DP for p = (e^eps + delta)/(e^eps + 1) (``from_epsilon_delta``). Subsampled by
-    any scheme its profile is exactly gamma phi_p(1 + (alpha-1)/gamma) (000 Lemma 12): it is the
-    mechanism that shows 000 Thms 8-10 cannot be improved."""
-
-    p: float
-    relation: Relation = ADD_REMOVE
-    tight_rdp = True
-    self_consistent_rdp = True
-
-    def __post_init__(self):
-        object.__setattr__(self, "p", V.probability("p", self.p, low_open=True, high_open=True))
-        object.__setattr__(self, "relation", as_relation(self.relation))
+    dataset, truthfully with probability ``p`` -- randomized response of the bit 1[v in x], so it
+    shares RandomizedResponse's RDP curve, profile and loss distribution. It is
+    (log(q/(1-q)))-DP with q = max(p, 1-p), and (eps, delta)-DP for
+    p = (e^eps + delta)/(e^eps + 1) (``from_epsilon_delta``). Subsampled by any scheme its
+    profile is exactly gamma phi_p(1 + (alpha-1)/gamma) (000 Lemma 12): it is the mechanism that
+    shows 000 Thms 8-10 cannot be improved."""
 
     @classmethod
     def from_epsilon_delta(cls, epsilon: float, delta: float = 0.0,
@@ -52,18 +43,6 @@ class RandomizedMembership(Mechanism):
         if p >= 1.0:
             raise ValueError(f"epsilon must be < 36 (got {e:g}): p rounds to 1")
         return cls(p, relation=relation)
-
-    @property
-    def eps0(self) -> float:
-        q = max(self.p, 1.0 - self.p)
-        return math.log(q) - math.log1p(-q)
-
-    def _rdp(self, alpha):
-        return rr_rdp(self.eps0, alpha)
-
-
-core.register(RandomizedMembership, pair=_rr_pair, lower=_rr_lower, group=_rr_group,
-              binary=True)
 
 
 def phi(p: float, alpha):
@@ -87,8 +66,6 @@ def membership_profile(p: float, gamma: float, epsilon):
     if g == 0.0:
         out = np.zeros_like(eps)
     else:
-        q = max(p, 1.0 - p)
-        eps0 = math.log(q) - math.log1p(-q)
         out = to_linear_upper(pad_up(math.log(g) + rr_log_profile(
-            eps0, down(ajc_epsilon(eps, g)), upper=True)))
+            rr_epsilon(p), down(ajc_epsilon(eps, g)), upper=True)))
     return out if out.ndim else float(out)

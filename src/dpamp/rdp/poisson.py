@@ -4,15 +4,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
+from .._logspace import log_expm1
+
 #: orders above this are not summed exactly (O(alpha) terms each); callers cap instead
 MAX_EXACT_ORDER = 4096
-
-
-def log_expm1(x: np.ndarray) -> np.ndarray:
-    """log(e^x - 1) for x >= 0 without overflow (x + log1p(-e^{-x}) for large x); -inf at 0."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        return np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
 
 
 def poisson_log_moments(base_eps: np.ndarray, q: float, orders: np.ndarray) -> np.ndarray:

@@ -36,7 +36,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from .poisson import log_expm1, poisson_log_moments
+from .._logspace import log_expm1, logsumexp
+from .poisson import poisson_log_moments
 
 #: Orders above this are not evaluated by the O(alpha^2) sums (003 Sec. 4 computes exactly only
 #: up to a threshold); there the caller's caps (base RDP, amplified pure DP) apply.
@@ -47,14 +48,6 @@ _U = 2.0 ** -53  # unit roundoff of float64
 
 def _log_binom(n: np.ndarray, k: np.ndarray) -> np.ndarray:
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
-
-
-def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", over="ignore"):
-        m = np.max(terms, axis=1)
-        m_safe = np.where(np.isfinite(m), m, 0.0)
-        out = np.log(np.sum(np.exp(terms - m_safe[:, None]), axis=1)) + m_safe
-    return np.where(np.isnan(out), -np.inf, out)
 
 
 def log_moments_exp(base_eps: np.ndarray, kmax: int) -> np.ndarray:
@@ -123,7 +116,7 @@ def wor_log_moments(base_eps: np.ndarray, eps_inf: float, gamma: float, orders: 
     with np.errstate(invalid="ignore"):
         terms = _log_binom(A, np.minimum(J, A)) + J * np.log(gamma) + coeff[None, :]
     terms = np.where(J <= A, terms, -np.inf)
-    out[ok] = np.logaddexp(0.0, _logsumexp_rows(terms))
+    out[ok] = np.logaddexp(0.0, logsumexp(terms, axis=1))
     return out
 
 
