@@ -14,9 +14,8 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 import dpamp as dp
-from dpamp.pld import epsilon_bracket
 from dpamp.pld.discretize import discretize
-from dpamp.pld.loss import LossDistribution, gaussian
+from dpamp.pld.loss import LossDistribution
 from dpamp.pld.sources import loss_distribution
 
 
@@ -323,3 +322,72 @@ def test_pure_dp_composition_delta_is_zero_at_its_pure_epsilon():
     assert m.delta(3.0, method="pld").delta == 0.0
     g = m.epsilon(1e-9, method="pld")
     assert g.epsilon <= 3.0 + 1e-12
+
+
+# --- parts with mass at +-inf next to parts with other atoms ---------------------------------
+
+def test_worst_case_pair_composed_with_off_grid_atoms_converges_to_the_identity():
+    """For one (eps0, delta0) worst-case pair in a composition, delta(eps) = delta0 + (1 -
+    delta0) delta_RR(eps) (its loss is +inf w.p. delta0, else that of randomized response), so
+    epsilon(delta) of the composition is epsilon_RR((delta - delta0)/(1 - delta0)) of the one
+    with randomized response. The Laplace atoms (+-1/2) and the pair's (+-0.3) cannot both be
+    on the grid: the optimistic side must still converge (it used to stall, its swapped half
+    dipping below the mass at +inf)."""
+    d0, delta = 1e-7, 1e-5
+    lap = dp.Laplace(2.0) * 7
+    g = dp.compose(dp.EpsDelta(0.3, d0), lap).epsilon(delta, method="pld")
+    r = dp.compose(dp.RandomizedResponse.from_epsilon(0.3), lap).epsilon(
+        (delta - d0) / (1 - d0), method="pld")
+    assert g.epsilon - g.lower <= 1e-3 * g.epsilon
+    assert g.lower <= r.epsilon and r.lower <= g.epsilon
+
+
+def test_swapped_half_keeps_the_mass_at_infinity_in_its_lower_bound():
+    ld = loss_distribution(dp.EpsDelta(0.5, 1e-7))
+    h = 6.6e-5                                    # 0.5 / h is not an integer
+    k = int(0.51 / h) + 1
+    d = discretize(ld, h, -k, k)
+    # only rounding noise is left to the error budget (it was 8e-5 when the lower polygon's
+    # swapped half went below its limit 1e-7 at the atom)
+    assert d.lower_slack <= 1e-8
+
+
+def test_epsilon_is_infinite_below_the_mass_at_infinity():
+    # 20 (0.3, 1e-7) pairs put ~2e-6 at loss +inf: no finite epsilon has delta 1e-6
+    m = dp.compose(dp.EpsDelta(0.3, 1e-7) * 20, dp.Laplace(2.0) * 7)
+    g = m.epsilon(1e-6, method="pld")
+    assert g.epsilon == math.inf and g.lower == math.inf
+
+
+def test_randomized_membership_has_the_exact_loss_distribution_of_randomized_response():
+    a = (dp.RandomizedMembership(0.8) * 10).epsilon(1e-6, method="pld")
+    b = (dp.RandomizedResponse(0.8) * 10).epsilon(1e-6, method="pld")
+    assert a.epsilon == pytest.approx(b.epsilon, rel=1e-12)
+    assert a.epsilon - a.lower <= 1e-3 * a.epsilon
+
+
+# --- the edges of the method's reach ---------------------------------------------------------
+
+@pytest.mark.parametrize("sigma,T", [(1000.0, 10 ** 9), (1e-3, 2)])
+def test_gaussian_compositions_far_out_are_one_exact_part(sigma, T):
+    # N(mu, 1)^T is N(sqrt(T) mu, 1) (004 Cor. 8): losses in the hundreds of thousands, or a
+    # billion steps, are one Gaussian in a few equal parts rather than a refusal
+    mu = math.sqrt(T) / sigma
+    g = (dp.Gaussian(sigma) * T).epsilon(1e-6, method="pld")
+    exact = gaussian_epsilon(1e-6, mu)
+    assert g.lower <= exact <= g.epsilon
+    assert g.epsilon - g.lower <= 1e-3 * g.epsilon
+
+
+def test_out_of_reach_queries_fall_back_to_the_next_method():
+    from dpamp.methods import OutOfReach
+    m = dp.Gaussian(1.0) * 10
+    with pytest.raises(OutOfReach, match="rdp"):
+        m.epsilon(1e-300, method="pld")
+    g = m.epsilon(1e-300)                      # auto: PLD refuses, RDP answers
+    assert g.method == "rdp" and g.epsilon == m.epsilon(1e-300, method="rdp").epsilon
+
+
+def test_pure_epsilon_caps_the_upper_bound_for_tiny_delta():
+    g = (dp.Laplace(1.0) * 5).epsilon(1e-250, method="pld")
+    assert g.lower <= 5.0 <= g.epsilon <= 5.0 * (1 + 1e-14)

@@ -28,6 +28,12 @@ class Method:
 _REGISTRY: dict[str, Method] = {}
 
 
+class OutOfReach(ValueError):
+    """A method applies but cannot produce a bound for this query within its numerical limits
+    (a grid too fine, losses too large for its floating point). ``method="auto"`` then uses the
+    next applicable method."""
+
+
 def register(method: Method) -> Method:
     _REGISTRY[method.name] = method
     return method
@@ -63,12 +69,27 @@ def _pick(mechanism, method: str) -> Method:
 
 def epsilon(mechanism, delta, method: str = "auto", **options) -> Guarantee:
     d = V.delta(delta, allow_zero=True)
-    return _pick(mechanism, method).epsilon(mechanism, d, **options)
+    return _run(mechanism, method, lambda m: m.epsilon(mechanism, d, **options))
 
 
 def delta(mechanism, epsilon, method: str = "auto", **options) -> Guarantee:
     e = V.real("epsilon", epsilon, low=0.0, allow_inf=False)
-    return _pick(mechanism, method).delta(mechanism, e, **options)
+    return _run(mechanism, method, lambda m: m.delta(mechanism, e, **options))
+
+
+def _run(mechanism, method: str, query) -> Guarantee:
+    """The named method's answer; for "auto", the first applicable method in rank order that
+    is not out of reach for this query (a named method's OutOfReach propagates)."""
+    first = _pick(mechanism, method)
+    if method != "auto":
+        return query(first)
+    refused = None
+    for name in available(mechanism):
+        try:
+            return query(_REGISTRY[name])
+        except OutOfReach as e:
+            refused = refused or e
+    raise refused
 
 
 _PLUGINS = ("dpamp.rdp.methods", "dpamp.pld.methods", "dpamp.zcdp", "dpamp.composition_methods",

@@ -57,7 +57,7 @@ class _Half:
     m_lo: np.ndarray       # optimistic P-masses at t_1..t_K (before convexification)
     s_lo0: float           # optimistic slope right of x = 1 (with e_0 of this half)
     end_slope: float       # optimistic slope after x_K (0: flat; < 0: tangent, defective)
-    floor: tuple           # (a, b): knots must stay >= max(0, a + b x)
+    floor: tuple           # (a, b, c): knots must stay >= max(c, a + b x), c >= 0
 
 
 def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: float,
@@ -66,9 +66,10 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     the P- and Q-mass above t_K (A_tail includes the P-mass inf_true at +inf).
     flat_end: the optimistic polygon goes flat after x_K at inf_true (the eps >= 0 half);
     otherwise it follows the tangent of slope -B_tail (the eps <= 0 half seen from the swap).
-    floor: (a, b): no optimistic knot goes below max(0, a + b x), a lower bound on the true
-    curve. Keeping the knots up there matters: a polygon below it is the curve of a defective
-    measure, and the missing mass compounds over the number of compositions."""
+    floor: (a, b, c): no optimistic knot goes below max(c, a + b x), a lower bound on the true
+    curve (c: the curve's limit, its mass at +inf). Keeping the knots up there matters: a polygon
+    below it is the curve of a defective measure, the missing mass compounds over the number of
+    compositions, and a knot dipping below the flat tail makes a concave kink there."""
     K = dA.size
     t = h * np.arange(K + 1)
     x = np.exp(t)
@@ -112,17 +113,17 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
     m_up = x[1:] * (s_full[1:] - s_full[:-1])
     # --- optimistic lowering -------------------------------------------------------------
     # On cell i (position lam in [0, 1]) the curve is above V = max(left line, right line,
-    # floor) (the floor max(0, a + b x) is a lower bound too). chord - V is concave, so the
+    # floor) (the floor max(c, a + b x) is a lower bound too). chord - V is concave, so the
     # polygon is below V iff it is at V's kinks, among the pairwise intersections of
     #   chord - left = alpha lam dx,   chord - right = beta_end (1 - lam) dx,
-    #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - 0 = (1-lam) f_i + lam f_{i+1}.
-    a, b = floor
+    #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - c = (1-lam) f_i + lam f_{i+1} - c.
+    a, b, c = floor
     fi, fj, xi = f[:-1], f[1:], x[:-1]
     diffs = [  # (slope in lam, value at lam = 0) of each difference, per cell
         (alpha * dx, np.zeros(K)),
         (-beta_end * dx, beta_end * dx),
         (fj - fi - b * dx, fi - a - b * xi),
-        (fj - fi, fi.copy()),
+        (fj - fi, fi - c),
     ]
     # the tangents' kink (alpha lam = beta (1 - lam)) decides almost every cell; the floor lines
     # only where they come near it
@@ -151,12 +152,12 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
     G = need.max(axis=0)
     # Knot floors. Hard: the line a + b x (a lower bound on the curve; at x = 1 it matches the
     # other half's floor, which keeps the kink at x = 1 fixable), always feasible since V >= line.
-    # Soft: max(0, a + b x), whose use avoids a defective measure (mass lost per step compounds
+    # Soft: max(c, a + b x), whose use avoids a defective measure (mass lost per step compounds
     # over the compositions); where its kink inside a cell makes it infeasible, the hard floor
     # takes over for that cell's knots only.
     line = a + b * x
     cap_hard = np.maximum(f - line, 0.0)
-    cap = np.minimum(np.maximum(f - np.maximum(line, 0.0), 0.0), cap_hard)
+    cap = np.minimum(np.maximum(f - np.maximum(line, c), 0.0), cap_hard)
     if flat_end:
         cap[K] = cap_hard[K] = max(f[K] - inf_true, 0.0)          # last knot on F(inf)
     tol = 64 * 2.0 ** -53 * (np.abs(f[:-1]) + np.abs(f[1:]))
@@ -247,12 +248,13 @@ def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int) -> Discreti
     if not (jlo < 0 < jhi):
         raise ValueError("the grid must have points on both sides of 0")
     c = loss.cell_masses(jlo, jhi, h)
-    return discretize_cells(c, h, jlo, jhi, loss.inf_mass)
+    return discretize_cells(c, h, jlo, jhi, loss.inf_mass, q_ninf=loss.neg_inf_mass)
 
 
 def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
-                     totals: tuple | None = None) -> Discretized:
-    """``discretize`` from cell masses (see LossDistribution.cell_masses); p_inf = P[L = inf].
+                     totals: tuple | None = None, q_ninf: float = 0.0) -> Discretized:
+    """``discretize`` from cell masses (see LossDistribution.cell_masses); p_inf = P[L = inf],
+    q_ninf = Q[L = -inf] (the swapped pair's mass at +inf; 0 is always safe for the bounds).
     The measures may be defective (total masses below 1): the perspective between the halves
     is F(x) = P_tot - x Q_tot + x F_rev(1/x) for x <= 1."""
     rp, rq = c["right"]
@@ -262,15 +264,15 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
         q_tot = c["below"][1] + lq.sum() + c["zero"][1] + rq.sum() + c["above"][1]
     else:
         p_tot, q_tot = totals
-    fwd = _half(rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0), p_inf,
+    fwd = _half(rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0, p_inf), p_inf,
                 c.get("right_cont"), c.get("right_beta"), c.get("right_end"))
     # the swapped pair (Q, P): its cell i is [t_{-i-1}, t_{-i}) of L; its curve is
-    # E_Q[(1 - x' e^L)_+] >= max(0, Q_tot - x'(P_tot - p_inf))
+    # E_Q[(1 - x' e^L)_+] >= max(Q[L = -inf], Q_tot - x'(P_tot - p_inf))
     lc = c.get("left_cont")
     lb = c.get("left_beta")
     le = c.get("left_end")
     rev = _half(lq[::-1], lp[::-1], c["below"][1], c["below"][0], h, False,
-                (q_tot, -(p_tot - p_inf)), 0.0,
+                (q_tot, -(p_tot - p_inf), q_ninf), q_ninf,
                 None if lc is None else (lc[1][::-1], lc[0][::-1]),
                 None if lb is None else lb[::-1], None if le is None else le[::-1])
     return _combine(fwd, rev, h, jlo, jhi, p_tot, q_tot, p_inf, c["zero"][0])
@@ -364,8 +366,20 @@ def _half_hull(half: _Half, h: float, g0: float):
         # slope end_slope through the previous vertex (stays below the tangent, hence below F)
         g[K] = g[v[-2]] + half.end_slope * (x[K] - x[v[-2]])
     moved = g < orig
-    first = x[v[1]] - x[0] if v.size > 1 else np.inf
-    return x, g, moved, first
+    return x, g, moved, _first_reach(x, g)
+
+
+def _first_reach(x: np.ndarray, g: np.ndarray) -> float:
+    """Distance from x_0 to the farthest knot on the hull's first segment: lowering g_0 by d
+    raises that segment's slope by d / distance (the nearest knot on it would say d / h when
+    rounding leaves the knots of a straight stretch a hair off the line, and make the glue
+    iteration below crawl)."""
+    if x.size < 2:
+        return np.inf
+    s = (g[1:] - g[0]) / (x[1:] - x[0])
+    smin = float(s.min())
+    on = np.nonzero(s <= smin + 1e-9 * abs(smin) + 1e-300)[0]
+    return float(x[on[-1] + 1] - x[0])
 
 
 def _hull_masses(fwd: _Half, rev: _Half, g0: float, h: float, lower: np.ndarray, z: int,
@@ -374,8 +388,9 @@ def _hull_masses(fwd: _Half, rev: _Half, g0: float, h: float, lower: np.ndarray,
     hull of each half's knots in its own coordinates, the shared knot at x = 1 lowered (never
     below its floor) until the kink there is convex as well. Masses are recomputed as x times
     the slope jump where a knot moved or next to one; elsewhere the precise masses stay."""
-    floor0 = fwd.floor[0]
-    for _ in range(200):
+    a, b, c = fwd.floor
+    floor0 = max(a + b, c)                         # the floor of the shared knot at x = 1
+    for _ in range(100):
         xf, gf, mf, dist_f = _half_hull(fwd, h, g0)
         xr, gr, mr, dist_r = _half_hull(rev, h, g0 + q_tot - p_tot)
         s_f = (gf[1] - gf[0]) / (xf[1] - xf[0]) if xf.size > 1 else fwd.end_slope
@@ -390,10 +405,17 @@ def _hull_masses(fwd: _Half, rev: _Half, g0: float, h: float, lower: np.ndarray,
                 jump0 = 0.0
                 break
             raise ArithmeticError("optimistic discretisation: no convex polygon at 0")
-        # lowering g0 by d raises each first hull slope by at least d / (distance to the first
-        # hull vertex): solve for the jump to close, overshooting a little (always safe)
+        # lowering g0 by d raises each first hull slope (a minimum over the knots of the slope
+        # from x = 1) by at most d / (its reach): jump0 is concave and increasing in the
+        # lowering, so this Newton step never passes the root, bar the 0.1% margin (which only
+        # lowers the polygon a little more: still below the curve)
         d = (-jump0) / (1.0 / dist_f + 1.0 / dist_r + 1.0) * 1.001 + 1e-300
         g0 = max(g0 - d, floor0)
+    else:
+        # not converged (never seen): the floor is always convex up to rounding
+        if g0 > floor0:
+            return _hull_masses(fwd, rev, floor0, h, lower, z, p_tot, q_tot)
+        raise ArithmeticError("optimistic discretisation: no convex polygon at 0")
 
     def masses(x, g, moved, end_slope):
         slope = np.diff(g) / np.diff(x)
@@ -449,7 +471,7 @@ def discretize_profile(upper_rows, lower_rows, inf_upper: float, inf_lower: floa
     if lower_rows is None:
         return Discretized(h, jlo, upper, float(gy[-1]), np.zeros(n), 0.0)
     L0, L1 = (np.asarray(v, dtype=float) for v in lower_rows)
-    fwd = _half_from_values(L0, h, True, (inf_lower, 0.0), inf_lower)
-    rev = _half_from_values(L1, h, False, (1.0, -(1.0 - inf_lower)), 0.0)
+    fwd = _half_from_values(L0, h, True, (inf_lower, 0.0, inf_lower), inf_lower)
+    rev = _half_from_values(L1, h, False, (1.0, -(1.0 - inf_lower), 0.0), 0.0)
     d = _combine(fwd, rev, h, jlo, jhi, 1.0, 1.0, inf_lower, 0.0)
     return Discretized(h, jlo, upper, float(gy[-1]), d.lower, d.lower_inf, d.lower_slack)

@@ -56,6 +56,8 @@ class LossDistribution:
     #: part only; None -> bisection on the CDF
     upper_tail: Callable[[float], float] | None = None
     lower_tail: Callable[[float], float] | None = None
+    #: mu when this is the Gaussian pair N(mu, 1) vs N(0, 1) (compositions of those are one)
+    gaussian_mu: float | None = None
 
     # --- masses --------------------------------------------------------------------------
     @property
@@ -347,7 +349,7 @@ def gaussian(mu: float) -> LossDistribution:
     def lower(tail):   # Q is the larger in the lower tail: N(-half, mu^2)
         return -half + mu * float(ndtri_exp(math.log(tail)))
     return LossDistribution(_EMPTY, _EMPTY, _EMPTY, cdf, sf, (-math.inf, math.inf), True,
-                            half, mu * mu, f"gaussian({mu:g})", upper, lower)
+                            half, mu * mu, f"gaussian({mu:g})", upper, lower, mu)
 
 
 def laplace(t0: float) -> LossDistribution:

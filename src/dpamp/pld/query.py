@@ -17,11 +17,15 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _validate as V
-from .engine import MAX_N, PartPMF, compose, logsumexp
+from ..methods import OutOfReach
+from .._logspace import logsumexp
+from .engine import MAX_N, PartPMF, compose
 from .sources import discretize_source, parts_of
 
 #: most grid refinements tried before giving up with a clear error
 MAX_ROUNDS = 7
+#: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
+MAX_LOSS = 650.0
 #: total P-mass (over all steps) allowed outside the parts' grids, relative to the target delta
 TAIL_FRACTION = 1e-6
 
@@ -70,6 +74,10 @@ def _discretize(parts, h, tail_total):
     out = []
     for src, c in parts:
         lo, hi = src.quantile_range(max(tail_total / (c * n), 1e-300))
+        if max(-lo, hi) > MAX_LOSS:
+            raise OutOfReach(f"the PLD works with e^loss in floating point and handles losses "
+                             f"up to {MAX_LOSS:g}; one part reaches {max(-lo, hi):.4g} "
+                             "(epsilon in the hundreds): use method='rdp'")
         jlo = min(-1, math.floor(lo / h) - 1)
         jhi = max(1, math.ceil(hi / h) + 1)
         if jhi - jlo > MAX_N:
@@ -201,8 +209,10 @@ def _key(mechanism):
 
 
 def _too_fine(tol, h):
-    return ValueError(f"tol={tol:g} needs a grid finer than h={h:.3g} with more than "
-                      f"{MAX_N} points; use a larger tol (e.g. 1e-3 * epsilon)")
+    asked = f"tol={tol:g}" if tol is not None else "the default tol (1e-3 relative)"
+    finer = f" (finer than h={h:.3g})" if h else ""
+    return OutOfReach(f"{asked} needs a grid with more than {MAX_N} points{finer}; use a "
+                      "larger tol or method='rdp'")
 
 
 def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracket:
@@ -213,9 +223,16 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
         tol = V.positive("tol", tol)
     dirs = _directions(mechanism)
     tail_total = delta * TAIL_FRACTION
+    if tail_total < 1e-300:
+        # the tails the grids leave out must weigh << delta, and below 1e-300 they cannot
+        raise OutOfReach(f"delta={delta:g} is below what the PLD grids resolve "
+                         f"({1e-300 / TAIL_FRACTION:g}); use method='rdp'")
+    # the pure epsilon (rounded up by a few ulps) caps the upper bound: it decides tiny deltas
+    pure = mechanism.pure_epsilon() * (1.0 + 16 * 2.0 ** -53)
     return _refine(dirs, _key(mechanism), tol, "epsilon",
                    lambda h, tilt: _compute_for_eps(dirs, delta, tol, h, tail_total, tilt),
-                   lambda state: _evaluate_eps(state, delta, tol))
+                   lambda state: _evaluate(state, tol, lambda pmf: min(pmf.epsilon(delta), pure),
+                                           at=lambda up: up, floor=1e-12))
 
 
 def _refine(dirs, key, tol, what, compute, evaluate) -> Bracket:
@@ -235,7 +252,7 @@ def _refine(dirs, key, tol, what, compute, evaluate) -> Bracket:
         try:
             state = compute(h, tilt)
         except MemoryError:
-            raise _too_fine(tol if tol is not None else 1e-3, h or 0.0) from None
+            raise _too_fine(tol, h) from None
         _CACHE.put(key, state)
         res = evaluate(state)
         if res is not None:
@@ -248,12 +265,12 @@ def _refine(dirs, key, tol, what, compute, evaluate) -> Bracket:
             continue
         target = tol if tol is not None else 1e-3 * max(up, 1e-300)
         gap = up - low
-        h = _align(dirs[0], state["h"] * max(0.2, min(0.8, math.sqrt(0.7 * target
-                                                                      / max(gap, 1e-300)))))
+        shrink = math.sqrt(0.7 * target / max(gap, 1e-300)) if math.isfinite(gap) else 0.5
+        h = _align(dirs[0], state["h"] * max(0.2, min(0.8, shrink)))
     up, low = state["last"]
-    raise ValueError(f"could not reach tol={tol if tol is not None else 1e-3 * up:g} for "
-                     f"{what} (bracket [{low:.6g}, {up:.6g}] at h={state['h']:.3g}); "
-                     "use a larger tol")
+    asked = f"tol={tol:g}" if tol is not None else "the default tol (1e-3 relative)"
+    raise OutOfReach(f"could not reach {asked} for {what} (bracket [{low:.6g}, {up:.6g}] at "
+                     f"h={state['h']:.3g}); use a larger tol or method='rdp'")
 
 
 def _gaussian_guess(direction_parts, delta):
@@ -303,10 +320,13 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
     return out
 
 
-def _evaluate_eps(state, delta, tol):
-    """Bracket from a state; computes the dominant direction's lower PMF if missing. Returns a
-    Bracket if it satisfies the tolerance, else None (and records the bracket in state)."""
-    ups = [d["pmf"][True].epsilon(delta) for d in state["dirs"]]
+def _evaluate(state, tol, bound, at, floor=0.0):
+    """Bracket from a state, or None (with the bracket recorded in state) if it misses tol.
+
+    ``bound(pmf)`` reads the queried quantity (epsilon(delta) or delta(epsilon)) off one PMF;
+    ``at(up)`` is the epsilon where the error budget is compared with the gap. The dominant
+    direction's lower PMF is composed here, on first need."""
+    ups = [bound(d["pmf"][True]) for d in state["dirs"]]
     dom = int(np.argmax(ups))
     up = ups[dom]
     dd = state["dirs"][dom]
@@ -317,14 +337,16 @@ def _evaluate_eps(state, delta, tol):
     if False not in dd["pmf"]:
         dd["pmf"].update(compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
-    low = dd["pmf"][False].epsilon(delta)
+    low = bound(dd["pmf"][False])
     state["last"] = (up, low)
-    state["error_bound"] = _error_dominated(dd["pmf"], up)
-    target = tol if tol is not None else 1e-3 * max(up, 1e-12)
+    state["error_bound"] = _error_dominated(dd["pmf"], at(up))
+    if up == 0.0 or low == math.inf:
+        # exact either way: no loss at all, or (for epsilon) the lower bound's mass at +inf
+        # alone exceeds delta, so no finite epsilon exists
+        return Bracket(up, low, state["h"], 0)
+    target = tol if tol is not None else 1e-3 * max(up, floor)
     if math.isfinite(up) and up - low <= target:
         return Bracket(up, low, state["h"], 0)
-    if up == 0.0:
-        return Bracket(0.0, 0.0, state["h"], 0)
     return None
 
 
@@ -353,7 +375,8 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracke
     dirs = _directions(mechanism)
     return _refine(dirs, (_key(mechanism), "delta"), tol, "delta",
                    lambda h, tilt: _compute_for_delta(dirs, epsilon, tol, h, tilt),
-                   lambda state: _evaluate_delta(state, epsilon, tol))
+                   lambda state: _evaluate(state, tol, lambda pmf: _delta_at(pmf, epsilon),
+                                           at=lambda up: epsilon))
 
 
 def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
@@ -367,29 +390,12 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     out = {"h": h, "kind": "delta", "has_lower": _has_lower(dirs)}
     out["dirs"] = _compute_directions(
         dirs, h, tail_total, tilt, saddle, None,
-        lambda pmf: float(pmf.delta(np.array([epsilon]))[0]))
+        lambda pmf: _delta_at(pmf, epsilon))
     return out
 
 
-def _evaluate_delta(state, epsilon, tol):
-    ups = [float(d["pmf"][True].delta(np.array([epsilon]))[0]) for d in state["dirs"]]
-    dom = int(np.argmax(ups))
-    up = ups[dom]
-    dd = state["dirs"][dom]
-    if not state.get("has_lower", True):
-        state["last"] = (up, None)
-        state["error_bound"] = False
-        return Bracket(up, None, state["h"], 0)
-    if False not in dd["pmf"]:
-        dd["pmf"].update(compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
-                                 target=dd["target"]))
-    low = float(dd["pmf"][False].delta(np.array([epsilon]))[0])
-    state["last"] = (up, low)
-    state["error_bound"] = _error_dominated(dd["pmf"], epsilon)
-    target = tol if tol is not None else 1e-3 * up
-    if up - low <= target or up == 0.0:
-        return Bracket(up, low, state["h"], 0)
-    return None
+def _delta_at(pmf, epsilon):
+    return float(pmf.delta(np.array([epsilon]))[0])
 
 
 def pld_profile(mechanism, epsilon):

@@ -69,7 +69,9 @@ class SymmetricCurve:
                     "left_cont": (rcq[::-1].copy(), rcp[::-1].copy()),
                     "left_beta": c["right_beta"][::-1].copy(), "right_end": c["right_end"],
                     "left_end": c["right_end"][::-1].copy()}
-        return discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0))
+        # mirrored: the swapped pair's mass at +inf is the half's
+        return discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0),
+                                q_ninf=self.half.inf_mass)
 
 
 class ProfileSource:
@@ -209,14 +211,30 @@ def _profile_or_raise(mechanism):
     raise NotImplementedError(f"no privacy-loss distribution or profile for {mechanism!r}")
 
 
+#: largest mu of one merged Gaussian part (its losses reach mu^2/2 + 37 mu at tail 1e-300)
+GAUSSIAN_MU_CAP = 10.0
+
+
 def parts_of(mechanism):
     """[(source, count)] for every part of a composition (NotImplementedError if any part has
     no privacy-loss distribution)."""
     out = []
+    mu2 = 0.0
     for part, count in mechanism.parts():
         if count <= 0:
             continue
-        out.append((loss_distribution(part), int(count)))
+        src = loss_distribution(part)
+        if getattr(src, "gaussian_mu", None) is not None:
+            mu2 += int(count) * src.gaussian_mu ** 2
+        else:
+            out.append((src, int(count)))
+    if mu2 > 0:
+        # Gaussian pairs compose exactly into one: N(mu_j, 1) vs N(0, 1) for every j is
+        # N((mu_j), I) vs N(0, I), whose loss is that of N(|mu|, 1) vs N(0, 1) (004 Cor. 8);
+        # as k equal parts of mu/sqrt(k) <= GAUSSIAN_MU_CAP, so that one part's losses stay
+        # in the range a grid handles
+        k = max(1, math.ceil(mu2 / GAUSSIAN_MU_CAP ** 2))
+        out.insert(0, (L.gaussian(math.sqrt(mu2 / k)), k))
     if not out:
         raise NotImplementedError("empty composition")
     return out
