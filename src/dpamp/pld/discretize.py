@@ -61,7 +61,7 @@ class _Half:
 
 
 def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: float,
-          cont=None, beta_atoms=None, q_end=None) -> _Half:
+          cont=None, beta_atoms=None, q_end=None, optimistic: bool = True, mid=None) -> _Half:
     """Cells (t_i, t_{i+1}], t_i = i h (i < K) carry P-mass dA and Q-mass dB; A_tail, B_tail are
     the P- and Q-mass above t_K (A_tail includes the P-mass inf_true at +inf).
     flat_end: the optimistic polygon goes flat after x_K at inf_true (the eps >= 0 half);
@@ -69,7 +69,17 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     floor: (a, b, c): no optimistic knot goes below max(c, a + b x), a lower bound on the true
     curve (c: the curve's limit, its mass at +inf). Keeping the knots up there matters: a polygon
     below it is the curve of a defective measure, the missing mass compounds over the number of
-    compositions, and a knot dipping below the flat tail makes a concave kink there."""
+    compositions, and a knot dipping below the flat tail makes a concave kink there.
+    optimistic=False skips the optimistic lowering (its fields are then None).
+    mid: (dA2, dB2), the P- and Q-mass of the upper half (t_i + h/2, t_{i+1}] of each cell, which
+    give the curve's value and tangent at the cell's midpoint x_m = x_i e^{h/2}:
+
+        F(x_m) = F(x_{i+1}) + (x_{i+1} - x_m) Q[L > t_{i+1}] + dA2 - x_m dB2,
+        F'(x_m+) = -(Q[L > t_{i+1}] + dB2),
+
+    a third tangent of the minorant, which halves the optimistic lowering (the chord exceeds the
+    two end tangents by up to a quarter of h^2 F'' at their kink, the three tangents by an
+    eighth): the lower bound's error falls from about twice the upper bound's to about half."""
     K = dA.size
     t = h * np.arange(K + 1)
     x = np.exp(t)
@@ -97,20 +107,55 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     alpha = dB - beta
     beta_end = beta if q_end is None else np.clip(beta - q_end, 0.0, None)
     end_slope = 0.0 if flat_end else -B_tail
+    mid_line = None
+    if optimistic and mid is not None and K:
+        dA2, dB2 = mid
+        xm = x[:-1] * np.exp(0.5 * h)
+        gap = x[1:] - xm
+        # dA2 - x_m dB2 is in [0, (x_{i+1} - x_m) dB2] (the half cell's losses are above
+        # t_m): clipping removes rounding noise only
+        inner = np.clip(dA2 - xm * dB2, 0.0, gap * dB2)
+        f_m = f[1:] + gap * qbar[1:] + inner
+        s_m = -(qbar[1:] + dB2)
+        # chord - (tangent at x_m) as a line in lam, its value at lam = 0 rounded up by a few
+        # ulps of its terms (a larger difference only lowers the polygon more)
+        c0 = f[:-1] - f_m + s_m * (xm - x[:-1])
+        pad = 16 * 2.0 ** -53 * (np.abs(f[:-1]) + np.abs(f[1:]) + f_m
+                                 + np.abs(s_m) * (xm - x[:-1] + dx))
+        mid_line = (f[1:] - f[:-1] - s_m * dx, c0 + pad)
     return _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
-                      end_slope)
+                      end_slope, optimistic, mid_line)
+
+
+def _kinks(lines):
+    """Pairwise intersections lam in [0, 1] of lines (slope, value at 0) in lam, per cell, and
+    the minimum of all the lines there: (lams, values), each (pairs, cells)."""
+    lams = []
+    for u in range(len(lines)):
+        for v in range(u + 1, len(lines)):
+            (su, cu), (sv, cv) = lines[u], lines[v]
+            den = su - sv
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
+    lam = np.clip(np.nan_to_num(np.array(lams), nan=0.0), 0.0, 1.0)
+    vals = np.min(np.stack([sl[None, :] * lam + c0[None, :] for sl, c0 in lines]), axis=0)
+    return lam, vals
 
 
 def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
-               end_slope) -> _Half:
+               end_slope, optimistic: bool = True, mid_line=None) -> _Half:
     """Pessimistic masses of the polygon through the knots f (chord slopes s_up, flat after the
     last knot at f_K) and the optimistic lowering of the knots, given on each cell the growth
     rates alpha, beta_end of chord - (left line) and chord - (right line) of a convex minorant
-    of the curve (tangents, or secants of neighbouring cells)."""
+    of the curve (tangents, or secants of neighbouring cells), and optionally chord - (a third
+    line below the curve) as (slope, value at lam = 0) per cell."""
     K = f.size - 1
     # pessimistic masses x_i (S_i - S_{i-1}), S_K = 0 (flat)
     s_full = np.concatenate([s_up, [0.0]])
     m_up = x[1:] * (s_full[1:] - s_full[:-1])
+    if not optimistic:
+        return _Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, None, None, None, end_slope,
+                     floor)
     # --- optimistic lowering -------------------------------------------------------------
     # On cell i (position lam in [0, 1]) the curve is above V = max(left line, right line,
     # floor) (the floor max(c, a + b x) is a lower bound too). chord - V is concave, so the
@@ -119,37 +164,43 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
     #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - c = (1-lam) f_i + lam f_{i+1} - c.
     a, b, c = floor
     fi, fj, xi = f[:-1], f[1:], x[:-1]
-    diffs = [  # (slope in lam, value at lam = 0) of each difference, per cell
+    tangents = [  # (slope in lam, value at lam = 0) of each difference, per cell
         (alpha * dx, np.zeros(K)),
         (-beta_end * dx, beta_end * dx),
-        (fj - fi - b * dx, fi - a - b * xi),
-        (fj - fi, fi - c),
-    ]
-    # the tangents' kink (alpha lam = beta (1 - lam)) decides almost every cell; the floor lines
-    # only where they come near it
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam_ab = np.where(alpha + beta_end > 0, beta_end / (alpha + beta_end), 0.5)
-    g_ab = alpha * lam_ab * dx
-    floor_near = np.minimum(diffs[2][0] * lam_ab + diffs[2][1], diffs[3][0] * lam_ab + diffs[3][1])
-    hard = np.nonzero(floor_near < g_ab)[0]
-    lam_all = np.tile(lam_ab, (6, 1))
-    need = np.zeros((6, K))
-    need[0] = np.maximum(g_ab, 0.0)
+    ] + ([mid_line] if mid_line is not None else [])
+    floors = [(fj - fi - b * dx, fi - a - b * xi), (fj - fi, fi - c)]
+    # the tangents' kinks decide almost every cell; the floor lines only where they come near
+    # one (a cell is "hard" then, and all pairwise intersections of all lines are its kinks)
+    lam_c, vals = _kinks(tangents)                       # (1 or 3, K)
+    floor_near = np.minimum(floors[0][0][None, :] * lam_c + floors[0][1][None, :],
+                            floors[1][0][None, :] * lam_c + floors[1][1][None, :])
+    hard = np.nonzero((floor_near < vals).any(axis=0))[0]
+    need_c = np.maximum(vals, 0.0)
     if hard.size:
-        sub = [(sl[hard], c0[hard]) for sl, c0 in diffs]
-        lams = []
-        for u in range(4):
-            for v in range(u + 1, 4):
-                su, cu = sub[u]
-                sv, cv = sub[v]
-                den = su - sv
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
-        lh = np.clip(np.nan_to_num(np.array(lams), nan=0.0), 0.0, 1.0)         # (6, |hard|)
-        vals = np.min(np.stack([sl[None, :] * lh + c0[None, :] for sl, c0 in sub]), axis=0)
-        lam_all[:, hard] = lh
-        need[:, hard] = np.maximum(vals, 0.0)
-    G = need.max(axis=0)
+        lam_h, vals_h = _kinks([(sl[hard], c0[hard]) for sl, c0 in tangents + floors])
+        need_h = np.maximum(vals_h, 0.0)
+    G = need_c.max(axis=0)
+    if hard.size:
+        G[hard] = need_h.max(axis=0)
+    cols = np.arange(hard.size)
+    allc = np.arange(K)
+
+    def deficits(e):
+        """The largest shortfall of the polygon below the minorant's kinks in each cell and
+        the position of that kink."""
+        dc = need_c - ((1.0 - lam_c) * e[None, :-1] + lam_c * e[None, 1:])
+        if dc.shape[0] == 1:
+            d, lam = dc[0], lam_c[0]
+        else:
+            w = np.argmax(dc, axis=0)
+            d, lam = dc[w, allc], lam_c[w, allc]
+        if hard.size:
+            dh = need_h - ((1.0 - lam_h) * e[None, hard] + lam_h * e[None, hard + 1])
+            w = np.argmax(dh, axis=0)
+            d[hard] = dh[w, cols]
+            lam = lam.copy()
+            lam[hard] = lam_h[w, cols]
+        return d, lam
     # Knot floors. Hard: the line a + b x (a lower bound on the curve; at x = 1 it matches the
     # other half's floor, which keeps the kink at x = 1 fixable), always feasible since V >= line.
     # Soft: max(c, a + b x), whose use avoids a defective measure (mass lost per step compounds
@@ -171,14 +222,12 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
         # a knot held by its floor leaves a deficit at some kink of its cell: lower the other
         # knot of the cell (lowering never breaks a constraint)
         for _ in range(200):
-            deficit = need - ((1.0 - lam_all) * e[None, :-1] + lam_all * e[None, 1:])
-            worst = np.argmax(deficit, axis=0)
-            d = deficit[worst, np.arange(K)]
+            d, lam = deficits(e)
             # deficits at rounding level of the curve's values are not deficits
             bad = np.nonzero(d > tol)[0]
             if bad.size == 0:
                 break
-            lb = lam_all[worst[bad], bad]
+            lb = lam[bad]
             d = d[bad] * (1.0 + 1e-12)
             up_l = np.maximum(np.minimum(cap[bad] - e[bad], d / np.maximum(1.0 - lb, 1e-300)),
                               0.0)
@@ -189,8 +238,7 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
         else:
             if attempt == 1:
                 raise ArithmeticError("optimistic discretisation: infeasible cell")
-        deficit = need - ((1.0 - lam_all) * e[None, :-1] + lam_all * e[None, 1:])
-        stuck = np.nonzero(deficit.max(axis=0) > tol)[0]
+        stuck = np.nonzero(deficits(e)[0] > tol)[0]
         if stuck.size == 0:
             break
         cap[stuck] = cap_hard[stuck]
@@ -243,20 +291,47 @@ class Discretized:
         return self.jlo + self.upper.size - 1
 
 
-def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int) -> Discretized:
-    """Pessimistic and optimistic discretisations of ``loss`` on t_j = j h, jlo < 0 < jhi."""
+def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int,
+               optimistic: bool = True) -> Discretized:
+    """Pessimistic and optimistic discretisations of ``loss`` on t_j = j h, jlo < 0 < jhi
+    (optimistic=False: the pessimistic one only, ``lower`` all zeros: a valid, useless bound)."""
     if not (jlo < 0 < jhi):
         raise ValueError("the grid must have points on both sides of 0")
-    c = loss.cell_masses(jlo, jhi, h)
-    return discretize_cells(c, h, jlo, jhi, loss.inf_mass, q_ninf=loss.neg_inf_mass)
+    mid = None
+    if optimistic:
+        # the half cells' masses give every cell a third tangent, at its midpoint (see _half)
+        c2 = loss.cell_masses(2 * jlo, 2 * jhi, 0.5 * h)
+        fin = np.isfinite(loss.atom_loss)
+        c = _coarsen(c2) if not fin.any() else loss.cell_masses(jlo, jhi, h)
+        mid = {"right": (c2["right"][0][1::2], c2["right"][1][1::2]),
+               "left": (c2["left"][0][0::2], c2["left"][1][0::2])}
+    else:
+        c = loss.cell_masses(jlo, jhi, h)
+    return discretize_cells(c, h, jlo, jhi, loss.inf_mass, q_ninf=loss.neg_inf_mass,
+                            optimistic=optimistic, mid=mid)
+
+
+def _coarsen(c2: dict) -> dict:
+    """Cell masses on the grid of step h from those of step h/2, for a loss without finite
+    atoms (the atoms' shares ``*_beta`` and ``*_end`` are then zero)."""
+    pair = lambda v: v[0::2] + v[1::2]  # noqa: E731
+    out = {k: c2[k] for k in ("below", "zero", "above")}
+    for side in ("left", "right"):
+        out[side] = tuple(pair(v) for v in c2[side])
+        out[side + "_cont"] = tuple(pair(v) for v in c2[side + "_cont"])
+        out[side + "_beta"] = pair(c2[side + "_beta"])
+        out[side + "_end"] = pair(c2[side + "_end"])
+    return out
 
 
 def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
-                     totals: tuple | None = None, q_ninf: float = 0.0) -> Discretized:
+                     totals: tuple | None = None, q_ninf: float = 0.0,
+                     optimistic: bool = True, mid: dict | None = None) -> Discretized:
     """``discretize`` from cell masses (see LossDistribution.cell_masses); p_inf = P[L = inf],
     q_ninf = Q[L = -inf] (the swapped pair's mass at +inf; 0 is always safe for the bounds).
     The measures may be defective (total masses below 1): the perspective between the halves
-    is F(x) = P_tot - x Q_tot + x F_rev(1/x) for x <= 1."""
+    is F(x) = P_tot - x Q_tot + x F_rev(1/x) for x <= 1. ``mid``: the masses of the half cells
+    farther from 0, {"right": (P, Q), "left": (P, Q)}, for the midpoint tangents (see _half)."""
     rp, rq = c["right"]
     lp, lq = c["left"]
     if totals is None:
@@ -265,7 +340,8 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
     else:
         p_tot, q_tot = totals
     fwd = _half(rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0, p_inf), p_inf,
-                c.get("right_cont"), c.get("right_beta"), c.get("right_end"))
+                c.get("right_cont"), c.get("right_beta"), c.get("right_end"), optimistic,
+                None if mid is None else mid["right"])
     # the swapped pair (Q, P): its cell i is [t_{-i-1}, t_{-i}) of L; its curve is
     # E_Q[(1 - x' e^L)_+] >= max(Q[L = -inf], Q_tot - x'(P_tot - p_inf))
     lc = c.get("left_cont")
@@ -274,7 +350,8 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
     rev = _half(lq[::-1], lp[::-1], c["below"][1], c["below"][0], h, False,
                 (q_tot, -(p_tot - p_inf), q_ninf), q_ninf,
                 None if lc is None else (lc[1][::-1], lc[0][::-1]),
-                None if lb is None else lb[::-1], None if le is None else le[::-1])
+                None if lb is None else lb[::-1], None if le is None else le[::-1], optimistic,
+                None if mid is None else (mid["left"][1][::-1], mid["left"][0][::-1]))
     return _combine(fwd, rev, h, jlo, jhi, p_tot, q_tot, p_inf, c["zero"][0])
 
 
@@ -287,6 +364,8 @@ def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p) -
     upper[:z] = (rev.m_up * back)[::-1]
     # jump of the slope at x = 1 (includes any atom at 0): left slope is F(1) - P_tot - S_rev
     upper[z] = fwd.s_up0 + rev.s_up0 + p_tot - fwd.f[0]
+    if fwd.e is None:                             # pessimistic only
+        return Discretized(h, jlo, np.maximum(upper, 0.0), fwd.inf_up, np.zeros_like(upper), 0.0)
     # optimistic: common lowering at x = 1; the forward slope left of 1 is -1 + g0 - S_rev
     e0 = max(fwd.e[0], rev.e[0])
     em1 = np.expm1(h)
@@ -332,9 +411,21 @@ def _cancel_negatives(m: np.ndarray, passes: int = 20):
 
 def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Indices of the vertices of the lower convex hull of points sorted by x (Andrew's
-    monotone chain). Rounding can only drop a vertex, i.e. lower the polygon: safe here."""
-    hull: list[int] = []
-    for i in range(x.size):
+    monotone chain). Rounding can only drop a vertex, i.e. lower the polygon: safe here.
+    The chain keeps every point of a prefix whose consecutive turns are all convex (the same
+    test, evaluated vectorised in the same floating-point operations), so it starts after it:
+    the usual non-convexity is a few knots at one end of a long convex polygon."""
+    n = x.size
+    if n >= 3:
+        cross = ((x[1:-1] - x[:-2]) * (y[2:] - y[:-2]) - (y[1:-1] - y[:-2]) * (x[2:] - x[:-2]))
+        bad = np.nonzero(cross <= 0)[0]
+        if bad.size == 0:
+            return np.arange(n)
+        start = int(bad[0]) + 2
+    else:
+        start = 0
+    hull: list[int] = list(range(start))
+    for i in range(start, n):
         while len(hull) >= 2:
             a, b = hull[-2], hull[-1]
             if (x[b] - x[a]) * (y[i] - y[a]) - (y[b] - y[a]) * (x[i] - x[a]) <= 0:

@@ -39,10 +39,12 @@ class GridPMF:
     def t(self) -> np.ndarray:
         return self._t
 
-    def _raw(self, e: np.ndarray) -> np.ndarray:
-        """The bound at eps before the monotone envelope."""
+    def _raw(self, e: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
+        """The bound at eps before the monotone envelope (``k``: the first bin strictly above
+        each eps, when the caller knows it)."""
         n = self.mass.size
-        k = np.searchsorted(self._t, e, side="right")          # first bin strictly above eps
+        if k is None:
+            k = np.searchsorted(self._t, e, side="right")
         A = self._A[k]
         C = self._C[k]
         tk = self._t[np.minimum(k, n - 1)] if n else np.zeros_like(e)
@@ -60,7 +62,7 @@ class GridPMF:
         where the error budget is large (far from the tilt), not near the answer."""
         env = getattr(self, "_env", None)
         if env is None:
-            g = self._raw(self._t)
+            g = self._raw(self._t, np.arange(1, self.mass.size + 1))  # t_j: bin j + 1 is next
             env = np.minimum.accumulate(g) if self.upper else np.maximum.accumulate(g[::-1])[::-1]
             self._env = env
         return env
@@ -140,6 +142,8 @@ def _discounted_suffix(m: np.ndarray, h: float) -> np.ndarray:
         j = np.arange(seg.size)
         w = np.exp(-h * j)                                   # e^{-(j) h}, j from block start
         s = np.cumsum((seg * w)[::-1])[::-1]                  # sum_{i>=j} m_i e^{-i h}
-        out[start:end] = s / w + carry * np.exp(-h * (seg.size - j))
+        out[start:end] = s / w
+        if carry:
+            out[start:end] += carry * np.exp(-h * (seg.size - j))
         carry = out[start]
     return out

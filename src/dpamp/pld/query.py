@@ -18,8 +18,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..methods import OutOfReach
-from .._logspace import logsumexp
-from .engine import MAX_N, PartPMF, compose
+from .engine import MAX_N, PartPMF, compose, grid_log_mgf
 from .sources import discretize_source, parts_of
 
 #: most grid refinements tried before giving up with a clear error
@@ -69,7 +68,7 @@ def _directions(mechanism):
     return [parts, [(src.swapped(), c) for src, c in parts]]
 
 
-def _discretize(parts, h, tail_total):
+def _discretize(parts, h, tail_total, optimistic=True):
     n = len(parts)
     out = []
     for src, c in parts:
@@ -82,7 +81,7 @@ def _discretize(parts, h, tail_total):
         jhi = max(1, math.ceil(hi / h) + 1)
         if jhi - jlo > MAX_N:
             raise MemoryError(jhi - jlo)
-        d = discretize_source(src, h, jlo, jhi)
+        d = discretize_source(src, h, jlo, jhi, optimistic)
         # the optimistic PMF may drop any mass (that only lowers delta): drop its top tail of
         # mass <= the budget, which otherwise holds the tail rounded down onto the last knot and,
         # once tilted, widens the FFT window for nothing
@@ -96,7 +95,7 @@ def _discretize(parts, h, tail_total):
     return out
 
 
-_S = np.geomspace(1e-2, 1e3, 15)
+_S = np.geomspace(1e-2, 1e3, 61)
 #: fraction of the Chernoff saddle point used as the exponential tilt of the FFT: half the
 #: saddle keeps the FFT's error far below the tolerance near the answer for the usual deltas
 #: while the tilted measure's heavy tail (rare large losses) widens the window less; when the
@@ -108,11 +107,7 @@ def _log_mgf(pparts, upper=True, s=_S):
     """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s."""
     K = np.zeros(s.size)
     for p in pparts:
-        m = p.mass(upper)
-        t = p.d.h * (p.d.jlo + np.arange(m.size))
-        with np.errstate(divide="ignore"):
-            lm = np.log(np.maximum(m, 0.0))
-        K += p.count * logsumexp(lm[None, :] + s[:, None] * t[None, :], axis=1)
+        K += p.count * grid_log_mgf(p.mass(upper), p.d.h * p.d.jlo, p.d.h, s)
     return K
 
 
@@ -127,8 +122,8 @@ def _tilt_cap(pparts):
         if s <= 0:
             continue
         t = p.d.h * (p.d.jlo + np.arange(m.size))
-        mu = float(np.dot(m, t) / s)
-        var += p.count * float(np.dot(m, (t - mu) ** 2) / s)
+        mu = float(np.sum(m * t) / s)
+        var += p.count * float(np.sum(m * (t - mu) ** 2) / s)
     return 20.0 / math.sqrt(max(var, 1e-12))
 
 
@@ -149,12 +144,12 @@ def saddle_for_epsilon(pparts, eps):
 
 
 def _initial_h(direction_parts, tol_abs, z=4.0):
-    """A first grid step from the model gap ~ 0.3 z h^2 (sum of counts) / sd (second-order
+    """A first grid step from the model gap ~ 0.2 z h^2 (sum of counts) / sd (second-order
     discretisation errors add up in variance over the steps); refined by measurement."""
     counts = sum(c for _, c in direction_parts)
     var = sum(c * max(src.var, 0.0) for src, c in direction_parts)
     sd = math.sqrt(max(var, 1e-30))
-    h = math.sqrt(0.8 * tol_abs * sd / (0.3 * max(z, 1.0) * counts))
+    h = math.sqrt(0.8 * tol_abs * sd / (0.2 * max(z, 1.0) * counts))
     # never coarser than a fraction of the spread of a single step of any part
     for src, _ in direction_parts:
         h = min(h, max(math.sqrt(max(src.var, 0.0)), 1e-12) / 4.0)
@@ -281,8 +276,8 @@ def _gaussian_guess(direction_parts, delta):
     return max(M + math.sqrt(2.0 * V * math.log(1.0 / delta)), 1e-6)
 
 
-def _direction(d, h, tail_total, tilt, saddle, log_delta_target):
-    pp = _discretize(d, h, tail_total)
+def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True):
+    pp = _discretize(d, h, tail_total, optimistic)
     e_est, lam, log_d = saddle(pp)
     lam = min(lam * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
@@ -290,13 +285,21 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target):
     return {"parts": pp, "lam": lam, "pmf": pm, "target": target, "h": h}
 
 
+#: the other directions are first accounted on a grid this many times coarser, pessimistically
+#: only (an upper bound is an upper bound on any grid): usually that already shows them to be
+#: the better ones (for Poisson-subsampled Gaussians the two directions' epsilons differ by
+#: far more than the coarse grid's error), and they then cost a fraction of the first
+COARSE = 8
+
+
 def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query):
-    """The first direction at step h; the others first at 2h (an upper bound is an upper bound
-    on any grid): only if one could be the worse direction is it redone at h."""
+    """The first direction at step h; the others first at COARSE h, upper bound only: only if
+    one could be the worse direction is it redone at h (with both bounds)."""
     out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta)]
     best = query(out[0]["pmf"][True])
     for d in dirs[1:]:
-        coarse = _direction(d, 2 * h, tail_total, tilt, saddle, log_delta)
+        coarse = _direction(d, COARSE * h, tail_total, tilt, saddle, log_delta,
+                            optimistic=False)
         if query(coarse["pmf"][True]) <= best:
             out.append(coarse)
         else:

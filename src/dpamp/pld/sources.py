@@ -122,8 +122,8 @@ class ProfileSource:
             d = self.discretize(h, min(-1, int(lo / h) - 1), max(1, int(hi / h) + 1))
             t = h * (d.jlo + np.arange(d.upper.size))
             w = d.upper / max(d.upper.sum(), 1e-300)
-            m = float(np.dot(w, t))
-            self._moments = (m, float(np.dot(w, (t - m) ** 2)))
+            m = float(np.sum(w * t))
+            self._moments = (m, float(np.sum(w * (t - m) ** 2)))
         return self._moments
 
     @property
@@ -149,10 +149,12 @@ class ProfileSource:
         return discretize_profile(up, low, self.inf_mass, inf_low, h, jlo, jhi)
 
 
-def discretize_source(src, h: float, jlo: int, jhi: int) -> Discretized:
+def discretize_source(src, h: float, jlo: int, jhi: int, optimistic: bool = True) -> Discretized:
+    """Both discretisations of a part on t_j = j h (optimistic=False: the pessimistic one only
+    where that saves time; ``lower`` is then zeros)."""
     if isinstance(src, (SymmetricCurve, ProfileSource)):
         return src.discretize(h, jlo, jhi)
-    return discretize(src, h, jlo, jhi)
+    return discretize(src, h, jlo, jhi, optimistic)
 
 
 def loss_distribution(mechanism):
