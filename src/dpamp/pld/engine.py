@@ -136,9 +136,10 @@ def _compose_kind(parts, h, lam, upper, target):
         ws.append(np.exp(lw - lM) if math.isfinite(lM) else np.zeros(m.size))
         ts.append(t)
         lMs.append(lM)
-    # aliasing costs e^{log_tail + K(lam) - lam t} at t: at most 1e-9 delta at the target
+    # aliasing costs e^{log_tail + K(lam) - lam t} at t: at most 1e-7 delta at the target (the
+    # tolerance is ~1e-3; what it costs is charged to the lower bound either way)
     K_lam = sum(p.count * lM for p, lM in zip(parts, lMs) if math.isfinite(lM))
-    log_tail = min(-30.0, math.log(1e-9) + target[1] - (K_lam - lam * target[0]))
+    log_tail = min(-20.0, math.log(1e-7) + target[1] - (K_lam - lam * target[0]))
     iA, iB, tail_bound = tilted_window(ws, ts, [p.count for p in parts], h, log_tail)
     widest = max(p.d.upper.size for p in parts)
     N = sfft.next_fast_len(max(iB - iA + 1, widest, 16), real=True)
