@@ -25,7 +25,9 @@ whether or not it is the curve of a genuine pair of distributions.
 * Optimistic: the same knots, each lowered. On a cell [x_j, x_{j+1}] the tangents at both ends
   (slopes -Q[L > t]) form a convex minorant V of F; the chord exceeds V by at most
   G_j = dx_j beta_j (dB_j - beta_j) / dB_j, at lambda_j = beta_j / dB_j of the way, so lowering the
-  cell's knots such that (1 - lambda_j) e_j + lambda_j e_{j+1} >= G_j puts the polygon below V. After
+  cell's knots such that (1 - lambda_j) e_j + lambda_j e_{j+1} >= G_j puts the polygon below V.
+  For a loss distribution the tangent at the cell's midpoint joins them (from the masses of the
+  half cells, see ``_half``), which halves the lowering. After
   the last grid point the polygon must be flat, so the last knot goes down to F(inf) (the true
   mass at +inf: the tail is kept as mass at t_jhi with its Q-mass, a rounding down); before the
   first it follows the tangent (the P-mass below t_jlo is dropped: a defective measure, which the
@@ -158,7 +160,7 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
                      floor)
     # --- optimistic lowering -------------------------------------------------------------
     # On cell i (position lam in [0, 1]) the curve is above V = max(left line, right line,
-    # floor) (the floor max(c, a + b x) is a lower bound too). chord - V is concave, so the
+    # [midpoint tangent,] floor) (the floor max(c, a + b x) is a lower bound too). chord - V is concave, so the
     # polygon is below V iff it is at V's kinks, among the pairwise intersections of
     #   chord - left = alpha lam dx,   chord - right = beta_end (1 - lam) dx,
     #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - c = (1-lam) f_i + lam f_{i+1} - c.
