@@ -481,7 +481,7 @@ def test_grid_log_mgf_equals_the_direct_sum(n, h, seed):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(-3, 3), min_size=1, max_size=40), st.integers(0, 10 ** 6))
 def test_lower_hull_equals_the_plain_monotone_chain(bumps, seed):
-    from dpamp.pld.discretize import _lower_hull
+    from dpamp._hull import lower_hull as _lower_hull
     rng = np.random.default_rng(seed)
     n = len(bumps)
     x = np.cumsum(rng.random(n) + 1e-3)

@@ -33,8 +33,7 @@ import numpy as np
 from scipy.special import expit, gammaln
 
 from . import _validate as V
-from .mechanisms.base import Mechanism, check_mechanism
-from .relations import Relation
+from .mechanisms.base import Mechanism, PostProcessing, check_mechanism
 
 __all__ = ["r_alpha", "asymptote", "upper_bound", "lower_bound", "hoeffding_lower_bound",
            "exact", "Certified", "EXACT_MAX_K_D1", "EXACT_MAX_D", "EXACT_MAX_OUTCOMES",
@@ -617,7 +616,7 @@ class BernoulliSampling:
 
 
 @dataclasses.dataclass(frozen=True)
-class BernoulliSampled(Mechanism):
+class BernoulliSampled(PostProcessing):
     """``base`` followed by Bernoulli sampling (001): RDP epsilon'(alpha) = an upper bound on
     Post_{alpha,k}(epsilon_base(alpha)), order by order:
 
@@ -631,13 +630,6 @@ class BernoulliSampled(Mechanism):
     kernel: BernoulliSampling
     _cache: dict = dataclasses.field(default_factory=dict, compare=False, hash=False,
                                      repr=False)
-
-    @property
-    def relation(self) -> Relation:  # type: ignore[override]
-        return self.base.relation
-
-    def has_rdp(self) -> bool:
-        return self.base.has_rdp()
 
     def _rdp(self, alpha):
         alpha = np.asarray(alpha, dtype=float)

@@ -17,13 +17,9 @@ def cmd_compare(args):
         print(markdown(rows, args.delta, mechanism=mech))
         return
     if args.json:
-        out = []
-        for name, g, s in rows:
-            if isinstance(g, str):
-                out.append({"method": name, "error": g, "seconds": s})
-            else:
-                out.append(dict(g.as_dict(), seconds=s))
-        print(json.dumps({"mechanism": repr(mech), "delta": args.delta, "results": out}))
+        from .report import result_dicts
+        print(json.dumps({"mechanism": repr(mech), "delta": args.delta,
+                          "results": result_dicts(rows)}))
         return
     print(f"{'method':14s} {'epsilon':>12s} {'lower':>12s} {'time':>11s}  source")
     for name, g, s in rows:

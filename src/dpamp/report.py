@@ -147,14 +147,15 @@ def text(rows, delta: float, plan=None, mechanism=None) -> str:
     return "\n".join(lines)
 
 
+def result_dicts(rows) -> list:
+    """Each (method, Guarantee or error message, seconds) row as a JSON-ready dict."""
+    return [{"method": name, "error": g, "seconds": s} if isinstance(g, str)
+            else dict(g.as_dict(), seconds=s) for name, g, s in rows]
+
+
 def as_json(rows, delta: float, plan=None, mechanism=None) -> str:
     """One JSON object: the plan (or mechanism), delta, the best bounds and every row."""
-    results = []
-    for name, g, s in rows:
-        if isinstance(g, str):
-            results.append({"method": name, "error": g, "seconds": s})
-        else:
-            results.append(dict(g.as_dict(), seconds=s))
+    results = result_dicts(rows)
     top, low = best(rows)
     out = {"delta": delta,
            "best": None if top is None else {"epsilon": top.as_dict()["epsilon"],

@@ -101,6 +101,19 @@ class Mechanism:
         return compose(self, *others)
 
 
+class PostProcessing(Mechanism):
+    """A mechanism that runs ``base`` (a field of the subclass) and post-processes its output:
+    the neighbouring relation is the base's, and it has an RDP curve exactly when the base has
+    one (post-processing never increases a Rényi divergence)."""
+
+    @property
+    def relation(self) -> Relation:  # type: ignore[override]
+        return self.base.relation
+
+    def has_rdp(self) -> bool:
+        return self.base.has_rdp()
+
+
 def check_mechanism(obj, name="mechanism") -> Mechanism:
     if not isinstance(obj, Mechanism):
         raise ValueError(f"{name} must be a dpamp mechanism (got {type(obj).__name__})")

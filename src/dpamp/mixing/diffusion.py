@@ -46,8 +46,20 @@ def _rng(rng):
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
+class _Diffusion(Mechanism):
+    """M_t = P_t o f for a Markov semigroup (P_t): (alpha, alpha Lambda(t))-RDP (002 Thm 6), with
+    the subclass's ``intrinsic_sensitivity`` Lambda(t) and fields ``t``, ``sensitivity``."""
+
+    def _rdp(self, alpha):
+        return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
+
+    def advance(self, s: float):
+        """P_s o M_t = M_{t+s}: post-processing by the semigroup adds time."""
+        return dataclasses.replace(self, t=self.t + V.positive("s", s))
+
+
 @dataclasses.dataclass(frozen=True)
-class BrownianMotion(Mechanism):
+class BrownianMotion(_Diffusion):
     """M_t(D) = f(D) + N(0, 2t I): the Brownian-motion diffusion mechanism (002 Ex. 4, 5),
     (alpha, alpha Delta^2 / (4t))-RDP (002 Thm 6). ``sensitivity``: global L2 sensitivity."""
 
@@ -71,12 +83,6 @@ class BrownianMotion(Mechanism):
         """The same mechanism as dp.Gaussian(sqrt(2t), Delta)."""
         return Gaussian(math.sqrt(2.0 * self.t), self.sensitivity, self.relation)
 
-    def _rdp(self, alpha):
-        return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
-
-    def advance(self, s: float) -> "BrownianMotion":
-        """P_s o M_t = M_{t+s}: post-processing by the semigroup adds time."""
-        return dataclasses.replace(self, t=self.t + V.positive("s", s))
 
     def sample(self, f_value, rng=None) -> np.ndarray:
         """One release f(D) + N(0, 2t I) for the query value ``f_value`` (array-like)."""
@@ -89,7 +95,7 @@ class BrownianMotion(Mechanism):
 
 
 @dataclasses.dataclass(frozen=True)
-class OrnsteinUhlenbeck(Mechanism):
+class OrnsteinUhlenbeck(_Diffusion):
     """The Ornstein-Uhlenbeck mechanism (002 Sec. 5.1): SDE dX = -theta X dt + sqrt(2) rho dW
     started at f(D), released at time t:
 
@@ -139,12 +145,6 @@ class OrnsteinUhlenbeck(Mechanism):
         return Gaussian(math.sqrt(self.variance), self.shrinkage * self.sensitivity,
                         self.relation)
 
-    def _rdp(self, alpha):
-        return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
-
-    def advance(self, s: float) -> "OrnsteinUhlenbeck":
-        """P_s o M_t = M_{t+s} (semigroup property)."""
-        return dataclasses.replace(self, t=self.t + V.positive("s", s))
 
     def sample(self, f_value, rng=None) -> np.ndarray:
         """One release e^{-theta t} f(D) + N(0, variance I) for the query value ``f_value``."""

@@ -45,7 +45,6 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
 
 from .. import _validate as V
 
@@ -277,26 +276,14 @@ class GaussianKernel(_NoiseKernel):
         self._validate_domain()
 
     def dobrushin(self, epsilon=0.0):
-        """sup TV (eps = 0) or sup D_{e^eps} of N(c, s^2) vs N(c', s^2) over |c - c'| <= D:
-        Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu), mu = D / sigma (000 Thm 4), evaluated
-        as Phi(a) (1 - e^r), r = eps + log Phi(b) - log Phi(a), with every log term moved by
-        err = 1e-14 (1 + |eps| + |log Phi(a)| + |log Phi(b)|) in the pessimistic direction
-        (covers the relative error of log_ndtr and of the sums)."""
+        """sup TV (eps = 0) or sup D_{e^eps} of N(c, s^2) vs N(c', s^2) over |c - c'| <= D: the
+        Gaussian profile at mu = D / sigma (000 Thm 4), rounded up (the profiles' closed form)."""
+        from ..profiles.closed_forms import gaussian_log_profile
         eps = _eps_array(epsilon)
         mu = self.diameter / self.sigma
-        if mu == 0.0:
-            return _out(np.zeros(eps.shape))
         if math.isinf(mu):
             return _out(np.where(np.isinf(eps), 0.0, 1.0))
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            a = mu / 2 - eps / mu
-            b = -mu / 2 - eps / mu
-            la, lb = log_ndtr(a), log_ndtr(b)
-            err = 1e-14 * (1.0 + np.abs(eps) + np.abs(la) + np.abs(lb))
-            r = np.minimum(eps + lb - la - err, 0.0)
-            val = np.exp(la + err) * (-np.expm1(r))
-        val = np.where(np.isinf(eps), 0.0, np.clip(val, 0.0, 1.0))
-        return _out(val)
+        return _out(np.exp(gaussian_log_profile(mu, eps, upper=True)))
 
     def doeblin(self) -> float:
         """Equal to the Dobrushin coefficient 2 Phi(D/(2 sigma)) - 1 (module docstring)."""
@@ -331,15 +318,14 @@ class LaplaceKernel(_NoiseKernel):
 
     def dobrushin(self, epsilon=0.0):
         """sup D_{e^eps}(Lap(c, b) || Lap(c', b)) over |c - c'| <= D: [1 - e^{(eps - D/b)/2}]_+
-        (000 Thm 3); eps = 0 gives TV = 1 - e^{-D/(2b)}. Rounded up by 4 ulps."""
+        (000 Thm 3); eps = 0 gives TV = 1 - e^{-D/(2b)}. The Laplace profile at D/b, rounded up
+        (the profiles' closed form)."""
+        from ..profiles.closed_forms import laplace_log_profile
         eps = _eps_array(epsilon)
         t = self._t
-        with np.errstate(invalid="ignore"):
-            val = np.where(eps < t, -np.expm1(np.minimum(eps - t, 0.0) / 2), 0.0)
-        val = np.where(val > 0, np.minimum(1.0, val * (1 + 8 * _U) + 4 * _U), 0.0)
         if math.isinf(t):
-            val = np.where(np.isinf(eps), 0.0, 1.0)
-        return _out(val)
+            return _out(np.where(np.isinf(eps), 0.0, 1.0))
+        return _out(np.exp(laplace_log_profile(t, eps, upper=True)))
 
     def doeblin(self) -> float:
         """Equal to the Dobrushin coefficient 1 - e^{-D/(2b)} (module docstring)."""

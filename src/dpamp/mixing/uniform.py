@@ -36,8 +36,7 @@ import warnings
 import numpy as np
 
 from .. import _validate as V
-from ..mechanisms.base import Mechanism
-from ..relations import Relation
+from ..mechanisms.base import Mechanism, PostProcessing
 from .kernels import MixingKernel
 
 CONDITIONS = ("dobrushin", "dobrushin-eps", "doeblin", "ultra-mixing")
@@ -250,7 +249,7 @@ def amplified_profile(base_profile, kernel: MixingKernel, epsilon):
 # --- the post-processed mechanism ---------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class PostProcessed(Mechanism):
+class PostProcessed(PostProcessing):
     """``kernel`` applied to the output of ``base`` (``base.post_process(kernel)``).
 
     * ``profile(eps)``: the base's privacy profile amplified by 002 Thm 1
@@ -277,13 +276,6 @@ class PostProcessed(Mechanism):
                 "accept every real input: use an unbounded dp.GaussianKernel / dp.LaplaceKernel "
                 "(002 Thm 2 coupling bound), or a base mechanism whose outputs lie in the "
                 "kernel's input space")
-
-    @property
-    def relation(self) -> Relation:  # type: ignore[override]
-        return self.base.relation
-
-    def has_rdp(self) -> bool:
-        return self.base.has_rdp()
 
     def _coupling(self, alpha):
         from .coupling import kernel_form, mechanism_form, shift_reduction_rdp

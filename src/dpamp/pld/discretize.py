@@ -45,6 +45,7 @@ import dataclasses
 
 import numpy as np
 
+from .._hull import lower_hull
 from .loss import LossDistribution
 
 
@@ -411,33 +412,6 @@ def _cancel_negatives(m: np.ndarray, passes: int = 20):
     return np.maximum(m, 0.0), slack
 
 
-def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the vertices of the lower convex hull of points sorted by x (Andrew's
-    monotone chain). Rounding can only drop a vertex, i.e. lower the polygon: safe here.
-    The chain keeps every point of a prefix whose consecutive turns are all convex (the same
-    test, evaluated vectorised in the same floating-point operations), so it starts after it:
-    the usual non-convexity is a few knots at one end of a long convex polygon."""
-    n = x.size
-    if n >= 3:
-        cross = ((x[1:-1] - x[:-2]) * (y[2:] - y[:-2]) - (y[1:-1] - y[:-2]) * (x[2:] - x[:-2]))
-        bad = np.nonzero(cross <= 0)[0]
-        if bad.size == 0:
-            return np.arange(n)
-        start = int(bad[0]) + 2
-    else:
-        start = 0
-    hull: list[int] = list(range(start))
-    for i in range(start, n):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            if (x[b] - x[a]) * (y[i] - y[a]) - (y[b] - y[a]) * (x[i] - x[a]) <= 0:
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return np.array(hull)
-
-
 def _half_hull(half: _Half, h: float, g0: float):
     """The lower convex hull of a half's optimistic knots with g_0 = g0, made convex at the far
     end too (its slope after x_K is ``end_slope``). Returns (x, knots, moved, first vertex
@@ -448,7 +422,7 @@ def _half_hull(half: _Half, h: float, g0: float):
     g[0] = g0
     orig = g.copy()
     for _ in range(K + 2):
-        v = _lower_hull(x, g)
+        v = lower_hull(x, g)     # rounding can only drop a vertex: lower, still below F
         g = np.minimum(np.interp(x, x[v], g[v]), g)
         if K == 0:
             break
@@ -554,7 +528,7 @@ def discretize_profile(upper_rows, lower_rows, inf_upper: float, inf_lower: floa
     x_left = np.exp(-h * np.arange(Kr, 0, -1))                  # t_jlo .. t_{-1}
     xs = np.concatenate([[0.0], x_left, x_right])
     ys = np.concatenate([[1.0], 1.0 - x_left + x_left * R[1:][::-1], U])
-    v = _lower_hull(xs, ys)
+    v = lower_hull(xs, ys)
     gy = np.interp(xs, xs[v], ys[v])
     slope = np.diff(gy) / np.diff(xs)
     right = np.concatenate([slope, [0.0]])                       # flat after the last knot

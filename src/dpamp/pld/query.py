@@ -237,8 +237,7 @@ def _refine(dirs, key, tol, what, compute, evaluate) -> Bracket:
     warning when a profile-only part limits the bracket, or refuse when the grid grows too
     large."""
     cached = _CACHE.get(key)
-    if cached is not None and (all(False in d["pmf"] for d in cached["dirs"])
-                               or not cached.get("has_lower", True)):
+    if cached is not None:
         res = evaluate(cached)
         if res is not None:
             return res
@@ -282,7 +281,8 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True
     lam = min(lam * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
     pm = compose(pp, h, lam, kinds=(True,), target=target)
-    return {"parts": pp, "lam": lam, "pmf": pm, "target": target, "h": h}
+    return {"parts": pp, "lam": lam, "pmf": pm, "target": target, "h": h,
+            "optimistic": optimistic}
 
 
 #: the other directions are first accounted on a grid this many times coarser, pessimistically
@@ -337,6 +337,12 @@ def _evaluate(state, tol, bound, at, floor=0.0):
         state["last"] = (up, None)
         state["error_bound"] = False
         return Bracket(up, None, state["h"], 0)
+    if not dd.get("optimistic", True):
+        # a cached state queried elsewhere: its coarse, pessimistic-only direction is now the
+        # worse one, and composing its empty lower PMF would only prove 0; start afresh
+        state["last"] = (up, 0.0)
+        state["error_bound"] = False
+        return None
     if False not in dd["pmf"]:
         dd["pmf"].update(compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
