@@ -496,3 +496,19 @@ def test_lower_hull_equals_the_plain_monotone_chain(bumps, seed):
                 break
         hull.append(i)
     assert list(_lower_hull(x, y)) == hull
+
+
+def test_cached_state_of_an_asymmetric_plan_answers_other_deltas():
+    """A Poisson plan (two directions, the second coarse and pessimistic only) answers a second
+    query from its cached PMFs, and that answer is a bracket of the fresh one's value."""
+    from dpamp.pld.query import _CACHE, epsilon_bracket
+    m = dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 300
+    _CACHE.store.clear()
+    epsilon_bracket(m, 1e-5)
+    again = epsilon_bracket(m, 1e-6)
+    assert again.rounds == 0                       # from the cache
+    _CACHE.store.clear()
+    fresh = epsilon_bracket(m, 1e-6)
+    assert fresh.rounds >= 1
+    assert again.lower <= fresh.upper and fresh.lower <= again.upper
+    assert again.upper - again.lower <= 1e-3 * again.upper
