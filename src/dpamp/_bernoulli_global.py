@@ -339,7 +339,9 @@ def _dual_bound(g, A, n_free, iters=16):
     z[:, n_free:] = np.maximum(z[:, n_free:], 0.0)
     lam = np.maximum(np.where(np.isfinite(x), x, 0.0), 0.0)
     lam = lam / np.maximum(lam.sum(axis=1, keepdims=True), 1e-300)
-    return np.where(usable, z * spread[:, None] / sc, 0.0), lam
+    with np.errstate(over="ignore", invalid="ignore"):
+        y_out = np.where(usable, z * spread[:, None] / sc, 0.0)
+    return np.where(np.isfinite(y_out), y_out, 0.0), lam
 
 
 def _phi(g, A, rhs_err, y, n_free):
