@@ -396,3 +396,48 @@ def test_rdp_triangle_and_group_privacy_gaussian():
     assert R.rdp_triangle(curve, curve, a, 2 * a) == pytest.approx(4 * rho * a)
     with pytest.raises(ValueError, match="alpha_prime"):
         R.rdp_triangle(curve, curve, 3.0, 2.0)
+
+
+# --------------------------------------------------------------------------------------------
+# the Rényi bracket (upper and lower curves) through composition
+# --------------------------------------------------------------------------------------------
+def test_renyi_bracket_gaussian_composition_closed_form():
+    """T-fold Gaussian: both ends are T alpha / (2 sigma^2) (one pair attains every order)."""
+    sigma, T = 1.7, 25
+    alpha = np.array([1.5, 2.0, 7.0, 64.0])
+    br = (dp.Gaussian(sigma) * T).renyi(alpha)
+    ref = T * alpha / (2 * sigma ** 2)
+    np.testing.assert_allclose(br.upper, ref, rtol=1e-14)
+    np.testing.assert_allclose(br.lower, ref, rtol=1e-14)
+    np.testing.assert_array_equal(br.alpha, alpha)
+    one = dp.Gaussian(sigma).renyi(3.0)
+    assert one.upper == one.lower == pytest.approx(3.0 / (2 * sigma ** 2), rel=1e-14)
+    np.testing.assert_allclose((dp.Gaussian(sigma) * T).rdp_lower(alpha), ref, rtol=1e-14)
+
+
+def test_renyi_bracket_lower_below_upper_and_additive():
+    """Composition of one mechanism: count x the part's lower curve (003 Prop. 20 for
+    subsampling without replacement, 001 eqs. 5/7 for Bernoulli sampling), always <= the
+    upper curve; NaN at orders where the part has none (Prop. 20: integers only)."""
+    wor = dp.Gaussian(1.0, sensitivity=2.0, relation=dp.SUBSTITUTION).subsample(
+        dp.WithoutReplacement(100, 10000))
+    br = (wor * 7).renyi([2.0, 2.5, 3.0])
+    single = wor.renyi([2.0, 3.0])
+    assert np.isnan(br.lower[1]) and np.isfinite(br.lower[[0, 2]]).all()
+    np.testing.assert_allclose(br.lower[[0, 2]], 7 * single.lower, rtol=1e-14)
+    assert (br.lower[[0, 2]] <= br.upper[[0, 2]]).all()
+    bern = dp.Gaussian(1.0).post_process(dp.BernoulliSampling(0.1, 2, 1))
+    bb = (bern * 3).renyi([2.0, 4.0])
+    np.testing.assert_allclose(bb.lower, 3 * bern.rdp_lower([2.0, 4.0]), rtol=1e-14)
+    assert (bb.lower <= bb.upper).all() and (bb.lower > 0).all()
+
+
+def test_renyi_bracket_none_where_not_proven():
+    """Different parts: no common worst pair is proven, so no lower curve; nor for a part
+    without one (Poisson subsampling)."""
+    assert dp.compose(dp.Gaussian(1.0), dp.Laplace(1.0)).renyi([2.0]).lower is None
+    assert dp.compose(dp.Gaussian(1.0), dp.Laplace(1.0)).rdp_lower([2.0]) is None
+    pois = dp.Gaussian(1.0).subsample(dp.Poisson(0.01))
+    assert pois.renyi(2.0).lower is None and (pois * 4).renyi(2.0).lower is None
+    with pytest.raises(ValueError, match="alpha"):
+        dp.Gaussian(1.0).renyi(0.5)

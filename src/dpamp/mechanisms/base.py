@@ -7,7 +7,7 @@ never how it will be queried (DESIGN: data flows left to right). Queries such as
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
@@ -40,6 +40,19 @@ class Mechanism:
     def rdp_lower(self, alpha):
         """A proven lower bound on the best possible RDP curve, where one is known (else None)."""
         return None
+
+    def renyi(self, alpha) -> "RenyiBracket":
+        """The Rényi-DP bracket at orders ``alpha`` (vectorised): ``upper`` = ``rdp(alpha)``, a
+        proven upper bound, and ``lower`` = a proven lower bound on the best possible curve, or
+        None where none is known. The lower curve is ``rdp_lower`` or, for a mechanism whose
+        curve is attained (``tight_rdp``), the curve itself. A lower curve defined only at
+        integer orders (003 Prop. 20) is NaN at the other orders."""
+        a = V.orders(alpha)
+        upper = np.asarray(self._rdp(a.astype(float)), dtype=float)
+        low = _lower_curve(self, a)
+        out = (lambda x: x if x.ndim else float(x))
+        return RenyiBracket(out(a.astype(float)), out(upper),
+                            None if low is None else out(np.asarray(low, dtype=float)))
 
     def has_rdp(self) -> bool:
         """Whether ``rdp`` is available (every part of a composition must have it)."""
@@ -118,6 +131,35 @@ def check_mechanism(obj, name="mechanism") -> Mechanism:
     if not isinstance(obj, Mechanism):
         raise ValueError(f"{name} must be a dpamp mechanism (got {type(obj).__name__})")
     return obj
+
+
+class RenyiBracket(NamedTuple):
+    """Rényi-DP of a mechanism per order: ``upper`` (proven) and ``lower`` (proven, or None)."""
+
+    alpha: np.ndarray | float
+    upper: np.ndarray | float
+    lower: np.ndarray | float | None
+
+
+def _lower_curve(mech: "Mechanism", alpha: np.ndarray):
+    """``mech.rdp_lower`` at ``alpha``, the curve itself when it is attained (``tight_rdp``),
+    else None. A lower curve that exists only at integer orders is evaluated there and NaN
+    elsewhere."""
+    try:
+        low = mech.rdp_lower(alpha)
+    except ValueError:
+        ints = (alpha == np.floor(alpha)) & (alpha >= 2) & np.isfinite(alpha)
+        if not ints.any():
+            return None
+        part = mech.rdp_lower(alpha[ints])
+        if part is None:
+            return None
+        low = np.full(alpha.shape, np.nan)
+        low[ints] = np.asarray(part, dtype=float)
+        return low
+    if low is None and mech.tight_rdp:
+        low = mech._rdp(alpha.astype(float))
+    return low
 
 
 def flatten(mechanisms: Iterable[tuple[Mechanism, int]]):

@@ -5,6 +5,7 @@ import dataclasses
 
 import numpy as np
 
+from .. import _validate as V
 from ..relations import Relation
 from .base import Mechanism, check_mechanism, flatten
 
@@ -33,6 +34,29 @@ class Composition(Mechanism):
         for mech, count in self.components:
             total = total + count * mech._rdp(alpha)
         return total
+
+    def rdp_lower(self, alpha):
+        """count x the part's lower curve, for a composition of one mechanism with itself
+        (its ``rdp_lower``, or its curve when attained, ``tight_rdp``); None otherwise.
+
+        Why it is a lower bound: at each order, the part's lower bound L(alpha) is (up to an
+        arbitrarily small margin) the Rényi divergence of the part's outputs on some pair of
+        neighbouring datasets (of some mechanism the part's description allows). Running that
+        same mechanism ``count`` times on that same pair is one of the compositions the
+        guarantee must cover, and its outputs are independent, so their joint distributions
+        are products and R_alpha adds: count x L(alpha). For *different* parts this needs one
+        pair on which every part attains its bound at once, which nothing here proves (each
+        part's worst pair may differ), so heterogeneous compositions report None."""
+        if len(self.components) != 1:
+            return None
+        from .base import _lower_curve
+        mech, count = self.components[0]
+        a = V.orders(alpha)
+        low = _lower_curve(mech, a)
+        if low is None:
+            return None
+        out = count * np.asarray(low, dtype=float)
+        return out if out.ndim else float(out)
 
     def __repr__(self):
         inner = ", ".join(f"{m!r} * {c}" if c != 1 else repr(m) for m, c in self.components)
