@@ -40,8 +40,8 @@ Notation. a = alpha > 1, E = (a-1) eps, eta = e^E - 1, h(u) = (1+u)^a - 1 - a u 
     corners and, correspondingly, the outcomes of W (a count m_l becomes k - m_l); G, C1, C2
     are unchanged. So only one support per orbit of the hyperoctahedral group (order 2^d d!)
     is searched, and, within a support, points may be mapped by the support's stabiliser so
-    that its first corner carries the largest Q-mass among its stabiliser orbit (a cell where
-    some corner of that orbit surely has more Q-mass than the first is discarded).
+    that a chain of its corners carry the most Q-mass on their stabiliser orbits (see
+    :func:`support_orbits`; a cell where some corner surely has more is discarded).
 
 (4) Cells. Per support corner v the pair (P_v, Q_v) = s_v (w_v, 1 - w_v) with s in [s_lo, s_hi],
     w in [w_lo, w_hi]: a convex quadrilateral (between two rays from the origin and two lines
@@ -54,7 +54,10 @@ Notation. a = alpha > 1, E = (a-1) eps, eta = e^E - 1, h(u) = (1+u)^a - 1 - a u 
       * tangent cuts: C1(z) >= T1(z) = sum_v [a (L_v^(a-1) - 1) P_v + (a-1)(1 - L_v^a) Q_v] for
         any ratios L_v > 0 (the supporting plane of the 1-homogeneous convex C1 at any point with
         P_v/Q_v = L_v passes through 0), so T1(z) <= eta; likewise T2 for C2 (P <-> Q);
-      * activity (4 corners): eta = C1(z) <= sum_i l_i C1(z_i) (convexity), same for C2.
+      * ratio rows: on the cell L_v = P_v/Q_v lies in [L_lo, L_hi] (from w) and Q L^a,
+        Q L^(1-a) are monotone in L, so sum Q (L_lo^a - 1) <= eta, sum Q (L_hi^(1-a) - 1) <= eta;
+      * activity (4 corners): eta = C1(z) <= sum_i l_i C1(z_i) (convexity), same for C2, and
+        the ratio rows reversed, sum Q (L_hi^a - 1) >= eta, sum Q (L_lo^(1-a) - 1) >= eta.
     The LP max sum_i l_i G_i under these rows is bounded by weak duality: for any multipliers
     (free for equalities, >= 0 for inequalities) max_i (G_i - y . A_i) >= the LP value. Any y
     is valid, so y comes from a few smoothed Newton steps and is never trusted for more than
