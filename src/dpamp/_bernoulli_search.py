@@ -40,7 +40,8 @@ certified upper bound is the largest bound of any discarded or leftover box. If 
 out the result is still a proven bracket, only wider than asked. All instances (pairs epsilon,
 alpha) share one batch, each with its own budget, so results do not depend on the batch.
 
-For d > 1 (:func:`local_search`) only a proven *lower* bound is computed (see its docstring).
+For d > 1, :func:`local_search` gives a proven *lower* bound (see its docstring); the upper end
+is proven by :mod:`dpamp._bernoulli_global`.
 """
 from __future__ import annotations
 
