@@ -716,3 +716,49 @@ def test_public_names():
         assert hasattr(B, name), name
     assert dp.bernoulli is B and dp.BernoulliSampling is B.BernoulliSampling
     assert B.exact.__doc__ and "001" in B.lower_bound.__doc__ and "Thm 5" in B.upper_bound.__doc__
+
+
+# --------------------------------------------------------------------------------------------
+# the command line: dpamp bernoulli
+# --------------------------------------------------------------------------------------------
+def test_cli_bernoulli_rows_are_the_library_values(capsys):
+    """--json rows: one per (alpha, epsilon), alpha-major, each column the library's value
+    at that point; --exact adds the certified bracket (d = 1: closes to 1e-6)."""
+    import json
+    from dpamp import cli
+    assert cli.main(["bernoulli", "--c", "0.1", "--k", "2", "--alpha", "5", "50",
+                     "--epsilon", "0.5", "3", "--exact", "--json"]) in (0, None)
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["alpha"], r["epsilon"]) for r in rows] == [(5, 0.5), (5, 3), (50, 0.5), (50, 3)]
+    for r in rows:
+        a, e = r["alpha"], r["epsilon"]
+        assert r["lower"] == B.lower_bound(e, a, 0.1, 1, 2)
+        assert r["upper"] == B.upper_bound(e, a, 0.1, 1, 2)
+        assert r["hoeffding"] == B.hoeffding_lower_bound(e, a, 0.1, 1, 2)
+        x = B.exact(e, a, 0.1, 1, 2)
+        assert (r["exact_value"], r["exact_upper"], r["certified"]) == (x.value, x.upper, True)
+        assert r["lower"] <= r["exact_value"] <= r["exact_upper"] <= r["upper"]
+
+
+def test_cli_bernoulli_table_options_and_errors(capsys, tmp_path):
+    from dpamp import cli
+    cli.main(["bernoulli", "--c", "0.2", "--d", "2", "--alpha", "3", "--epsilon", "1"])
+    out = capsys.readouterr().out
+    assert "d = 2" in out and f"{B.lower_bound(1.0, 3.0, 0.2, 2):.6g}" in out
+    # --max-cells and --rtol reach exact (a budget below its floor is refused by name)
+    assert cli.main(["bernoulli", "--c", "0.2", "--alpha", "3", "--epsilon", "1", "--exact",
+                     "--max-cells", "10"]) == 2
+    assert "max_cells" in capsys.readouterr().err
+    assert cli.main(["bernoulli", "--c", "0.2", "--alpha", "3", "--epsilon", "1", "--exact",
+                     "--rtol", "3"]) == 2
+    assert "rtol" in capsys.readouterr().err
+    for bad in (["--c", "0.5"], ["--c", "0.1", "--d", "0"], ["--c", "0.1", "--alpha", "1"]):
+        argv = ["bernoulli", "--alpha", "3", "--epsilon", "1"] + bad
+        assert cli.main(argv) == 2
+    assert cli.main(["bernoulli", "--c", "0.1", "--alpha", "3"]) == 2
+    assert "--epsilon" in capsys.readouterr().err
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "f1.png"
+    cli.main(["bernoulli", "--c", "0.1", "--alpha", "50", "--epsilon", "0.5", "1", "2",
+              "--figure1", str(path)])
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -16,7 +16,8 @@ import sys
 import time
 
 #: modules that add sub-commands: each defines add_parser(subparsers) -> None
-SUBCOMMAND_MODULES = ("dpamp.cli_compare", "dpamp.cli_calibrate", "dpamp.cli_plot")
+SUBCOMMAND_MODULES = ("dpamp.cli_compare", "dpamp.cli_calibrate", "dpamp.cli_plot",
+                      "dpamp.cli_bernoulli")
 
 #: The built-in plan is the TOML file dpamp/data/default_plan.toml (see dpamp.plan.default_plan):
 #: DP-SGD, noise multiplier 1.1, Poisson rate 256/60000, 60 epochs = 14062 steps, delta 1e-5.

@@ -187,19 +187,14 @@ def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
 
 
 def _rdp_lower(m, orders):
-    """A proven lower bound on the RDP of m at integer orders, or None. For a self-composition
-    part * c it is c times the part's bound: Rényi divergences of product distributions add,
-    and the same neighbouring pair attains the part's bound at every step. Compositions of
-    different parts get none (their worst pairs need not coincide)."""
-    parts = m.parts()
-    if len(parts) != 1:
+    """A proven lower bound on the RDP of m at integer orders where it says something the
+    upper curve does not (``Mechanism.renyi``: a part's ``rdp_lower``, times the count for a
+    self-composition), else None. A curve that is attained (lower == upper) is not drawn twice."""
+    br = m.renyi(orders)
+    if br.lower is None:
         return None
-    part, count = parts[0]
-    try:
-        low = part.rdp_lower(orders)
-    except (ValueError, NotImplementedError):
-        return None
-    return None if low is None else count * np.asarray(low, dtype=float)
+    low = np.asarray(br.lower, dtype=float)
+    return None if np.array_equal(low, np.asarray(br.upper, dtype=float)) else low
 
 
 def rdp(x, orders=None, output=None) -> dict:
