@@ -762,3 +762,49 @@ def test_cli_bernoulli_table_options_and_errors(capsys, tmp_path):
     cli.main(["bernoulli", "--c", "0.1", "--alpha", "50", "--epsilon", "0.5", "1", "2",
               "--figure1", str(path)])
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------------------------
+# the mass tightening of the d > 1 search (_bernoulli_global._tighten_masses)
+# --------------------------------------------------------------------------------------------
+def random_active_pairs(m, a, eps, rng, count):
+    """Pairs (P, Q) on m corners with sum P = sum Q = 1 and, for m = 4, both Rényi constraints
+    active (Q solves the 4 x 4 system of the support reduction for random ratios L); for
+    m = 3, the first constraint active and the second slack."""
+    eE = math.exp((a - 1) * eps)
+    out = []
+    while len(out) < count:
+        L = np.exp(rng.normal(0, 1.0, m))
+        rows = [np.ones(m), L, L ** a] + ([L ** (1 - a)] if m == 4 else [])
+        Q = np.linalg.solve(np.array(rows), np.array([1.0, 1.0, eE, eE][:m]))
+        if (Q <= 1e-3).any():
+            continue
+        if m == 3 and Q @ L ** (1 - a) > eE:
+            continue
+        out.append((Q * L, Q))
+    return out
+
+
+@pytest.mark.parametrize("m", [3, 4])
+def test_tighten_masses_keeps_every_candidate(m):
+    """A cell around a candidate (a box of relative width ~1e-3 in w, all of [0, 2] in s):
+    the tightened masses still contain the candidate's s, the cell is not declared empty,
+    and for 4 corners s is pinned down to a small interval (the rows determine Q from L)."""
+    from dpamp._bernoulli_global import _Instance, _tighten_masses
+    a, eps = 3.0, 0.7
+    rng = np.random.default_rng(11)
+    inst = _Instance(eps, a, np.zeros((2, m)), (), "both" if m == 4 else "one")
+    pairs = random_active_pairs(m, a, eps, rng, 40)
+    s = np.array([P + Q for P, Q in pairs])
+    w = np.array([P / (P + Q) for P, Q in pairs])
+    h = 1e-3 * rng.uniform(0.2, 1.0, w.shape)
+    w_lo, w_hi = w - h * rng.uniform(0, 1, w.shape), w + h * rng.uniform(0, 1, w.shape)
+    s_lo, s_hi = np.zeros_like(s), np.full_like(s, 2.0)
+    t_lo, t_hi, dead = _tighten_masses(inst, s_lo, s_hi, w_lo, w_hi)
+    assert not dead.any()
+    assert (t_lo <= s).all() and (s <= t_hi).all()
+    if m == 4:
+        assert np.median(t_hi - t_lo) < 0.2     # (from 2: Q is pinned down by L)
+    # a cell whose masses cannot satisfy sum Q = 1 is proven empty
+    _, _, dead = _tighten_masses(inst, 0.9 * np.ones_like(s), np.full_like(s, 2.0), w_lo, w_hi)
+    assert dead.all()

@@ -70,6 +70,12 @@ Notation. a = alpha > 1, E = (a-1) eps, eta = e^E - 1, h(u) = (1+u)^a - 1 - a u 
     moves an end only to a point proven infeasible) and s_v; the equalities bound each s_v and
     P_v by the others' intervals. A cell whose minimum of C1 or C2 exceeds eta, or (activity)
     whose maximum of C1 (a convex function: at a vertex) is below eta, holds no candidate.
+    Then each Q_v is bounded by a small LP in Q alone (:func:`_tighten_masses`): on a cell the
+    ratios L_v lie in intervals, so sum Q = 1, sum Q L = 1 and the Rényi rows (reversed too
+    when both are active) become linear inequalities in Q; weak duality with the multipliers
+    of every basis bounds each Q_v, hence s_v = Q_v (1 + L_v). With both constraints active Q
+    is a function of L (module docstring (2)), so the s-intervals shrink with the w-intervals
+    and the search is in effect 4-dimensional instead of 6.
 
 The certified upper bound is the largest bound of any cell discarded within the tolerance of
 the best proven-feasible value or left when the cell budget ran out; it is capped by the closed
@@ -464,6 +470,112 @@ def _propagate(inst, s_lo, s_hi, w_lo, w_hi, rounds=3):
     return s_lo, s_hi, w_lo, w_hi, dead
 
 
+@functools.lru_cache(maxsize=None)
+def _bases(m: int, n_rows: int):
+    """The candidate bases of the mass LP of :func:`_tighten_masses`: pairs (rows, cols) with
+    rows = (0,) + a (k-1)-subset of the n_rows inequality rows (1-based) and cols a k-subset
+    of the m masses, k = 1..m (the other masses sit at a bound of their box)."""
+    out = []
+    for k in range(1, m + 1):
+        for rows in itertools.combinations(range(1, n_rows + 1), k - 1):
+            for cols in itertools.combinations(range(m), k):
+                out.append(((0,) + rows, cols))
+    return tuple(out)
+
+
+def _tighten_masses(inst, s_lo, s_hi, w_lo, w_hi):
+    """Bounds on each Q_v over the candidates of each cell by linear programming duality, and
+    the masses s_v = Q_v (1 + L_v) they imply (module docstring (6)); returns the new s
+    bounds and a mask of cells proven to hold no candidate.
+
+    On a cell the ratio L_v = P_v / Q_v lies in [lo_v, hi_v] (from w), so every candidate's
+    Q satisfies the linear rows (a . Q >= b form; coefficients rounded so that each row stays
+    valid for Q >= 0)
+
+        sum Q = 1;  sum Q lo <= 1 <= sum Q hi  (sum P = 1);
+        sum Q lo^a <= e^E,  sum Q hi^(1-a) <= e^E  (both constraints hold);
+        sum Q hi^a >= e^E,  sum Q lo^(1-a) >= e^E  (both active: 4-corner supports only),
+
+    and Q lies in the cell's box [s_lo (1 - w_hi), s_hi (1 - w_lo)]. For 4 corners these rows
+    pin Q down as the cell shrinks (Q is the solution of a 4 x 4 system once L is known), which
+    interval propagation alone does not see. For any multipliers y (free for sum Q = 1, >= 0
+    otherwise) and any objective c, every such Q has
+
+        c . Q = (c - A^T y) . Q + y . A Q >= y . b + sum_j min over the box of (c - A^T y)_j Q_j,
+
+    so each y gives a proven bound (weak duality; no y is trusted for more than this). The
+    y tried are those of every basis of the LP (:func:`_bases`), solved for c = +-e_v; the best
+    bound per objective is kept, less a rounding margin."""
+    a, m = inst.a, s_lo.shape[1]
+    both = inst.activity == "both"
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        lL_lo = np.log(w_lo) - np.log1p(-w_lo)
+        lL_hi = np.log(w_hi) - np.log1p(-w_hi)
+        lL_lo = lL_lo - 8 * _U * (1.0 + np.abs(lL_lo))          # rounded down
+        lL_hi = lL_hi + 8 * _U * (1.0 + np.abs(lL_hi))          # rounded up
+
+        def dn(x):    # exp(x) rounded down, 0 for -inf
+            return np.exp(x) * (1.0 - 8 * _U)
+
+        def up(x):
+            return np.exp(x) * (1.0 + 8 * _U)
+
+        # (coefficient rows in >= form, rhs); a row with a non-finite coefficient is dropped
+        rows = [(-dn(lL_lo), -1.0), (up(lL_hi), 1.0),
+                (-dn(a * lL_lo), -(1.0 + inst.eta_hi)), (-dn((1.0 - a) * lL_hi),
+                                                         -(1.0 + inst.eta_hi))]
+        if both:
+            rows += [(up(a * lL_hi), 1.0 + inst.eta_lo), (up((1.0 - a) * lL_lo),
+                                                           1.0 + inst.eta_lo)]
+        n = s_lo.shape[0]
+        R = len(rows)
+        A = np.zeros((n, R + 1, m))
+        b = np.zeros((n, R + 1))
+        A[:, 0, :] = 1.0
+        b[:, 0] = 1.0
+        for i, (coef, rhs) in enumerate(rows, start=1):
+            ok = (np.isfinite(coef) & (np.abs(coef) < 1e100)).all(axis=1)
+            A[:, i, :] = np.where(ok[:, None], coef, 0.0)
+            b[:, i] = np.where(ok, rhs, 0.0)
+        q_lo = np.clip(_widen_lo(s_lo * (1.0 - w_hi)), 0.0, 1.0)
+        q_hi = np.clip(_widen_hi(s_hi * (1.0 - w_lo)), 0.0, 1.0)
+        # objectives: columns 0..m-1 minimise Q_v, m..2m-1 minimise -Q_v
+        C = np.concatenate([np.eye(m), -np.eye(m)], axis=1)          # (m, 2m)
+        best = np.full((n, 2 * m), -np.inf)
+        absA = np.abs(A)
+        for rws, cols in _bases(m, R):
+            rws, cols = list(rws), list(cols)
+            B = A[:, rws][:, :, cols]                                  # (n, k, k)
+            # (a nearly singular basis gives no useful y: skipped)
+            det_ok = np.linalg.cond(B) < 1e10
+            Bs = np.where(det_ok[:, None, None], B, np.eye(len(rws)))
+            rhs = np.broadcast_to(C[cols], (n, len(cols), 2 * m))
+            y_b = np.linalg.solve(np.swapaxes(Bs, 1, 2), rhs)         # (n, k, 2m)
+            y = np.zeros((n, R + 1, 2 * m))
+            y[:, rws] = y_b
+            y[:, 1:] = np.maximum(y[:, 1:], 0.0)
+            y = np.where(np.isfinite(y) & det_ok[:, None, None], y, 0.0)
+            red = C[None] - np.swapaxes(A, 1, 2) @ y                  # (n, m, 2m)
+            val = (np.einsum("nr,nro->no", b, y)
+                   + np.minimum(red * q_lo[..., None], red * q_hi[..., None]).sum(axis=1))
+            # rounding: of y . b, of A^T y (through Q <= q_hi) and of the sums
+            mag = (np.einsum("nr,nro->no", np.abs(b), np.abs(y))
+                   + (np.abs(C[None]) + np.swapaxes(absA, 1, 2) @ np.abs(y)).__mul__(
+                       q_hi[..., None]).sum(axis=1))
+            val = val - 32 * _U * (R + m + 2) * mag - 1e-300
+            best = np.fmax(best, np.where(np.isfinite(val), val, -np.inf))
+    qmin = np.maximum(best[:, :m], q_lo)
+    qmax = np.minimum(-best[:, m:], q_hi)
+    dead = (qmin > qmax).any(axis=1)
+    # s = Q (1 + L), L in [lo, hi]
+    with np.errstate(over="ignore", invalid="ignore"):
+        s_new_lo = _widen_lo(qmin * (1.0 + np.exp(lL_lo) * (1.0 - 8 * _U)))
+        s_new_hi = _widen_hi(qmax * (1.0 + np.exp(lL_hi) * (1.0 + 8 * _U)))
+    s_lo = np.fmax(s_lo, np.where(np.isfinite(s_new_lo), s_new_lo, 0.0))
+    s_hi = np.fmin(s_hi, np.where(np.isfinite(s_new_hi), s_new_hi, np.inf))
+    return s_lo, s_hi, dead
+
+
 def _corner_vertices(s_lo, s_hi, w_lo, w_hi):
     """(s, w) at the four corners of each corner's quadrilateral: arrays (n, m, 4)."""
     s = np.stack([s_lo, s_lo, s_hi, s_hi], axis=2)
@@ -702,6 +814,8 @@ class SupportSearch:
     def _add(self, s_lo, s_hi, w_lo, w_hi, y):
         """Propagate and bound new cells; settle those within tolerance, pool the rest."""
         s_lo, s_hi, w_lo, w_hi, dead = _propagate(self.inst, s_lo, s_hi, w_lo, w_hi)
+        s_lo, s_hi, dead2 = _tighten_masses(self.inst, s_lo, s_hi, w_lo, w_hi)
+        dead |= dead2 | (s_lo > s_hi).any(axis=1)
         keep = ~dead
         s_lo, s_hi, w_lo, w_hi, y = (x[keep] for x in (s_lo, s_hi, w_lo, w_hi, y))
         if not s_lo.shape[0]:
