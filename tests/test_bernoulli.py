@@ -808,3 +808,93 @@ def test_tighten_masses_keeps_every_candidate(m):
     # a cell whose masses cannot satisfy sum Q = 1 is proven empty
     _, _, dead = _tighten_masses(inst, 0.9 * np.ones_like(s), np.full_like(s, 2.0), w_lo, w_hi)
     assert dead.all()
+
+
+# --------------------------------------------------------------------------------------------
+# the witness: a lower bound for Guarantees of composed Bernoulli-sampled mechanisms
+# --------------------------------------------------------------------------------------------
+def brute_witness_pair(p, c, d, k):
+    """Output distributions of all d k sample bits when theta is (1-c)^d with probability p
+    (else c^d) on one neighbour and with probability 1 - p on the other: enumeration of the
+    2^(dk) outcomes, no sufficient statistic."""
+    bits = np.array(list(itertools.product((0, 1), repeat=d * k)))
+    ones = bits.sum(axis=1)
+    n = d * k
+    hi = (1 - c) ** ones * c ** (n - ones)
+    lo = c ** ones * (1 - c) ** (n - ones)
+    return p * hi + (1 - p) * lo, (1 - p) * hi + p * lo
+
+
+def brute_delta(P, Q, eps):
+    return float(np.maximum(P - np.exp(eps) * Q, 0.0).sum())
+
+
+def brute_epsilon(P, Q, delta):
+    """epsilon(delta) of the pair (P, Q) (symmetric pairs only) by bisection."""
+    lo, hi = 0.0, 60.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if brute_delta(P, Q, mid) > delta else (lo, mid)
+    return hi
+
+
+@pytest.mark.parametrize("base,p_ref", [
+    (dp.Gaussian(0.8), lambda: mp.ncdf(mp.mpf(1) / (2 * mp.mpf("0.8")))),
+    (dp.Laplace(1.5), lambda: 1 - mp.exp(-mp.mpf(1) / 3) / 2),
+    (dp.RandomizedResponse.from_epsilon(1.2), lambda: 1 / (1 + mp.exp(-mp.mpf("1.2"))))])
+@pytest.mark.parametrize("c,d,k", [(0.1, 2, 1), (0.3, 1, 3), (0.2, 2, 2)])
+def test_witness_pair_against_enumeration(base, p_ref, c, d, k):
+    """The witness's atoms (sufficient statistic, log space) give the same hockey-stick curve
+    as enumerating every sample outcome with the threshold probability from mpmath."""
+    w = base.post_process(dp.BernoulliSampling(c, d, k)).witness()
+    assert w is not None and w.n == d * k
+    assert math.exp(w.lp) == pytest.approx(float(p_ref()), rel=1e-14)
+    assert math.exp(w.lp) + math.exp(w.lq) == pytest.approx(1.0, rel=1e-14)
+    P, Q = brute_witness_pair(float(p_ref()), c, d, k)
+    src = w.exact_loss()
+    for eps in (0.0, 0.3, 1.0, 2.5):
+        mine = float(np.maximum(src.atom_p - np.exp(eps) * src.atom_q, 0.0).sum())
+        assert mine == pytest.approx(brute_delta(P, Q, eps), rel=1e-12, abs=1e-15)
+        assert brute_delta(Q, P, eps) == pytest.approx(brute_delta(P, Q, eps), rel=1e-12,
+                                                       abs=1e-15)   # symmetric pair
+    # its Rényi divergence is at most the post-processing bound of the mechanism
+    a = np.array([2.0, 8.0, np.inf])
+    assert (w._rdp(a) <= base.post_process(dp.BernoulliSampling(c, d, k)).rdp(a) * (1 + 1e-12)
+            ).all()
+
+
+@pytest.mark.parametrize("T", [1, 3])
+def test_guarantee_lower_from_the_witness_against_brute_force(T):
+    """Guarantee.lower of a T-fold Bernoulli-sampled Gaussian: at most the exact epsilon(delta)
+    of the witness's T-fold product pair (enumerated), close to it, and at most the upper."""
+    c, d, k, sigma = 0.2, 2, 1, 0.7
+    m = dp.Gaussian(sigma).post_process(dp.BernoulliSampling(c, d, k))
+    w = m.witness()
+    P1, Q1 = brute_witness_pair(math.exp(w.lp), c, d, k)
+    P, Q = P1, Q1
+    for _ in range(T - 1):
+        P, Q = np.outer(P, P1).ravel(), np.outer(Q, Q1).ravel()
+    for delta in (1e-2, 1e-4):
+        g = (m * T).epsilon(delta)
+        exact_w = brute_epsilon(P, Q, delta)
+        assert g.lower is not None and "witness" in g.source
+        assert g.lower <= exact_w + 1e-12 and g.lower <= g.epsilon
+        assert g.lower >= exact_w - 0.02 * max(exact_w, 1e-3)
+    for eps in (0.1, 1.0):
+        g = (m * T).delta(eps)
+        assert g.lower <= brute_delta(P, Q, eps) + 1e-15 and g.lower <= g.delta
+        assert g.lower >= brute_delta(P, Q, eps) * 0.98 - 1e-12
+
+
+def test_guarantee_lower_only_where_a_pair_is_attained():
+    """No witness for a base whose worst pair is not attained (Poisson-subsampled Gaussian),
+    nor for compositions of different parts; every reported lower is below the upper."""
+    kern = dp.BernoulliSampling(0.1, 2)
+    assert dp.Gaussian(1.0).subsample(dp.Poisson(0.1)).post_process(kern).witness() is None
+    g = dp.compose(dp.Gaussian(1.0).post_process(kern), dp.Laplace(1.0).post_process(kern))
+    assert g.witness() is None and g.epsilon(1e-5).lower is None
+    for base in (dp.Gaussian(2.0), dp.Laplace(0.5), dp.RandomizedResponse.from_epsilon(3.0)):
+        for T in (1, 20, 500):
+            for delta in (1e-3, 1e-7):
+                g = (base.post_process(kern) * T).epsilon(delta)
+                assert g.lower is not None and 0.0 <= g.lower <= g.epsilon

@@ -34,12 +34,13 @@ from scipy.special import expit, gammaln
 
 from . import _validate as V
 from .mechanisms.base import Mechanism, PostProcessing, check_mechanism
+from .relations import Relation
 
 __all__ = ["r_alpha", "asymptote", "upper_bound", "lower_bound", "hoeffding_lower_bound",
            "exact", "Certified", "EXACT_MAX_K_D1", "EXACT_MAX_D", "EXACT_MAX_OUTCOMES",
            "EXACT_DEFAULTS_D1", "EXACT_DEFAULTS_MULTI",
            "figure1_data", "Figure1Data", "plot_figure1",
-           "BernoulliSampling", "BernoulliSampled"]
+           "BernoulliSampling", "BernoulliSampled", "BernoulliWitness"]
 
 #: relative and absolute slack that covers floating-point rounding in the closed forms below
 #: (measured below 1e-13 relative against 50-digit mpmath in tests/test_bernoulli.py)
@@ -703,5 +704,99 @@ class BernoulliSampled(PostProcessing):
         kn = self.kernel
         return lower_bound(np.asarray(base_low, float), a, kn.c, kn.d, kn.k)
 
+    def witness(self):
+        """The threshold witness (see :class:`BernoulliWitness`) when the base mechanism is a
+        Gaussian, Laplace or randomized response whose worst pair is attained (``tight_rdp``);
+        else None."""
+        test = _attained_test(self.base)
+        if test is None:
+            return None
+        kn = self.kernel
+        return BernoulliWitness(test[0], test[1], kn.c, kn.d * kn.k, self.base.relation)
+
     def __repr__(self):
         return f"{self.base!r}.post_process({self.kernel!r})"
+
+
+def _attained_test(base):
+    """(log P[S], log Q[S]) for S = {output beyond the midpoint} on the attained worst pair
+    (P, Q) of a tight Gaussian (N(Delta, sigma^2) vs N(0, sigma^2): Phi(+-Delta/(2 sigma))),
+    Laplace (1 - e^{-eps0/2}/2 and e^{-eps0/2}/2) or randomized response (e^eps0/(1+e^eps0)
+    and its complement); None for other mechanisms. P[S] = 1 - Q[S] for all three."""
+    from scipy.special import log_ndtr
+    from .mechanisms.gaussian import Gaussian
+    from .mechanisms.laplace import Laplace
+    from .mechanisms.randomized_response import RandomizedResponse
+    if not getattr(base, "tight_rdp", False):
+        return None
+    if isinstance(base, Gaussian):
+        mu = base.sensitivity / base.sigma
+        return float(log_ndtr(mu / 2)), float(log_ndtr(-mu / 2))
+    if isinstance(base, Laplace):
+        lq = math.log(0.5) - base.eps0 / 2
+        return math.log1p(-math.exp(lq)), lq
+    if isinstance(base, RandomizedResponse):
+        e0 = base.eps0
+        return -math.log1p(math.exp(-e0)), -e0 - math.log1p(math.exp(-e0))
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class BernoulliWitness(Mechanism):
+    """One pair of outputs that ``base.post_process(BernoulliSampling(c, d, k))`` attains, known
+    exactly (a *witness*, ``Mechanism.witness``): the post-processing that maps the base's
+    output to the corner (1-c, ..., 1-c) when it lies beyond the midpoint of the attained worst
+    pair and to (c, ..., c) otherwise is one of those the guarantee covers, so its
+    epsilon(delta) lower-bounds the true value. On the two neighbours the corner (1-c)^d has
+    probability p = e^lp and q = e^lq = 1 - p, and the n = d k samples' number of ones j is a
+    sufficient statistic (both corners are constant across coordinates):
+
+        A_j = C(n, j) [p (1-c)^j c^(n-j) + q c^j (1-c)^(n-j)],   B_j = A_(n-j),
+
+    a symmetric pair of n + 1 atoms (losses log A_j / B_j, computed in log space)."""
+
+    lp: float
+    lq: float
+    c: float
+    n: int
+    relation: Relation
+    source = "001 Thm 3 remark: a threshold post-processing attained (witness)"
+
+    def _rdp(self, alpha):
+        """The pair's own Rényi divergence (1/(alpha-1)) log sum_j A_j^alpha B_j^(1-alpha),
+        max_j log A_j / B_j at alpha = inf (the pair is symmetric, so one order suffices)."""
+        from scipy.special import logsumexp
+        la, lb = self._log_masses()
+        a = np.asarray(alpha, dtype=float)
+        fin = np.isfinite(a)
+        af = np.where(fin, a, 2.0)[..., None]
+        with np.errstate(over="ignore"):
+            out = logsumexp(af * la + (1.0 - af) * lb, axis=-1) / (af[..., 0] - 1.0)
+        return np.where(fin, np.maximum(out, 0.0), float(np.max(la - lb)))
+
+    def _log_masses(self):
+        """log A_j and log B_j, j = 0..n (see the class docstring)."""
+        n, c = self.n, self.c
+        j = np.arange(n + 1, dtype=float)
+        lcomb = gammaln(n + 1.0) - gammaln(j + 1.0) - gammaln(n - j + 1.0)
+        hi = j * math.log1p(-c) + (n - j) * math.log(c)     # log (1-c)^j c^(n-j)
+        lo = j * math.log(c) + (n - j) * math.log1p(-c)
+        return (lcomb + np.logaddexp(self.lp + hi, self.lq + lo),
+                lcomb + np.logaddexp(self.lq + hi, self.lp + lo))
+
+    @property
+    def rel_err(self) -> float:
+        """Bound on the relative rounding error of each atom's mass: a few roundings of terms
+        whose logs reach n |log c|."""
+        big = self.n * (abs(math.log(self.c)) + abs(math.log1p(-self.c))) + abs(self.lq) + 10.0
+        return 64 * 2.3e-16 * big
+
+    def exact_loss(self):
+        from .pld import loss as L
+        la, lb = self._log_masses()
+        loss = la - lb
+        pa, pb = np.exp(la), np.exp(lb)
+        mean = float(np.sum(pa * loss))
+        var = float(np.sum(pa * (loss - mean) ** 2))
+        return L.LossDistribution(loss, pa, pb, symmetric=True, mean=mean, var=var,
+                                  name=f"bernoulli_witness(n={self.n}, c={self.c:g})")

@@ -82,14 +82,54 @@ def _run(mechanism, method: str, query) -> Guarantee:
     is not out of reach for this query (a named method's OutOfReach propagates)."""
     first = _pick(mechanism, method)
     if method != "auto":
-        return query(first)
+        return witness_lower(mechanism, query(first))
     refused = None
     for name in available(mechanism):
         try:
-            return query(_REGISTRY[name])
+            return witness_lower(mechanism, query(_REGISTRY[name]))
         except OutOfReach as e:
             refused = refused or e
     raise refused
+
+
+def witness_lower(mechanism, g: Guarantee) -> Guarantee:
+    """``g`` with ``lower`` raised to what the mechanism's witness proves, where that is more
+    (``Mechanism.witness``: a mechanism whose one pair of outputs is known exactly and is
+    attained by this mechanism on some pair of neighbours, so its true epsilon(delta) is at
+    most this one's). The witness's own bracket comes from the PLD method.
+
+    Rounding: every atom of the witness's T-fold product pair carries a relative error of at
+    most eta = expm1(sum of count x rel_err over its parts). In
+    delta(eps) = sum_i (P_i - e^eps Q_i)_+ only atoms with e^eps Q_i <= P_i (1 + eta)/(1 - eta)
+    count, each moving by at most eta (P_i + e^eps Q_i) <= 2 eta P_i / (1 - eta), so delta moves
+    by at most 3 eta in all (eta < 1/4). So for an epsilon query the witness is asked at
+    delta + 3 eta (a lower epsilon there is a lower epsilon at delta), and for a delta query
+    its lower delta is reduced by 3 eta."""
+    try:
+        w = mechanism.witness()
+    except (ValueError, NotImplementedError):
+        return g
+    if w is None:
+        return g
+    eta = math.expm1(sum(count * part.rel_err for part, count in w.parts()))
+    try:
+        if not eta < 0.25:
+            return g
+        if g.query == "epsilon":
+            d_star = g.delta + 3.0 * eta
+            if d_star >= 1.0:
+                return g
+            low = _REGISTRY["pld"].epsilon(w, d_star).lower
+            low = None if low is None else min(low, g.epsilon)
+        else:
+            low = _REGISTRY["pld"].delta(w, g.epsilon).lower
+            low = None if low is None else min(max(low - 3.0 * eta, 0.0), g.delta)
+    except (OutOfReach, ValueError, NotImplementedError, KeyError):
+        return g
+    if low is None or (g.lower is not None and g.lower >= low):
+        return g
+    why = "; ".join(sorted({part.source for part, _ in w.parts()}))
+    return dataclasses.replace(g, lower=low, source=f"{g.source}; lower bound: {why}")
 
 
 _PLUGINS = ("dpamp.rdp.methods", "dpamp.pld.methods", "dpamp.zcdp", "dpamp.composition_methods",

@@ -58,6 +58,16 @@ class Composition(Mechanism):
         out = count * np.asarray(low, dtype=float)
         return out if out.ndim else float(out)
 
+    def witness(self):
+        """count copies of the part's witness, for a composition of one mechanism with itself
+        (the same pair of neighbours, run count times, gives the product pair); None otherwise
+        (different parts need not be attained on one pair of neighbours at once)."""
+        if len(self.components) != 1:
+            return None
+        mech, count = self.components[0]
+        w = mech.witness()
+        return None if w is None else w * count
+
     def __repr__(self):
         inner = ", ".join(f"{m!r} * {c}" if c != 1 else repr(m) for m, c in self.components)
         return f"compose({inner})"

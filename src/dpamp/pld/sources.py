@@ -168,6 +168,10 @@ def loss_distribution(mechanism):
     from ..sampling import Poisson, WithoutReplacement
     if isinstance(mechanism, Gaussian):
         return L.gaussian(mechanism.sensitivity / mechanism.sigma)
+    # a mechanism whose one pair is known exactly (a witness, Mechanism.witness)
+    exact = getattr(mechanism, "exact_loss", None)
+    if callable(exact):
+        return exact()
     # mechanisms that are a Gaussian mechanism in disguise (diffusion mechanisms, Gaussians
     # post-processed by a Gaussian kernel) say so through gaussian_form()
     form = getattr(mechanism, "gaussian_form", None)
