@@ -898,3 +898,24 @@ def test_guarantee_lower_only_where_a_pair_is_attained():
             for delta in (1e-3, 1e-7):
                 g = (base.post_process(kern) * T).epsilon(delta)
                 assert g.lower is not None and 0.0 <= g.lower <= g.epsilon
+
+
+def test_cli_bernoulli_composed_guarantee(capsys):
+    """--delta: the guarantee of --steps runs of the base then the sampling, with the witness's
+    lower bound; the same numbers as the library."""
+    import json
+    from dpamp import cli
+    assert cli.main(["bernoulli", "--c", "0.1", "--d", "2", "--sigma", "1.5", "--steps", "20",
+                     "--delta", "1e-5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    m = dp.Gaussian(1.5).post_process(dp.BernoulliSampling(0.1, 2)) * 20
+    g = m.epsilon(1e-5)
+    assert out["epsilon"] == g.epsilon and out["lower"] == g.lower and g.lower < g.epsilon
+    cli.main(["bernoulli", "--c", "0.1", "--sigma", "2", "--laplace", "--delta", "1e-6"])
+    g = dp.Laplace(2.0).post_process(dp.BernoulliSampling(0.1, 1)).epsilon(1e-6)
+    assert capsys.readouterr().out.strip() == str(g)
+    for bad, what in ((["--delta", "1e-5"], "--sigma"), (["--sigma", "1", "--delta", "1e-5",
+                                                          "--steps", "0"], "--steps"),
+                      (["--sigma", "1", "--delta", "2"], "delta"), ([], "--alpha")):
+        assert cli.main(["bernoulli", "--c", "0.1"] + bad) == 2
+        assert what in capsys.readouterr().err

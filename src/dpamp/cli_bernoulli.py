@@ -5,11 +5,16 @@ parameter theta in [c, 1-c]^d (paper 001; see :mod:`dpamp.bernoulli`).
     dpamp bernoulli --c 0.1 --alpha 50 --epsilon 1 --exact            # certified Post (d = 1)
     dpamp bernoulli --c 0.1 --d 2 --alpha 5 --epsilon 2 --exact --max-cells 30000 --json
     dpamp bernoulli --c 0.1 --alpha 50 --figure1 fig1.png             # 001 Figure 1
+    dpamp bernoulli --c 0.1 --d 2 --sigma 1 --steps 50 --delta 1e-5     # composed guarantee
 
 One row per (alpha, epsilon): the base mechanism's RDP epsilon at that order goes in, and out
 come the lower bound of 001 eqs. 5/7, the Hoeffding lower bound (Thm 2), the upper bound
 min(epsilon, d k r_alpha(c)) (Thm 5) and, with ``--exact``, the certified bracket
 [value, upper] on Post itself (Thms 1, 3) with whether it met the tolerance.
+
+With ``--delta`` (and ``--sigma``, the base mechanism's noise): the (epsilon, delta) guarantee of
+``--steps`` runs of the Gaussian (``--laplace``: Laplace) mechanism followed by Bernoulli
+sampling, with its proven lower bound (the threshold witness, docs/bernoulli.md).
 """
 from __future__ import annotations
 
@@ -42,8 +47,28 @@ def bracket_rows(c, d, k, alphas, epsilons, *, exact=False, rtol=None, max_cells
     return rows
 
 
+def composed_guarantee(args):
+    """The Guarantee of ``--steps`` runs of the base mechanism then Bernoulli sampling."""
+    import dpamp as dp
+    if args.sigma is None:
+        raise ValueError("--delta needs --sigma (the base mechanism's noise: Gaussian standard "
+                         "deviation, or Laplace scale with --laplace)")
+    if args.steps < 1:
+        raise ValueError(f"--steps must be >= 1 (got {args.steps})")
+    family = dp.Laplace if args.laplace else dp.Gaussian
+    base = family(args.sigma, args.sensitivity)
+    mech = base.post_process(dp.BernoulliSampling(args.c, args.d, args.k))
+    return (mech * args.steps).epsilon(args.delta)
+
+
 def cmd_bernoulli(args):
     from . import bernoulli as B
+    if args.delta is not None:
+        g = composed_guarantee(args)
+        print(json.dumps(g.as_dict()) if args.json else g)
+        return
+    if args.alpha is None:
+        raise ValueError("give --alpha (with --epsilon or --figure1), or --delta with --sigma")
     if args.figure1 is not None:
         B.plot_figure1(args.figure1, c=args.c, d=args.d, alpha=args.alpha[0], k=args.k,
                        epsilon=args.epsilon, with_exact=True if args.exact else None)
@@ -78,7 +103,7 @@ def add_parser(subparsers) -> None:
                    help="theta lies in [c, 1-c]^d, c in [0, 1/2)")
     p.add_argument("--d", type=int, default=1, help="dimension of theta (default 1)")
     p.add_argument("--k", type=int, default=1, help="samples per coordinate (default 1)")
-    p.add_argument("--alpha", type=float, nargs="+", required=True, help="Rényi order(s) > 1")
+    p.add_argument("--alpha", type=float, nargs="+", default=None, help="Rényi order(s) > 1")
     p.add_argument("--epsilon", type=float, nargs="+", default=None,
                    help="the base mechanism's RDP epsilon at each order (several: one row "
                         "each; with --figure1, the epsilon grid)")
@@ -96,5 +121,17 @@ def add_parser(subparsers) -> None:
     p.add_argument("--figure1", metavar="PATH", default=None,
                    help="draw 001 Figure 1 (Post, lower bound, asymptote, post-processing "
                         "bound against epsilon) at the first --alpha to PATH")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--delta", type=float, default=None,
+                   help="print the (epsilon, delta) guarantee of --steps runs of a Gaussian "
+                        "(or --laplace) base mechanism followed by the sampling, with its lower "
+                        "bound")
+    p.add_argument("--sigma", type=float, default=None,
+                   help="base noise for --delta: Gaussian standard deviation (Laplace scale "
+                        "with --laplace)")
+    p.add_argument("--laplace", action="store_true", help="Laplace base mechanism for --delta")
+    p.add_argument("--sensitivity", type=float, default=1.0,
+                   help="base mechanism's sensitivity for --delta (default 1)")
+    p.add_argument("--steps", type=int, default=1, help="compositions for --delta (default 1)")
+    p.add_argument("--json", action="store_true", help="print the rows (or the guarantee) as "
+                                                       "JSON")
     p.set_defaults(func=cmd_bernoulli)
