@@ -458,9 +458,10 @@ def exact(epsilon, alpha, c, d, k=1, *, rtol=None, atol=1e-12, max_cells=None, s
       orbit of the cube, by a branch-and-bound in 4 and 6 dimensions with LP-duality bounds on
       each cell. ``value`` is the best of the pair of eqs. 3-4, a multi-start local search
       (``starts`` random starts, every result re-verified) and the two-corner search. Defaults
-      rtol = 2e-2, max_cells = 6000 (3-10 s per (epsilon, alpha) for d = 2, ~7 s for d = 3;
-      docs/bernoulli.md lists what they certify: mostly large epsilon; a larger max_cells
-      shrinks the bracket further). Instances with (alpha-1) epsilon > 600 are
+      rtol = 2e-2, max_cells = 6000 (4-13 s per (epsilon, alpha); docs/bernoulli.md lists
+      what they certify: mostly large epsilon; a larger max_cells shrinks the bracket further,
+      e.g. 30000 certifies most d = 2 instances measured there, d = 3 needs ~10^5). Instances
+      with (alpha-1) epsilon > 600 are
       not searched (their upper end is ``upper_bound``).
 
     ``max_cells`` caps the cells per (epsilon, alpha); when it runs out the bracket is still
