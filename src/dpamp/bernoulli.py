@@ -40,7 +40,7 @@ __all__ = ["r_alpha", "asymptote", "upper_bound", "lower_bound", "hoeffding_lowe
            "exact", "Certified", "EXACT_MAX_K_D1", "EXACT_MAX_D", "EXACT_MAX_OUTCOMES",
            "EXACT_DEFAULTS_D1", "EXACT_DEFAULTS_MULTI",
            "figure1_data", "Figure1Data", "plot_figure1",
-           "BernoulliSampling", "BernoulliSampled", "BernoulliWitness"]
+           "BernoulliSampling", "BernoulliSampled", "BernoulliWitness", "WITNESS_OFFSETS"]
 
 #: relative and absolute slack that covers floating-point rounding in the closed forms below
 #: (measured below 1e-13 relative against 50-digit mpmath in tests/test_bernoulli.py)
@@ -705,75 +705,112 @@ class BernoulliSampled(PostProcessing):
         kn = self.kernel
         return lower_bound(np.asarray(base_low, float), a, kn.c, kn.d, kn.k)
 
-    def witness(self):
-        """The threshold witness (see :class:`BernoulliWitness`) when the base mechanism is a
-        Gaussian, Laplace or randomized response whose worst pair is attained (``tight_rdp``);
-        else None."""
-        test = _attained_test(self.base)
-        if test is None:
-            return None
+    def witnesses(self):
+        """Threshold witnesses (see :class:`BernoulliWitness`), one per threshold of
+        :data:`WITNESS_OFFSETS`, when the base mechanism is a Gaussian, Laplace or randomized
+        response whose worst pair is attained (``tight_rdp``); else ()."""
         kn = self.kernel
-        return BernoulliWitness(test[0], test[1], kn.c, kn.d * kn.k, self.base.relation)
+        return tuple(BernoulliWitness(*test, kn.c, kn.d * kn.k, self.base.relation)
+                     for test in _attained_tests(self.base))
 
     def __repr__(self):
         return f"{self.base!r}.post_process({self.kernel!r})"
 
 
-def _attained_test(base):
-    """(log P[S], log Q[S]) for S = {output beyond the midpoint} on the attained worst pair
-    (P, Q) of a tight Gaussian (N(Delta, sigma^2) vs N(0, sigma^2): Phi(+-Delta/(2 sigma))),
-    Laplace (1 - e^{-eps0/2}/2 and e^{-eps0/2}/2) or randomized response (e^eps0/(1+e^eps0)
-    and its complement); None for other mechanisms. P[S] = 1 - Q[S] for all three."""
+#: thresholds of the witnesses: the midpoint of the attained pair plus these multiples of the
+#: base's noise scale (the other side gives the same epsilon(delta) with the orders swapped).
+#: The best depends on the query; measured (NOTES.md): 0.5 was best for most plans, the
+#: midpoint for a 10000-step one, 1-1.5 for single steps. Each costs one PLD run of the
+#: witness (2-500 ms), so only two are tried
+WITNESS_OFFSETS = (0.0, 0.5)
+
+
+def _attained_tests(base):
+    """For each threshold t (``WITNESS_OFFSETS``), the logs (P[S], P[not S], Q[S], Q[not S])
+    of S = {output > t} on the attained worst pair (P, Q) of a tight base mechanism:
+
+    * Gaussian, P = N(Delta, sigma^2), Q = N(0, sigma^2), t = Delta/2 + u sigma:
+      P[S] = Phi((Delta - t)/sigma), Q[S] = Phi(-t/sigma) (log_ndtr, both tails accurate);
+    * Laplace, P = Lap(Delta, b), Q = Lap(0, b), t = Delta/2 + u b: with the tail
+      T(x) = e^{-x/b}/2 for x >= 0, P[S] = 1 - T(t - Delta) if t < Delta else T(t - Delta),
+      Q[S] = T(t);
+    * randomized response: S = {the reported bit is 1}, P[S] = e^eps0/(1+e^eps0) = Q[not S]
+      (one test only);
+
+    () for other mechanisms."""
     from scipy.special import log_ndtr
     from .mechanisms.gaussian import Gaussian
     from .mechanisms.laplace import Laplace
     from .mechanisms.randomized_response import RandomizedResponse
     if not getattr(base, "tight_rdp", False):
-        return None
+        return ()
+    out = []
     if isinstance(base, Gaussian):
         mu = base.sensitivity / base.sigma
-        return float(log_ndtr(mu / 2)), float(log_ndtr(-mu / 2))
-    if isinstance(base, Laplace):
-        lq = math.log(0.5) - base.eps0 / 2
-        return math.log1p(-math.exp(lq)), lq
-    if isinstance(base, RandomizedResponse):
+        for u in WITNESS_OFFSETS:
+            t = mu / 2 + u                                  # in units of sigma
+            out.append((float(log_ndtr(mu - t)), float(log_ndtr(t - mu)),
+                        float(log_ndtr(-t)), float(log_ndtr(t))))
+    elif isinstance(base, Laplace):
+        e0 = base.eps0                                      # Delta / b
+        half = math.log(0.5)
+
+        def log_sf(x):       # log P[Lap(0, 1) > x], log P[Lap(0, 1) <= x]
+            if x >= 0:
+                lt = half - x
+                return lt, math.log1p(-math.exp(lt))
+            lt = half + x
+            return math.log1p(-math.exp(lt)), lt
+
+        for u in WITNESS_OFFSETS:
+            t = e0 / 2 + u                                  # in units of b
+            out.append(log_sf(t - e0) + log_sf(t))
+    elif isinstance(base, RandomizedResponse):
         e0 = base.eps0
-        return -math.log1p(math.exp(-e0)), -e0 - math.log1p(math.exp(-e0))
-    return None
+        l1 = -math.log1p(math.exp(-e0))
+        l0 = -e0 - math.log1p(math.exp(-e0))
+        out.append((l1, l0, l0, l1))
+    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
 class BernoulliWitness(Mechanism):
     """One pair of outputs that ``base.post_process(BernoulliSampling(c, d, k))`` attains, known
-    exactly (a *witness*, ``Mechanism.witness``): the post-processing that maps the base's
-    output to the corner (1-c, ..., 1-c) when it lies beyond the midpoint of the attained worst
-    pair and to (c, ..., c) otherwise is one of those the guarantee covers, so its
-    epsilon(delta) lower-bounds the true value. On the two neighbours the corner (1-c)^d has
-    probability p = e^lp and q = e^lq = 1 - p, and the n = d k samples' number of ones j is a
-    sufficient statistic (both corners are constant across coordinates):
+    exactly (a *witness*, ``Mechanism.witnesses``): the post-processing that maps the base's
+    output to the corner (1-c, ..., 1-c) when it lies beyond a threshold and to (c, ..., c)
+    otherwise is one of those the guarantee covers, so its epsilon(delta) lower-bounds the true
+    value. On the two neighbours the corner (1-c)^d has probability p = e^lp and q = e^lq (and
+    the other corner e^lp_c = 1 - p, e^lq_c = 1 - q, each computed without cancellation); the
+    n = d k samples' number of ones j is a sufficient statistic (both corners are constant
+    across coordinates):
 
-        A_j = C(n, j) [p (1-c)^j c^(n-j) + q c^j (1-c)^(n-j)],   B_j = A_(n-j),
+        A_j = C(n, j) [p (1-c)^j c^(n-j) + (1-p) c^j (1-c)^(n-j)],
+        B_j = C(n, j) [q (1-c)^j c^(n-j) + (1-q) c^j (1-c)^(n-j)],
 
-    a symmetric pair of n + 1 atoms (losses log A_j / B_j, computed in log space)."""
+    a pair of n + 1 atoms (losses log A_j / B_j, in log space); symmetric (B_j = A_(n-j)) when
+    q = 1 - p."""
 
     lp: float
+    lp_c: float
     lq: float
+    lq_c: float
     c: float
     n: int
     relation: Relation
     source = "001 Thm 3 remark: a threshold post-processing attained (witness)"
 
     def _rdp(self, alpha):
-        """The pair's own Rényi divergence (1/(alpha-1)) log sum_j A_j^alpha B_j^(1-alpha),
-        max_j log A_j / B_j at alpha = inf (the pair is symmetric, so one order suffices)."""
+        """The pair's own Rényi divergence, the larger of both orders:
+        (1/(alpha-1)) log sum_j A_j^alpha B_j^(1-alpha), max_j |log A_j / B_j| at alpha = inf."""
         from scipy.special import logsumexp
         la, lb = self._log_masses()
         a = np.asarray(alpha, dtype=float)
         fin = np.isfinite(a)
         af = np.where(fin, a, 2.0)[..., None]
         with np.errstate(over="ignore"):
-            out = logsumexp(af * la + (1.0 - af) * lb, axis=-1) / (af[..., 0] - 1.0)
-        return np.where(fin, np.maximum(out, 0.0), float(np.max(la - lb)))
+            out = np.maximum(logsumexp(af * la + (1.0 - af) * lb, axis=-1),
+                             logsumexp(af * lb + (1.0 - af) * la, axis=-1)) / (af[..., 0] - 1.0)
+        return np.where(fin, np.maximum(out, 0.0), float(np.max(np.abs(la - lb))))
 
     def _log_masses(self):
         """log A_j and log B_j, j = 0..n (see the class docstring)."""
@@ -782,8 +819,8 @@ class BernoulliWitness(Mechanism):
         lcomb = gammaln(n + 1.0) - gammaln(j + 1.0) - gammaln(n - j + 1.0)
         hi = j * math.log1p(-c) + (n - j) * math.log(c)     # log (1-c)^j c^(n-j)
         lo = j * math.log(c) + (n - j) * math.log1p(-c)
-        return (lcomb + np.logaddexp(self.lp + hi, self.lq + lo),
-                lcomb + np.logaddexp(self.lq + hi, self.lp + lo))
+        return (lcomb + np.logaddexp(self.lp + hi, self.lp_c + lo),
+                lcomb + np.logaddexp(self.lq + hi, self.lq_c + lo))
 
     @property
     def rel_err(self) -> float:
@@ -799,5 +836,6 @@ class BernoulliWitness(Mechanism):
         pa, pb = np.exp(la), np.exp(lb)
         mean = float(np.sum(pa * loss))
         var = float(np.sum(pa * (loss - mean) ** 2))
-        return L.LossDistribution(loss, pa, pb, symmetric=True, mean=mean, var=var,
+        sym = self.lq == self.lp_c and self.lq_c == self.lp
+        return L.LossDistribution(loss, pa, pb, symmetric=sym, mean=mean, var=var,
                                   name=f"bernoulli_witness(n={self.n}, c={self.c:g})")

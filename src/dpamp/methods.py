@@ -94,9 +94,9 @@ def _run(mechanism, method: str, query) -> Guarantee:
 
 def witness_lower(mechanism, g: Guarantee) -> Guarantee:
     """``g`` with ``lower`` raised to what the mechanism's witness proves, where that is more
-    (``Mechanism.witness``: a mechanism whose one pair of outputs is known exactly and is
-    attained by this mechanism on some pair of neighbours, so its true epsilon(delta) is at
-    most this one's). The witness's own bracket comes from the PLD method.
+    (``Mechanism.witnesses``: mechanisms whose one pair of outputs is known exactly and is
+    attained by this mechanism on some pair of neighbours, so their true epsilon(delta) is at
+    most this one's; the best is kept). A witness's own bracket comes from the PLD method.
 
     Rounding: every atom of the witness's T-fold product pair carries a relative error of at
     most eta = expm1(sum of count x rel_err over its parts). In
@@ -106,30 +106,36 @@ def witness_lower(mechanism, g: Guarantee) -> Guarantee:
     delta + 3 eta (a lower epsilon there is a lower epsilon at delta), and for a delta query
     its lower delta is reduced by 3 eta."""
     try:
-        w = mechanism.witness()
+        ws = mechanism.witnesses()
     except (ValueError, NotImplementedError):
         return g
-    if w is None:
+    best, why = g.lower, None
+    for w in ws:
+        low = _witness_bound(w, g)
+        if low is not None and (best is None or low > best):
+            best, why = low, "; ".join(sorted({part.source for part, _ in w.parts()}))
+    if why is None:
         return g
+    return dataclasses.replace(g, lower=best, source=f"{g.source}; lower bound: {why}")
+
+
+def _witness_bound(w, g: Guarantee):
+    """The lower bound one witness gives for the query answered by ``g`` (see
+    :func:`witness_lower`), or None."""
     eta = math.expm1(sum(count * part.rel_err for part, count in w.parts()))
+    if not eta < 0.25:
+        return None
     try:
-        if not eta < 0.25:
-            return g
         if g.query == "epsilon":
             d_star = g.delta + 3.0 * eta
             if d_star >= 1.0:
-                return g
+                return None
             low = _REGISTRY["pld"].epsilon(w, d_star).lower
-            low = None if low is None else min(low, g.epsilon)
-        else:
-            low = _REGISTRY["pld"].delta(w, g.epsilon).lower
-            low = None if low is None else min(max(low - 3.0 * eta, 0.0), g.delta)
+            return None if low is None else min(low, g.epsilon)
+        low = _REGISTRY["pld"].delta(w, g.epsilon).lower
+        return None if low is None else min(max(low - 3.0 * eta, 0.0), g.delta)
     except (OutOfReach, ValueError, NotImplementedError, KeyError):
-        return g
-    if low is None or (g.lower is not None and g.lower >= low):
-        return g
-    why = "; ".join(sorted({part.source for part, _ in w.parts()}))
-    return dataclasses.replace(g, lower=low, source=f"{g.source}; lower bound: {why}")
+        return None
 
 
 _PLUGINS = ("dpamp.rdp.methods", "dpamp.pld.methods", "dpamp.zcdp", "dpamp.composition_methods",

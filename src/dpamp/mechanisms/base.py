@@ -41,15 +41,15 @@ class Mechanism:
         """A proven lower bound on the best possible RDP curve, where one is known (else None)."""
         return None
 
-    def witness(self):
-        """A *witness*, where one is known (else None): a mechanism whose single neighbouring
-        pair has an exactly known privacy-loss distribution (``exact_loss()``) and is the
-        output pair of this mechanism, as described, on some actual pair of neighbours. Its
-        epsilon(delta) is then a lower bound on this mechanism's true value; the accounting
-        methods report it as ``Guarantee.lower`` where they give none as good (see
-        :func:`dpamp.methods.witness_lower`). ``rel_err`` on the witness bounds the relative
+    def witnesses(self):
+        """*Witnesses*, where known (else ()): mechanisms whose single neighbouring pair has an
+        exactly known privacy-loss distribution (``exact_loss()``) and is the output pair of
+        this mechanism, as described, on some actual pair of neighbours. The epsilon(delta) of
+        each is then a lower bound on this mechanism's true value; the accounting methods
+        report the best as ``Guarantee.lower`` where they give none as good (see
+        :func:`dpamp.methods.witness_lower`). ``rel_err`` on a witness bounds the relative
         rounding error of each of its atoms."""
-        return None
+        return ()
 
     def renyi(self, alpha) -> "RenyiBracket":
         """The Rényi-DP bracket at orders ``alpha`` (vectorised): ``upper`` = ``rdp(alpha)``, a

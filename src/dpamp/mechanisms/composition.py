@@ -58,15 +58,14 @@ class Composition(Mechanism):
         out = count * np.asarray(low, dtype=float)
         return out if out.ndim else float(out)
 
-    def witness(self):
-        """count copies of the part's witness, for a composition of one mechanism with itself
-        (the same pair of neighbours, run count times, gives the product pair); None otherwise
-        (different parts need not be attained on one pair of neighbours at once)."""
+    def witnesses(self):
+        """count copies of each of the part's witnesses, for a composition of one mechanism
+        with itself (the same pair of neighbours, run count times, gives the product pair); ()
+        otherwise (different parts need not be attained on one pair of neighbours at once)."""
         if len(self.components) != 1:
-            return None
+            return ()
         mech, count = self.components[0]
-        w = mech.witness()
-        return None if w is None else w * count
+        return tuple(w * count for w in mech.witnesses())
 
     def __repr__(self):
         inner = ", ".join(f"{m!r} * {c}" if c != 1 else repr(m) for m, c in self.components)
