@@ -383,6 +383,16 @@ def _widen_hi(v):
     return v + 16 * _U * np.abs(v) + 1e-300
 
 
+def _log_ratio_bounds(w_lo, w_hi):
+    """log L over a w-interval, L = w / (1 - w) = P / Q: (lower end rounded down, upper end
+    rounded up; -inf / +inf at w = 0 / 1). The two logs and their difference err by at most
+    a few ulps of |log w| + |log1p(-w)| + |result|, which 8 ulps of 1 + |result| cover."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.log(w_lo) - np.log1p(-w_lo)
+        hi = np.log(w_hi) - np.log1p(-w_hi)
+        return lo - 8 * _U * (1.0 + np.abs(lo)), hi + 8 * _U * (1.0 + np.abs(hi))
+
+
 @functools.lru_cache(maxsize=None)
 def _vertex_table(m: int) -> np.ndarray:
     """(4^m, m) table: vertex i of a cell takes corner-vertex idx[i, v] in 0..3 at corner v,
@@ -508,17 +518,13 @@ def _tighten_masses(inst, s_lo, s_hi, w_lo, w_hi):
     bound per objective is kept, less a rounding margin."""
     a, m = inst.a, s_lo.shape[1]
     both = inst.activity == "both"
+    lL_lo, lL_hi = _log_ratio_bounds(w_lo, w_hi)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        lL_lo = np.log(w_lo) - np.log1p(-w_lo)
-        lL_hi = np.log(w_hi) - np.log1p(-w_hi)
-        lL_lo = lL_lo - 8 * _U * (1.0 + np.abs(lL_lo))          # rounded down
-        lL_hi = lL_hi + 8 * _U * (1.0 + np.abs(lL_hi))          # rounded up
-
-        def dn(x):    # exp(x) rounded down, 0 for -inf
-            return np.exp(x) * (1.0 - 8 * _U)
+        def dn(x):    # exp(x) rounded down
+            return _widen_lo(np.exp(x))
 
         def up(x):
-            return np.exp(x) * (1.0 + 8 * _U)
+            return _widen_hi(np.exp(x))
 
         # (coefficient rows in >= form, rhs); a row with a non-finite coefficient is dropped
         rows = [(-dn(lL_lo), -1.0), (up(lL_hi), 1.0),
@@ -640,21 +646,12 @@ def _cell_bound(inst, s_lo, s_hi, w_lo, w_hi, y_warm, thr):
     wc = np.clip(0.5 * (w_lo + w_hi), 1e-300, 1.0 - 1e-16)
     lLc = np.log(wc) - np.log1p(-wc)
 
+    lLlo, lLhi = _log_ratio_bounds(w_lo, w_hi)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lLlo = np.log(w_lo) - np.log1p(-w_lo)
-        lLhi = np.log(w_hi) - np.log1p(-w_hi)
-        lLlo = lLlo - 8 * _U * (1.0 + np.abs(lLlo))      # rounded down
-        lLhi = lLhi + 8 * _U * (1.0 + np.abs(lLhi))      # rounded up
-
-        def rdn(v):
-            return v - 8 * _U * np.abs(v) - 1e-300
-
-        def rup(v):
-            return v + 8 * _U * np.abs(v) + 1e-300
-
-        row_coef = [(rdn(np.expm1(a * lLlo)), 1), (rdn(np.expm1((1.0 - a) * lLhi)), 1)]
+        row_coef = [(_widen_lo(np.expm1(a * lLlo)), 1), (_widen_lo(np.expm1((1.0 - a) * lLhi)), 1)]
         if inst.activity == "both":
-            row_coef += [(rup(np.expm1(a * lLhi)), -1), (rup(np.expm1((1.0 - a) * lLlo)), -1)]
+            row_coef += [(_widen_hi(np.expm1(a * lLhi)), -1),
+                         (_widen_hi(np.expm1((1.0 - a) * lLlo)), -1)]
         row_coef = [(np.where(np.abs(kc) < 1e250, kc, np.nan), sg) for kc, sg in row_coef]
     bound = np.full(n, np.inf)
     var = np.zeros((n, m, 2))

@@ -824,9 +824,11 @@ class BernoulliWitness(Mechanism):
 
     @property
     def rel_err(self) -> float:
-        """Bound on the relative rounding error of each atom's mass: a few roundings of terms
-        whose logs reach n |log c|."""
-        big = self.n * (abs(math.log(self.c)) + abs(math.log1p(-self.c))) + abs(self.lq) + 10.0
+        """Bound on the relative rounding error of each atom's mass: a few roundings (each a
+        relative error of the log's magnitude) of logs that reach n |log c| + the largest
+        |log| of the four threshold probabilities."""
+        big = (self.n * (abs(math.log(self.c)) + abs(math.log1p(-self.c)))
+               + max(abs(self.lp), abs(self.lp_c), abs(self.lq), abs(self.lq_c)) + 10.0)
         return 64 * 2.3e-16 * big
 
     def exact_loss(self):
