@@ -67,6 +67,20 @@ def test_epsilon_vs_steps_of_a_multi_stage_plan_runs_stages_in_order():
         plot.epsilon_vs_steps(x, 1e-6, steps=[0, 6])
 
 
+def test_epsilon_vs_steps_of_a_plan_whose_stage_recurs():
+    """Stages A, B, A: the plan's mechanism merges the two A stages, so only the plan knows
+    that the first 15 steps are 10 x A then 5 x B (the figure once took 15 x A)."""
+    from dpamp.plan import parse_plan_text
+    stage = '[[stage]]\nmechanism = "gaussian"\nsigma = {}\nsteps = 10\n'
+    p = parse_plan_text("delta = 1e-5\n" + "".join(stage.format(s) for s in (10.0, 1.0, 10.0)))
+    data = plot.epsilon_vs_steps(p, 1e-5, steps=[5, 15, 25, 30], methods=["rdp"])
+    want = [p.prefix(t).epsilon(1e-5, method="rdp").epsilon for t in (5, 15, 25, 30)]
+    np.testing.assert_array_equal(data["epsilon"]["rdp"], want)
+    assert want[1] > 5 * want[0]        # the sigma = 1 steps count from step 11 on
+    with pytest.raises(ValueError, match="steps must be integers in"):
+        plot.epsilon_vs_steps(p, 1e-5, steps=[31])
+
+
 def test_epsilon_vs_steps_failing_method_gives_nan():
     data = plot.epsilon_vs_steps(dp.PureDP(0.5) * 4, 1e-6, steps=[1, 4],
                                  methods=["kov", "nonsense"])

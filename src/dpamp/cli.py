@@ -136,7 +136,7 @@ def cmd_report(args):
     if args.plot is not None:
         from .plot import epsilon_vs_steps
         methods = [n for n, g, _ in rows if not isinstance(g, str)]
-        epsilon_vs_steps(plan.mechanism, plan.delta, methods=methods or None,
+        epsilon_vs_steps(plan, plan.delta, methods=methods or None,
                          output=args.plot, **plan.options)
         note = f"figure: {args.plot} (epsilon against steps)"
         print(note, file=sys.stderr if (args.json or args.output) else sys.stdout)

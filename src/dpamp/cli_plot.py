@@ -61,7 +61,8 @@ def cmd_plot(args):
     if args.kind == "profile":
         data = plot.profile(x, method=args.method, output=out, **options)
     elif args.kind == "epsilon-vs-steps":
-        data = plot.epsilon_vs_steps(x, delta, methods=methods, output=out, **options)
+        data = plot.epsilon_vs_steps(p if args.plan is not None else x, delta,
+                                     methods=methods, output=out, **options)
     elif args.kind == "rdp":
         data = plot.rdp(x, output=out)
     else:

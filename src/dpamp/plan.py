@@ -104,15 +104,8 @@ class Plan:
 
     def prefix(self, steps: int):
         """The composition of the first ``steps`` steps of the plan, stages in order."""
-        steps = V.integer("steps", steps, low=1, high=self.total_steps)
-        pairs, left = [], steps
-        for s in self.stages:
-            take = min(left, s.steps)
-            if take:
-                pairs.append((s.step, take))
-            left -= take
-        from .mechanisms.composition import compose_counts
-        return compose_counts(pairs)
+        from .mechanisms.composition import compose_prefix
+        return compose_prefix([(s.step, s.steps) for s in self.stages], steps)
 
     @property
     def options(self) -> dict:

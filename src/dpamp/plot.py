@@ -8,7 +8,7 @@ numpy arrays, so the numbers behind a figure can be checked or re-plotted.
 | function            | x axis          | y axis                     | data from                        |
 |---------------------|-----------------|----------------------------|----------------------------------|
 | ``profile``         | epsilon         | delta(epsilon), log scale  | ``x.delta(eps, method)`` per point |
-| ``epsilon_vs_steps``| steps (log)     | epsilon(delta), per method | ``prefix(T).epsilon(delta, m)``  |
+| ``epsilon_vs_steps``| steps (log)     | epsilon(delta), per method | first T steps, ``.epsilon(delta, m)`` |
 | ``rdp``             | order alpha (log) | RDP epsilon(alpha)       | ``x.rdp(alpha)`` per curve       |
 | ``tradeoff``        | type I error alpha | type II error beta      | the (eps, delta(eps)) family     |
 
@@ -87,20 +87,6 @@ def _mechanisms(x) -> dict:
     return {"": check_mechanism(x, "x")}
 
 
-def prefix(x, steps: int):
-    """The first ``steps`` steps of a composition (its components run in order)."""
-    from .mechanisms.composition import compose_counts
-    total = sum(c for _, c in x.parts())
-    steps = V.integer("steps", steps, low=1, high=total)
-    pairs, left = [], steps
-    for m, c in x.parts():
-        take = min(left, c)
-        if take:
-            pairs.append((m, take))
-        left -= take
-    return compose_counts(pairs)
-
-
 def _legend(label: str, method: str) -> str:
     return f"{label} (by {method})" if label else f"by {method}"
 
@@ -149,16 +135,25 @@ def profile(x, epsilons=None, method: str = "auto", output=None, **options) -> d
 
 def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
                      **options) -> dict:
-    """epsilon(delta) after the first T steps of ``x`` (a composition; its components run in
-    order), for each T of ``steps`` (default: 20 log-spaced counts up to the total) and each
-    method of ``methods`` (default: every method that applies). Returns {"steps": T grid,
-    "delta": delta, "epsilon": {method: array}}; a method that fails at some T has nan there."""
+    """epsilon(delta) after the first T steps of ``x``, for each T of ``steps`` (default: 20
+    log-spaced counts up to the total) and each method of ``methods`` (default: every method
+    that applies). ``x`` is a :class:`~dpamp.plan.Plan` (its stages run in order; a stage that
+    recurs later counts where it runs) or a mechanism, whose parts run in the order of
+    ``parts()`` (which merges equal mechanisms: pass the plan when the order matters).
+    Returns {"steps": T grid, "delta": delta, "epsilon": {method: array}}; a method that fails
+    at some T has nan there."""
     from . import methods as M
     from .mechanisms.base import check_mechanism
+    from .mechanisms.composition import compose_prefix
+    from .plan import Plan
     out_path = _check_output(output)
-    check_mechanism(x, "x")
+    if isinstance(x, Plan):
+        runs = [(s.step, s.steps) for s in x.stages]
+        x = x.mechanism
+    else:
+        runs = check_mechanism(x, "x").parts()
     d = V.delta(delta)
-    total = sum(c for _, c in x.parts())
+    total = sum(c for _, c in runs)
     if steps is None:
         grid = np.unique(np.round(np.geomspace(1, total, min(total, 20))).astype(np.int64))
     else:
@@ -172,7 +167,8 @@ def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
     jobs = [(j, n) for j in range(grid.size) for n in names]
     for j, n in progress(jobs, total=len(jobs), label="epsilon vs steps"):
         try:
-            eps[n][j] = prefix(x, int(grid[j])).epsilon(d, method=n, **options).epsilon
+            eps[n][j] = compose_prefix(runs, int(grid[j])).epsilon(d, method=n,
+                                                                   **options).epsilon
         except (ValueError, NotImplementedError):
             pass
     fig, ax = _figure()

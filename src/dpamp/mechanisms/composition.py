@@ -84,6 +84,20 @@ def compose_counts(pairs) -> Composition:
     return Composition(flatten(pairs))
 
 
+def compose_prefix(pairs, steps: int) -> Composition:
+    """The composition of the first ``steps`` steps of the ordered (mechanism, count) runs
+    ``pairs`` (a plan's stages, or a composition's parts)."""
+    pairs = list(pairs)
+    steps = V.integer("steps", steps, low=1, high=sum(c for _, c in pairs))
+    taken, left = [], steps
+    for m, c in pairs:
+        take = min(left, c)
+        if take:
+            taken.append((m, take))
+        left -= take
+    return compose_counts(taken)
+
+
 def compose(*mechanisms: Mechanism) -> Composition:
     """``dp.compose(m1, m2, ...)``: the sequential (adaptive) composition."""
     if len(mechanisms) == 1 and isinstance(mechanisms[0], (list, tuple)):
