@@ -82,10 +82,17 @@ class Calibration:
         return d
 
     def __str__(self) -> str:
-        v = f"{self.value:.6g}" if isinstance(self.value, float) else str(self.value)
+        """Rounded so that the printed value still meets the target: sigma up (more noise),
+        a rate or a number of epochs down; the achieved epsilon up."""
+        from ._rounding import round_down, round_up
+        if isinstance(self.value, float):
+            v = (round_up if self.parameter == "sigma" else round_down)(self.value, 6)
+        else:
+            v = str(self.value)
         extra = "" if self.steps is None or self.parameter == "steps" else \
             f" ({self.steps} steps)"
-        return (f"{self.parameter} = {v}{extra}: epsilon {self.guarantee.epsilon:.6g} <= "
+        eps = round_up(self.guarantee.epsilon, 6)
+        return (f"{self.parameter} = {v}{extra}: epsilon {eps} <= "
                 f"{self.target_epsilon:g} at delta {self.target_delta:g} by "
                 f"{self.guarantee.method}")
 

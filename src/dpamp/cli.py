@@ -69,9 +69,10 @@ def _print_guarantee(g, as_json: bool, seconds: float):
         d["seconds"] = seconds
         print(json.dumps(d))
     else:
-        low = "" if g.lower is None else f"  lower bound {g.lower:.6g}"
-        print(f"epsilon {g.epsilon:.6g}  delta {g.delta:.6g}{low}  method {g.method}"
-              f"  ({seconds * 1e3:.2f} ms)")
+        from ._rounding import round_down, round_up
+        low = "" if g.lower is None else f"  lower bound {round_down(g.lower, 6)}"
+        print(f"epsilon {round_up(g.epsilon, 6)}  delta {round_up(g.delta, 6)}{low}  "
+              f"method {g.method}  ({seconds * 1e3:.2f} ms)")
 
 
 def cmd_epsilon(args):

@@ -87,11 +87,12 @@ def cmd_bernoulli(args):
         head += f" {'Post in':>27} certified"
     print(f"Bernoulli sampling (001): c = {args.c:g}, d = {args.d}, k = {args.k}")
     print(head)
+    from ._rounding import round_down as dn, round_up as up   # lower bounds down, upper up
     for r in rows:
-        line = (f"{r['alpha']:8g} {r['epsilon']:10.5g} {r['lower']:12.6g} "
-                f"{r['hoeffding']:12.6g} {r['upper']:12.6g}")
+        line = (f"{r['alpha']:8g} {r['epsilon']:10g} {dn(r['lower'], 6):>12s} "
+                f"{dn(r['hoeffding'], 6):>12s} {up(r['upper'], 6):>12s}")
         if args.exact:
-            line += (f" [{r['exact_value']:.6g}, {r['exact_upper']:.6g}]".rjust(28)
+            line += (f" [{dn(r['exact_value'], 6)}, {up(r['exact_upper'], 6)}]".rjust(28)
                      + f" {'yes' if r['certified'] else 'no'}")
         print(line)
 

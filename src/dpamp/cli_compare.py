@@ -21,13 +21,15 @@ def cmd_compare(args):
         print(json.dumps({"mechanism": repr(mech), "delta": args.delta,
                           "results": result_dicts(rows)}))
         return
+    from ._rounding import round_down, round_up
     print(f"{'method':14s} {'epsilon':>12s} {'lower':>12s} {'time':>11s}  source")
     for name, g, s in rows:
         if isinstance(g, str):
             print(f"{name:14s} {'n/a':>12s} {'':>12s} {s * 1e3:9.2f}ms  {g}")
             continue
-        low = "" if g.lower is None else f"{g.lower:.6g}"
-        print(f"{name:14s} {g.epsilon:12.6g} {low:>12s} {s * 1e3:9.2f}ms  {g.source}")
+        low = "" if g.lower is None else round_down(g.lower, 6)
+        print(f"{name:14s} {round_up(g.epsilon, 6):>12s} {low:>12s} {s * 1e3:9.2f}ms  "
+              f"{g.source}")
 
 
 def add_parser(subparsers) -> None:

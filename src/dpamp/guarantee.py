@@ -33,5 +33,8 @@ class Guarantee:
                 "lower": clean(self.lower), "method": self.method, "source": self.source}
 
     def __str__(self) -> str:
-        low = "" if self.lower is None else f" (lower bound {self.lower:.6g})"
-        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP by {self.method}{low}"
+        """Rounded outwards: epsilon and delta up (a weaker claim), the lower bound down."""
+        from ._rounding import round_down, round_up
+        low = "" if self.lower is None else f" (lower bound {round_down(self.lower, 6)})"
+        return (f"({round_up(self.epsilon, 6)}, {round_up(self.delta, 3)})-DP by "
+                f"{self.method}{low}")

@@ -11,42 +11,11 @@ the printed precision, so a number copied from a report into a paper is still pr
 from __future__ import annotations
 
 import json
-import math
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-
+from ._rounding import round_down, round_up
 from .guarantee import Guarantee
 
 __all__ = ["rows_for", "text", "markdown", "as_json", "best", "round_up", "round_down",
            "describe_mechanism"]
-
-
-def round_up(x: float, digits: int = 4) -> str:
-    """x rounded *up* to ``digits`` significant digits (for upper bounds)."""
-    return _round(x, digits, True)
-
-
-def round_down(x: float, digits: int = 4) -> str:
-    """x rounded *down* to ``digits`` significant digits (for lower bounds)."""
-    return _round(x, digits, False)
-
-
-def _round(x, digits, up: bool) -> str:
-    """Decimal rounding of x's shortest round-trip representation ``repr(x)`` (exact decimal
-    arithmetic, no float on the way). repr(x) is within half an ulp (1.1e-16 relative) of x,
-    far inside the rounding margins the methods add to their bounds, and it keeps an input
-    such as 0.1 printed as 0.1 rather than as the binary float's 0.1000000000000000055."""
-    if x is None:
-        return ""
-    if not math.isfinite(x):
-        return "∞" if x > 0 else "-∞"
-    if x == 0:
-        return "0"
-    d = Decimal(repr(float(x)))
-    exp = d.adjusted() - digits + 1
-    q = d.quantize(Decimal(1).scaleb(exp), rounding=ROUND_CEILING if up else ROUND_FLOOR)
-    if q.adjusted() >= digits or q.adjusted() < -5:
-        return f"{q.normalize():e}"
-    return f"{q.normalize():f}"
 
 
 def rows_for(mechanism, delta: float, methods=None, **options):
