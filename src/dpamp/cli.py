@@ -44,14 +44,17 @@ def _add_plan_args(p: argparse.ArgumentParser):
 
 def build_mechanism(args):
     import dpamp as dp
+    from .sampling import clip_sensitivity
     if args.batch is not None or args.population is not None:
         if args.batch is None or args.population is None:
             raise ValueError("--batch and --population go together (sampling without replacement)")
-        sens = 2.0 if args.sensitivity is None else args.sensitivity
+        sens = clip_sensitivity(dp.SUBSTITUTION) if args.sensitivity is None else \
+            args.sensitivity
         base = dp.Gaussian(args.sigma, sensitivity=sens, relation=dp.SUBSTITUTION)
         step = base.subsample(dp.WithoutReplacement(args.batch, args.population))
     else:
-        sens = 1.0 if args.sensitivity is None else args.sensitivity
+        sens = clip_sensitivity(dp.ADD_REMOVE) if args.sensitivity is None else \
+            args.sensitivity
         base = dp.Gaussian(args.sigma, sensitivity=sens)
         step = base if args.poisson is None else base.subsample(dp.Poisson(args.poisson))
     from . import _validate as V
@@ -96,21 +99,6 @@ def cmd_methods(args):
         print(f"{name:14s} {methods._REGISTRY[name].summary}")
 
 
-def report_rows(mech, delta, methods=None, **options):
-    """[(method, Guarantee or error text, seconds)] for every method that applies (or the
-    methods named); a method that fails shows its error text."""
-    from . import methods as M
-    rows = []
-    for name in (M.available(mech) if methods is None else methods):
-        t0 = time.perf_counter()
-        try:
-            g = mech.epsilon(delta, method=name, **options)
-        except (ValueError, NotImplementedError) as e:
-            g = str(e)
-        rows.append((name, g, time.perf_counter() - t0))
-    return rows
-
-
 def _emit(text: str, output):
     """Print ``text``, or write it to ``output`` all-or-nothing (temporary file + rename)."""
     if output is None:
@@ -131,7 +119,8 @@ def cmd_report(args):
         check_target(_check_output(args.plot))
     if args.output is not None:
         check_target(args.output)
-    rows = report_rows(plan.mechanism, plan.delta, plan.methods, **plan.options)
+    from .compare import compare_rows
+    rows = compare_rows(plan.mechanism, plan.delta, plan.methods, **plan.options)
     fmt = report.as_json if args.json else report.markdown if args.markdown else report.text
     _emit(fmt(rows, plan.delta, plan=plan), args.output)
     if args.plot is not None:

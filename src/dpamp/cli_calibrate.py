@@ -34,7 +34,9 @@ def cmd_calibrate(args):
     from . import calibrate as C
     family = dp.Laplace if args.laplace else None
     wor = args.what == "batch" or args.batch is not None
-    sens = args.sensitivity if args.sensitivity is not None else (2.0 if wor else 1.0)
+    from .sampling import clip_sensitivity
+    sens = args.sensitivity if args.sensitivity is not None else \
+        clip_sensitivity(dp.SUBSTITUTION if wor else dp.ADD_REMOVE)
     common = dict(delta=args.delta, method=args.method, sensitivity=sens, family=family)
     if args.tol is not None:
         common["tol"] = args.tol

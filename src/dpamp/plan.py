@@ -24,6 +24,7 @@ from fractions import Fraction
 
 from . import _validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation
+from .sampling import clip_sensitivity
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -300,7 +301,7 @@ def _parse_stage(r: _Reader, i: int, s: dict) -> Stage:
                 r.fail(i, "sensitivity", f"not used with 'noise_multiplier' (the noise is "
                        f"relative to the clipping norm); give {scale_key!r} and 'sensitivity'")
             # a record of norm <= C moves a sum by C (add/remove) or 2C (substitution)
-            sens = 1.0 if relation is ADD_REMOVE else 2.0
+            sens = clip_sensitivity(relation)
         else:
             sens = r.check(i, "sensitivity", V.positive, s.get("sensitivity", 1.0))
         cls = mech.Gaussian if kind == "gaussian" else mech.Laplace

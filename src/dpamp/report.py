@@ -14,15 +14,8 @@ import json
 from ._rounding import round_down, round_up
 from .guarantee import Guarantee
 
-__all__ = ["rows_for", "text", "markdown", "as_json", "best", "round_up", "round_down",
+__all__ = ["text", "markdown", "as_json", "best", "round_up", "round_down",
            "describe_mechanism"]
-
-
-def rows_for(mechanism, delta: float, methods=None, **options):
-    """[(method, Guarantee or error text, seconds)]: every method that applies (or those
-    named), each failure kept as its message (see :func:`dpamp.compare.compare_rows`)."""
-    from .compare import compare_rows
-    return compare_rows(mechanism, delta, methods, **options)
 
 
 def best(rows):

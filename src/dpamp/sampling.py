@@ -20,6 +20,13 @@ from . import _validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
 
 
+def clip_sensitivity(relation: Relation) -> float:
+    """Sensitivity of a sum of records clipped to norm 1 (DP-SGD's noise multiplier is
+    relative to it): 1 under add/remove (one record more or less), 2 under substitution (one
+    record replaced moves the sum by up to twice the clipping norm)."""
+    return 1.0 if as_relation(relation) is ADD_REMOVE else 2.0
+
+
 def _relation_error(scheme, mechanism, needed: Relation) -> ValueError:
     if needed is SUBSTITUTION:
         how = ("restate the mechanism under substitution: an add/remove sensitivity s is at "
