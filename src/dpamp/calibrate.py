@@ -193,7 +193,8 @@ def _geometric_search(ok, x0: float, lo_limit: float, hi_limit: float, rtol: flo
 
 def _largest_int(ok, start: int, high: int | None = None) -> int | None:
     """Largest integer n in [1, high] with ok(n), for ok true on a prefix. Brackets upward from
-    ``start`` by factors of 1.25 (at least +1) or downward by halving, then bisects.
+    ``start`` (first by a factor 1.25, then doubling; at least +1) or downward by halving,
+    then bisects.
     Returns None if ok(1) is False."""
     limit = _MAX_STEPS if high is None else high
     n = min(max(int(start), 1), limit)
@@ -361,9 +362,8 @@ def epochs(epsilon: float, delta: float, sigma: float | None = None, sampling=No
     if scheme is None:
         raise ValueError("epochs needs a sampling scheme (one epoch = 1/rate steps)")
 
-    if _steps_of_epochs(1, scheme) < 1:  # pragma: no cover - rate <= 1 always gives >= 1
-        raise ValueError("one epoch is less than one step")
-    return _largest_count("epoch", lambda e: step * max(_steps_of_epochs(e, scheme), 1),
+    # (a rate <= 1 makes one epoch at least one step)
+    return _largest_count("epoch", lambda e: step * _steps_of_epochs(e, scheme),
                           lambda e: _steps_of_epochs(e, scheme), eps_t, d, method, options)
 
 

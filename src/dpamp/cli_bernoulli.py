@@ -53,8 +53,8 @@ def composed_guarantee(args):
     if args.sigma is None:
         raise ValueError("--delta needs --sigma (the base mechanism's noise: Gaussian standard "
                          "deviation, or Laplace scale with --laplace)")
-    if args.steps < 1:
-        raise ValueError(f"--steps must be >= 1 (got {args.steps})")
+    from . import _validate as V
+    V.integer("--steps", args.steps, low=1)
     family = dp.Laplace if args.laplace else dp.Gaussian
     base = family(args.sigma, args.sensitivity)
     mech = base.post_process(dp.BernoulliSampling(args.c, args.d, args.k))
