@@ -155,15 +155,18 @@ def _compose_kind(parts, h, lam, upper, target):
     spec_err = np.zeros(nfreq)
     dropped = 0.0                                # sum of the dropped coefficients' bounds
     log_scale = 0.0
-    fin_log, tot_log = 0.0, 0.0
+    # log of the total mass and log of the finite share of it, per part c log(fin / (fin + inf))
+    # = c log1p(-inf / (fin + inf)): a ratio, so an inf mass far below fin's ulp still counts
+    frac_log, tot_log = 0.0, 0.0
     eF = _C_FFT * L * _U * (1.0 + 1e-12)         # componentwise FFT bound, ||w||_1 = 1
     for p, w, lM in zip(parts, ws, lMs):
         m = p.mass(upper)
         c = p.count
         fin = float(m.sum())
         inf = p.inf(upper)
-        fin_log = fin_log + c * math.log(fin) if fin > 0 else -math.inf
         tot_log = tot_log + c * math.log(fin + inf) if fin + inf > 0 else -math.inf
+        if inf > 0:
+            frac_log = frac_log + c * math.log1p(-inf / (fin + inf)) if fin > 0 else -math.inf
         if not math.isfinite(lM):
             spec[:] = 0.0
             continue
@@ -236,10 +239,9 @@ def _compose_kind(parts, h, lam, upper, target):
         # mass in one step moves delta by at most 1, times the growth of the other steps).
         growth = math.exp(max(tot_log, 0.0))
         err = err + sum(p.count * p.d.lower_slack for p in parts) * growth
-    # mass at +inf: prod (fin+inf)^c - prod fin^c, as tot (1 - fin/tot)
+    # mass at +inf: prod (fin+inf)^c - prod fin^c = tot (1 - prod (fin/(fin+inf))^c)
     if math.isfinite(tot_log):
-        inf = math.exp(tot_log) * (-math.expm1(min(fin_log - tot_log, 0.0))
-                                   if math.isfinite(fin_log) else 1.0)
+        inf = math.exp(tot_log) * (-math.expm1(min(frac_log, 0.0)))
     else:
         inf = 0.0
     if upper:

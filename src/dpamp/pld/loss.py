@@ -301,11 +301,13 @@ class LossDistribution:
 
 
 def _grid_floor(u: np.ndarray) -> np.ndarray:
-    """floor(u), treating values within 1e-9 (relative) of an integer as that integer, so that
-    an atom placed on a grid point in floating point lands in the cell that starts there."""
+    """floor(u), treating values within 4 ulps of an integer as that integer, so that an atom
+    placed on a grid point in floating point (its loss / h rounded) lands in the cell that
+    starts there. Only rounding-level: a wider snap (it was 1e-9) moves an atom just above a
+    grid point down onto it, which the pessimistic side must never do."""
     u = np.where(np.isfinite(u), u, 0.0)
     r = np.rint(u)
-    on = np.abs(u - r) <= 1e-9 * np.maximum(1.0, np.abs(r))
+    on = np.abs(u - r) <= 4 * 2.0 ** -52 * np.maximum(1.0, np.abs(r))
     return np.where(on, r, np.floor(u)).astype(np.int64)
 
 

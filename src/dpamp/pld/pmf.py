@@ -129,12 +129,15 @@ class GridPMF:
 
 
 def _discounted_suffix(m: np.ndarray, h: float) -> np.ndarray:
-    """C_k = sum_{j >= k} m_j e^{-(j - k) h}, without overflow (blocks of <= 600/h terms)."""
+    """C_k = sum_{j >= k} m_j e^{-(j - k) h}, without overflow or underflow: in blocks of <= 30/h
+    terms the weights e^{-jh} stay above e^{-30}, so m_j e^{-jh} underflows only for masses
+    below ~1e-295 (blocks of 600/h let masses below ~1e-47 vanish, which raised the lower
+    bound A_k - e^{eps - t_k} C_k)."""
     n = m.size
     if n == 0:
         return np.zeros(0)
     out = np.empty(n)
-    block = max(1, int(600.0 / max(h, 1e-300)))
+    block = max(1, int(30.0 / max(h, 1e-300)))
     carry = 0.0
     for end in range(n, 0, -block):
         start = max(0, end - block)

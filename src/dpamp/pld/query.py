@@ -19,7 +19,7 @@ import numpy as np
 from .. import _validate as V
 from ..methods import OutOfReach
 from .engine import MAX_N, PartPMF, compose, grid_log_mgf
-from .sources import discretize_source, parts_of
+from .sources import SymmetricCurve, discretize_source, parts_of
 
 #: most grid refinements tried before giving up with a clear error
 MAX_ROUNDS = 7
@@ -222,12 +222,27 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
         # the tails the grids leave out must weigh << delta, and below 1e-300 they cannot
         raise OutOfReach(f"delta={delta:g} is below what the PLD grids resolve "
                          f"({1e-300 / TAIL_FRACTION:g}); use method='rdp'")
-    # the pure epsilon (rounded up by a few ulps) caps the upper bound: it decides tiny deltas
-    pure = mechanism.pure_epsilon() * (1.0 + 16 * 2.0 ** -53)
-    return _refine(dirs, _key(mechanism), tol, "epsilon",
-                   lambda h, tilt: _compute_for_eps(dirs, delta, tol, h, tail_total, tilt),
-                   lambda state: _evaluate(state, tol, lambda pmf: min(pmf.epsilon(delta), pure),
-                                           at=lambda up: up, floor=1e-12))
+    # the pure epsilon caps the upper bound: it decides tiny deltas
+    pure = _pure_epsilon(mechanism)
+    return _proven(dirs, _refine(
+        dirs, _key(mechanism), tol, "epsilon",
+        lambda h, tilt: _compute_for_eps(dirs, delta, tol, h, tail_total, tilt),
+        lambda state: _evaluate(state, tol, lambda pmf: min(pmf.epsilon(delta), pure),
+                                at=lambda up: up, floor=1e-12)))
+
+
+def _lower_proven(dirs) -> bool:
+    """Whether the optimistic PMFs bound an actual pair's composition. A symmetrised curve
+    (:class:`~.sources.SymmetricCurve`, sampling without replacement) bounds both orders of
+    every pair from above: its own optimistic PMF is a lower bound on its composition, which
+    for more than one step is not the composition of any actual pair (nor below it)."""
+    return all(c == 1 or not isinstance(src, SymmetricCurve) for d in dirs for src, c in d)
+
+
+def _proven(dirs, b: Bracket) -> Bracket:
+    """``b`` with its lower end dropped where it is not proven (:func:`_lower_proven`); the
+    refinement still measures the grid error with it, so the upper end is as tight as before."""
+    return b if _lower_proven(dirs) else dataclasses.replace(b, lower=None)
 
 
 def _refine(dirs, key, tol, what, compute, evaluate) -> Bracket:
@@ -373,19 +388,35 @@ def _error_dominated(pmf, eps) -> bool:
     return budget > gap / 3.0
 
 
+def _pure_epsilon(mechanism) -> float:
+    """The composition's pure epsilon, sum of count x the parts' pure epsilons, summed exactly
+    and rounded up to a float (a float sum can fall just below the exact one: 3 x 0.7 gives
+    2.0999999999999996, where delta is still ~6e-17); exact sums stay exact."""
+    from fractions import Fraction
+    total = Fraction(0)
+    for part, count in mechanism.parts():
+        e = part.pure_epsilon()
+        if not math.isfinite(e):
+            return math.inf
+        total += count * Fraction(e)
+    up = float(total)
+    return up if Fraction(up) >= total else math.nextafter(up, math.inf)
+
+
 def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracket:
     """Proven bounds lower <= delta(epsilon) <= upper, upper - lower <= tol (default 1e-3 of
     upper)."""
     epsilon = V.real("epsilon", epsilon, low=0.0)
     if tol is not None:
         tol = V.positive("tol", tol)
-    if epsilon >= mechanism.pure_epsilon():
+    if epsilon >= _pure_epsilon(mechanism):
         return Bracket(0.0, 0.0, 0.0, 0)          # pure DP: the loss never exceeds pure eps
     dirs = _directions(mechanism)
-    return _refine(dirs, (_key(mechanism), "delta"), tol, "delta",
-                   lambda h, tilt: _compute_for_delta(dirs, epsilon, tol, h, tilt),
-                   lambda state: _evaluate(state, tol, lambda pmf: _delta_at(pmf, epsilon),
-                                           at=lambda up: epsilon))
+    return _proven(dirs, _refine(
+        dirs, (_key(mechanism), "delta"), tol, "delta",
+        lambda h, tilt: _compute_for_delta(dirs, epsilon, tol, h, tilt),
+        lambda state: _evaluate(state, tol, lambda pmf: _delta_at(pmf, epsilon),
+                                at=lambda up: epsilon)))
 
 
 def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
@@ -420,10 +451,19 @@ def pld_profile_bounds(mechanism, epsilon):
     flat = np.atleast_1d(e).ravel()
     fin = flat[np.isfinite(flat)]
     mid = float(np.median(fin)) if fin.size else 0.0
+    pure = _pure_epsilon(mechanism)
+    if pure == 0.0:
+        zero = np.zeros(np.shape(e))
+        return zero, zero                         # no privacy loss at all
+    if mid >= pure:
+        mid = 0.5 * pure if math.isfinite(pure) else mid   # (delta is 0 beyond pure anyway)
     delta_bracket(mechanism, mid)               # fills the cache with a good state
     state = _CACHE.get((_key(mechanism), "delta"))
     ups = np.max([d["pmf"][True].delta(flat) for d in state["dirs"]], axis=0)
     with_low = [d["pmf"][False].delta(flat) for d in state["dirs"] if False in d["pmf"]]
-    lows = np.max(with_low, axis=0) if with_low else np.zeros(flat.shape)
+    proven = with_low and _lower_proven(_directions(mechanism))
+    lows = np.max(with_low, axis=0) if proven else np.zeros(flat.shape)
     ups = np.where(np.isinf(flat), np.max([d["pmf"][True].inf for d in state["dirs"]]), ups)
+    ups = np.where(flat >= pure, 0.0, ups)      # the loss never exceeds the pure epsilon
+    lows = np.where(flat >= pure, 0.0, lows)
     return ups.reshape(np.shape(e)), lows.reshape(np.shape(e))
