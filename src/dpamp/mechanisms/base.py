@@ -168,6 +168,9 @@ def _lower_curve(mech: "Mechanism", alpha: np.ndarray):
         low[ints] = np.asarray(part, dtype=float)
         return low
     if low is None and mech.tight_rdp:
+        # the attained curve as computed (to the nearest float, like the upper curve itself);
+        # a mechanism whose upper curve carries a pad (Laplace, the diffusions) must give its
+        # own rdp_lower without it, or this would report the pad as a lower bound
         low = mech._rdp(alpha.astype(float))
     return low
 

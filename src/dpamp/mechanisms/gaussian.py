@@ -45,3 +45,4 @@ class Gaussian(Mechanism):
             out = alpha * self.rho
         # a positive sensitivity is never pure DP, even when rho underflows to 0
         return np.where(np.isinf(alpha), np.inf if self.sensitivity > 0 else 0.0, out)
+

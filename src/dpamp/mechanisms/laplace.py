@@ -39,6 +39,15 @@ class Laplace(Mechanism):
     def _rdp(self, alpha):
         return laplace_rdp(self.eps0, alpha)
 
+    def rdp_lower(self, alpha):
+        """The attained curve (one pair of neighbours, 003 Def. 18) rounded down: laplace_rdp
+        less its pad 16u z and its error bound 8u z (u = 2^-53), and a few ulps more."""
+        a = V.orders(alpha).astype(float)
+        z = self.eps0
+        low = np.maximum(np.asarray(laplace_rdp(z, a), dtype=float) * (1.0 - 8 * 2.0 ** -53)
+                         - 32 * 2.0 ** -53 * z, 0.0)
+        return low if low.ndim else float(low)
+
 
 def laplace_rdp(z, alpha):
     """RDP of Lap(z) vs Lap(0) in units of the scale (z = Delta / b; Mironov 2017, 003 Sec. 2):

@@ -15,7 +15,9 @@ def rr_epsilon(p: float) -> float:
     """Pure epsilon of binary randomized response with truth probability p: log(q / (1-q)),
     q = max(p, 1-p) (p < 1/2 is the same mechanism with its outputs relabelled)."""
     q = max(p, 1.0 - p)
-    return math.log(q) - math.log1p(-q)
+    # log(q) - log1p(-q) cancels near q = 1/2 (relative error up to 1e-8); 2q - 1 and 1 - q
+    # are exact for q in [1/2, 1), so this is accurate to an ulp or two
+    return math.log1p((2.0 * q - 1.0) / (1.0 - q))
 
 
 def rr_rdp(eps0: float, alpha: np.ndarray) -> np.ndarray:

@@ -155,6 +155,13 @@ class Subsampled(Mechanism):
         return amplified_pure_epsilon(e0, self.rate) if binary else e0
 
     def _rdp(self, alpha):
+        if not self.has_rdp():
+            # the caps below (the inner curve, the amplified pure epsilon) are unsound here;
+            # refusing in _rdp keeps rdp(), renyi() and every method from using them
+            raise NotImplementedError(
+                f"{self!r} has no Rényi-DP curve in dpamp: sampling with replacement of "
+                "batch > 1 needs the group curve, Poisson under substitution a base without "
+                "a pure epsilon; use the profile or PLD methods")
         alpha = np.asarray(alpha, dtype=float)
         out = np.empty_like(alpha)
         inf = np.isinf(alpha)

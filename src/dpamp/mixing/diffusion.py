@@ -53,6 +53,18 @@ class _Diffusion(Mechanism):
     def _rdp(self, alpha):
         return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
 
+    def rdp_lower(self, alpha):
+        """The attained curve alpha Lambda (one pair of neighbours), without linear_rdp's
+        relative pad, rounded down past its few ulps."""
+        a = V.orders(alpha).astype(float)
+        if not self.sensitivity > 0:
+            low = np.zeros(a.shape)
+        else:
+            with np.errstate(invalid="ignore", over="ignore"):
+                low = np.where(np.isinf(a), np.inf,
+                               a * self.intrinsic_sensitivity * (1.0 - 16 * 2.0 ** -53))
+        return low if low.ndim else float(low)
+
     def advance(self, s: float):
         """P_s o M_t = M_{t+s}: post-processing by the semigroup adds time."""
         return dataclasses.replace(self, t=self.t + V.positive("s", s))

@@ -36,6 +36,7 @@ import warnings
 import numpy as np
 
 from .. import _validate as V
+from .._logspace import log_expm1, logaddexp
 from ..mechanisms.base import Mechanism, PostProcessing
 from .kernels import MixingKernel
 
@@ -62,7 +63,9 @@ def dobrushin_epsilon(epsilon, delta):
     d = np.asarray(delta, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         big = e > 30  # log(1 + (e^e - 1)/d) = e + log(1 - e^-e + d e^-e) - log d, no overflow
-        small_val = np.log1p(np.expm1(np.minimum(e, 30.0)) / d)
+        # in log space: (e^eps - 1)/delta overflows for delta below ~1e-295, which read as
+        # eps~ = inf (pure DP)
+        small_val = logaddexp(0.0, log_expm1(np.minimum(e, 30.0)) - np.log(d))
         big_val = e - np.log(d) + np.log1p((d - 1.0) * np.exp(-np.minimum(e, 745.0)))
         out = np.where(big, big_val, small_val)
     out = np.where(d == 0, np.inf, np.where(e == 0, 0.0, out))

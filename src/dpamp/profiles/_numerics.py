@@ -54,6 +54,9 @@ def to_linear_upper(log_v):
     log_v = np.asarray(log_v, dtype=float)
     with np.errstate(under="ignore"):
         v = np.exp(np.minimum(log_v, 0.0))
+    # exp rounds to nearest; below the normal range that is an absolute error of up to half
+    # the smallest subnormal, so one more step of it keeps the value an upper bound
+    v = np.where(v < 2.2250738585072014e-308, v + 5e-324, v)
     out = np.where(np.isfinite(log_v), np.maximum(v, 5e-324), np.where(log_v > 0, 1.0, 0.0))
     return np.where(np.isnan(log_v), 1.0, out)  # never a nan: 1 is always an upper bound
 
@@ -61,7 +64,10 @@ def to_linear_upper(log_v):
 def to_linear_lower(log_v):
     log_v = np.asarray(log_v, dtype=float)
     with np.errstate(under="ignore"):
-        return np.where(np.isnan(log_v), 0.0, np.exp(np.minimum(log_v, 0.0)))
+        v = np.exp(np.minimum(log_v, 0.0))
+    # (subnormal results round to nearest: one step down keeps a lower bound)
+    v = np.where(v < 2.2250738585072014e-308, np.maximum(v - 5e-324, 0.0), v)
+    return np.where(np.isnan(log_v), 0.0, v)
 
 
 # --- the epsilon maps of advanced joint convexity (000 Thm 2) -----------------------------------
@@ -74,7 +80,8 @@ def ajc_epsilon(eps_prime, gamma: float):
     if gamma >= 1.0:
         return e.copy()
     with np.errstate(over="ignore", invalid="ignore"):
-        small = np.log1p(np.expm1(np.minimum(e, 1.0)) / gamma)
+        # log(1 + x / gamma) in log space: (e^{eps'} - 1) / gamma overflows for gamma < 1e-308
+        small = logaddexp(0.0, log_expm1(np.minimum(e, 1.0)) - math.log(gamma))
         big = e - np.log(gamma) + np.log1p(-(1.0 - gamma) * np.exp(-np.maximum(e, 1.0)))
     return np.where(e <= 1.0, small, big)
 
@@ -98,7 +105,9 @@ def ajc_reverse(eps_prime, gamma: float, upper: bool = True):
         x = x - slack if upper else x + slack
         log_c = log1mexp(np.minimum(x, 0.0))
         log_c = np.where(x >= 0.0, -np.inf, log_c)
-        eps2 = e + math.log(gamma) - log_c
+        # a'' - 1 = (a' - 1)/c: log(1 + (e^{eps'} - 1)/c) has no cancellation, where
+        # eps' + log gamma - log c lost ~u |log gamma| absolute (far more than eps'' at tiny eps')
+        eps2 = logaddexp(0.0, log_expm1(e) - log_c)
     eps2 = np.where(np.isneginf(log_c), np.inf, np.maximum(eps2, 0.0))
     return log_c, eps2
 
@@ -108,7 +117,9 @@ def ajc_log_beta(eps_prime, gamma: float):
     (log beta, log(1 - beta)), with 1 - beta = (1-gamma)(1 - e^{-eps'})/(1 - (1-gamma)e^{-eps'})."""
     e = np.asarray(eps_prime, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        den = np.log1p(-(1.0 - gamma) * np.exp(-e))
+        # log(1 - (1-gamma) e^{-eps'}) = log(gamma e^{-eps'} + (1 - e^{-eps'})): a sum of two
+        # nonnegative terms (the difference cancels for tiny gamma and eps')
+        den = logaddexp(math.log(gamma) - e, log1mexp(-e))
         log_beta = np.log(gamma) - den
         log_1mb = np.log1p(-gamma) + log1mexp(-e) - den if gamma < 1 else np.full_like(e, -np.inf)
     log_1mb = np.where(e == 0, -np.inf, log_1mb)

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from .. import _validate as V
 from ..mechanisms.base import Mechanism
 from ..relations import ADD_REMOVE
 from ..sampling import Poisson, WithReplacement
@@ -177,9 +178,13 @@ def rdp_from_profile(log_rows, alpha, *, log_tail_mgf=None, tau: float = 0.05,
     s = alpha - 1. ``log_tail_mgf(t)`` bounds log E[e^{tL}] for either order (see
     :func:`log_mgf_from_profile`)."""
     a = np.asarray(alpha, dtype=float)
-    s = (a - 1.0).ravel()
-    k0, k1 = _mgf(log_rows, s, log_tail_mgf, tau, budget, (0, 1))
-    return (np.maximum(k0, k1) / s).reshape(a.shape)
+    out = np.full(a.shape, np.inf)              # order inf: no bound from the moments
+    fin = np.isfinite(a)
+    if fin.any():
+        s = a[fin] - 1.0
+        k0, k1 = _mgf(log_rows, s, log_tail_mgf, tau, budget, (0, 1))
+        out[fin] = np.maximum(k0, k1) / s
+    return out
 
 
 def profile_rdp(mechanism: Mechanism, alpha, *, tau: float = 0.05, budget: int = 8_000):
@@ -188,9 +193,13 @@ def profile_rdp(mechanism: Mechanism, alpha, *, tau: float = 0.05, budget: int =
     as a cross-check), the crude joint-convexity bound for profile-only subsampled mechanisms,
     or a profile that reaches 0 (pure DP)."""
     m = core._single(mechanism)
+    a = V.orders(alpha).astype(float)
     tail = _tail_mgf(m)
-    return rdp_from_profile(lambda e: core.log_pair(m, e), alpha, log_tail_mgf=tail, tau=tau,
-                            budget=budget)
+    out = rdp_from_profile(lambda e: core.log_pair(m, e), a, log_tail_mgf=tail, tau=tau,
+                           budget=budget)
+    # order inf is the largest loss: the pure epsilon (where the profile reaches 0)
+    out = np.where(np.isinf(a), m.pure_epsilon(), out)
+    return out if out.ndim else float(out)
 
 
 # --- group RDP and crude moment bounds for subsampled mechanisms ----------------------------------
