@@ -255,6 +255,21 @@ class _NoiseKernel(MixingKernel):
             return 0.0
         return self.lipschitz * (self.high - self.low)
 
+    def dobrushin(self, epsilon=0.0):
+        """sup D_{e^eps} of the noise law at two centres at most D apart: the noise's closed
+        form profile (the subclass's ``_log_profile``, rounded up) at D / scale; eps = 0 is the
+        total variation."""
+        from ..profiles._numerics import to_linear_upper
+        eps = _eps_array(epsilon)
+        ratio = self._ratio
+        if math.isinf(ratio):
+            return _out(np.where(np.isinf(eps), 0.0, 1.0))
+        return _out(to_linear_upper(self._log_profile(ratio, eps, upper=True)))
+
+    def doeblin(self) -> float:
+        """Equal to the Dobrushin coefficient (module docstring)."""
+        return float(self.dobrushin())
+
 
 @dataclasses.dataclass(frozen=True)
 class GaussianKernel(_NoiseKernel):
@@ -275,19 +290,16 @@ class GaussianKernel(_NoiseKernel):
         object.__setattr__(self, "sigma", V.positive("sigma", self.sigma))
         self._validate_domain()
 
-    def dobrushin(self, epsilon=0.0):
-        """sup TV (eps = 0) or sup D_{e^eps} of N(c, s^2) vs N(c', s^2) over |c - c'| <= D: the
-        Gaussian profile at mu = D / sigma (000 Thm 4), rounded up (the profiles' closed form)."""
-        from ..profiles.closed_forms import gaussian_log_profile
-        eps = _eps_array(epsilon)
-        mu = self.diameter / self.sigma
-        if math.isinf(mu):
-            return _out(np.where(np.isinf(eps), 0.0, 1.0))
-        return _out(np.exp(gaussian_log_profile(mu, eps, upper=True)))
+    # dobrushin: the Gaussian profile at mu = D / sigma (000 Thm 4); doeblin equals it,
+    # 2 Phi(D/(2 sigma)) - 1 (module docstring)
+    @property
+    def _ratio(self) -> float:
+        return self.diameter / self.sigma
 
-    def doeblin(self) -> float:
-        """Equal to the Dobrushin coefficient 2 Phi(D/(2 sigma)) - 1 (module docstring)."""
-        return float(self.dobrushin())
+    @staticmethod
+    def _log_profile(mu, eps, upper):
+        from ..profiles.closed_forms import gaussian_log_profile
+        return gaussian_log_profile(mu, eps, upper=upper)
 
     def ultra_mixing(self) -> float:
         """1 unless D = 0: Gaussian density ratios are unbounded, so never ultra-mixing."""
@@ -312,28 +324,20 @@ class LaplaceKernel(_NoiseKernel):
         object.__setattr__(self, "scale", V.positive("scale", self.scale))
         self._validate_domain()
 
+    # dobrushin: [1 - e^{(eps - D/b)/2}]_+ (000 Thm 3), TV = 1 - e^{-D/(2b)} at eps = 0;
+    # doeblin equals it (module docstring)
     @property
-    def _t(self) -> float:
+    def _ratio(self) -> float:
         return self.diameter / self.scale
 
-    def dobrushin(self, epsilon=0.0):
-        """sup D_{e^eps}(Lap(c, b) || Lap(c', b)) over |c - c'| <= D: [1 - e^{(eps - D/b)/2}]_+
-        (000 Thm 3); eps = 0 gives TV = 1 - e^{-D/(2b)}. The Laplace profile at D/b, rounded up
-        (the profiles' closed form)."""
+    @staticmethod
+    def _log_profile(t, eps, upper):
         from ..profiles.closed_forms import laplace_log_profile
-        eps = _eps_array(epsilon)
-        t = self._t
-        if math.isinf(t):
-            return _out(np.where(np.isinf(eps), 0.0, 1.0))
-        return _out(np.exp(laplace_log_profile(t, eps, upper=True)))
-
-    def doeblin(self) -> float:
-        """Equal to the Dobrushin coefficient 1 - e^{-D/(2b)} (module docstring)."""
-        return float(self.dobrushin())
+        return laplace_log_profile(t, eps, upper=upper)
 
     def ultra_mixing(self) -> float:
         """1 - e^{-D/b}: the density ratio of Laplace laws with centres D apart is >= e^{-D/b}."""
-        t = self._t
+        t = self._ratio
         if t == 0.0:
             return 0.0
         return min(1.0, -math.expm1(-t) * (1 + 8 * _U) + 4 * _U)
