@@ -230,6 +230,11 @@ def _compose_kind(parts, h, lam, upper, target):
         if not upper:
             err = err + alias * np.concatenate([np.maximum.accumulate(factor[::-1])[::-1], [0.0]])
     err = np.where(np.isnan(err), np.inf, err)
+    if upper and start > 0:
+        # a window starting above 0 leaves out the losses in [0, t_0): a query at eps < t_0
+        # must count their mass, at most the tilted mass below the window untilted by the
+        # largest factor for losses >= 0, e^{log_scale}
+        err[0] += math.exp(min(log_below + log_scale, 700.0))
     if upper:
         mass = np.maximum(mass, 0.0)    # clipping noise up only adds mass: still an upper bound
     else:

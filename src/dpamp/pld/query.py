@@ -195,12 +195,30 @@ class PLDCache:
 _CACHE = PLDCache()
 
 
+class _ByIdentity:
+    """Cache key of an unhashable mechanism: equal only to itself, and holding the object, so
+    that its id cannot be reused by another one while the entry lives (a bare id() could)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _ByIdentity) and other.obj is self.obj
+
+
 def _key(mechanism):
+    """The cache key: the mechanism itself (frozen dataclasses hash by value), else its
+    identity (:class:`_ByIdentity`)."""
     try:
         hash(mechanism)
         return mechanism
     except TypeError:
-        return id(mechanism)
+        return _ByIdentity(mechanism)
 
 
 def _too_fine(tol, h):
