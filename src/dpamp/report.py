@@ -76,7 +76,7 @@ def _stage_rows(plan=None, mechanism=None):
     return out
 
 
-def _header(plan, mechanism, delta):
+def _header(plan):
     if plan is not None:
         return plan.title or "privacy plan"
     return "The mechanism below"
@@ -90,7 +90,7 @@ def _d(x: float) -> str:
 def text(rows, delta: float, plan=None, mechanism=None) -> str:
     """The plain-text report: the parameters, then one line per method."""
     lines = ["dpamp privacy report"]
-    lines.append(f"plan: {_header(plan, mechanism, delta)}")
+    lines.append(f"plan: {_header(plan)}")
     for name, mech, samp, steps, rel in _stage_rows(plan, mechanism):
         lines.append(f"  {name}: {mech}; sampling {samp}; {steps}; {rel}")
     lines.append(f"delta: {_d(delta)}")
@@ -149,7 +149,7 @@ def markdown(rows, delta: float, plan=None, mechanism=None) -> str:
               f" The analysis cannot certify less: the true ε at this δ is at least "
               f"{round_down(low)}.")
         out.append(
-            f"{_header(plan, mechanism, delta)} satisfies (ε, δ)-differential privacy with "
+            f"{_header(plan)} satisfies (ε, δ)-differential privacy with "
             f"**ε = {round_up(top.epsilon)}** and **δ = {_d(delta)}** under the {rel} "
             f"neighbouring relation. ε is a proven upper bound computed with dpamp "
             f"{__version__} by the `{top.method}` method ({top.source}).{lo}")

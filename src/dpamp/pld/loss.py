@@ -15,7 +15,6 @@ discretiser needs is the mass of P and of Q in cells of a grid, which ``cell_mas
 |----------------------------|-------------------------------------------------|------------------------|
 | ``gaussian(mu)``           | N(mu, 1) vs N(0, 1): L ~ N(+-mu^2/2, mu^2)      | 004 Prop. 3            |
 | ``laplace(t)``             | Lap(t, 1) vs Lap(0, 1): atoms +-t, linear between | 000 Thm 3 (its pair) |
-| ``randomized_response(e)`` | atoms +-e                                        | 004 footnote 16, delta 0 |
 | ``eps_delta(e, d)``        | atoms +-e, +inf                                  | 004 footnote 16        |
 | ``.poisson(q)``            | ((1-q)Q + qP, Q)                                 | 004 Thm 34's pair; Zhu-Dong-Wang |
 """
@@ -311,7 +310,7 @@ def _grid_floor(u: np.ndarray) -> np.ndarray:
     return np.where(on, r, np.floor(u)).astype(np.int64)
 
 
-def _bisect(f, a, b, increasing=True, iters=80):
+def _bisect(f, a, b, iters=80):
     """Root of a monotone f on [a, b] (clamped to the ends)."""
     fa, fb = f(a), f(b)
     if fa >= 0:
@@ -437,7 +436,3 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
     v = float(np.sum(w * (loss[fin] - m) ** 2) / max(w.sum(), 1e-300))
     return LossDistribution(loss, pm, qm, symmetric=True, mean=m, var=v,
                             name=f"eps_delta({eps:g}, {delta:g})")
-
-
-def randomized_response(eps: float) -> LossDistribution:
-    return eps_delta(eps, 0.0)
