@@ -9,7 +9,13 @@ import pytest
 
 import dpamp as dp
 
-mp.mp.dps = 60
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """60 digits inside this module's tests only (mp.mp.dps is global)."""
+    with mp.workdps(60):
+        yield
 
 
 def test_randomized_response_epsilon_near_one_half():
