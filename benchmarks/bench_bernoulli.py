@@ -8,7 +8,7 @@ Prints, per instance, the closed-form bracket [lower_bound, upper_bound], the ce
 import sys
 import time
 
-from dpamp import bernoulli as B
+from dpamp.amplification import bernoulli as B
 
 CASES = [(2, 1, 5.0, 0.1), (2, 2, 3.0, 0.3), (2, 1, 50.0, 0.3), (2, 3, 10.0, 0.2),
          (3, 1, 5.0, 0.1), (3, 1, 20.0, 0.3)]

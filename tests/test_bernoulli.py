@@ -11,8 +11,8 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import dpamp as dp
-from dpamp import bernoulli as B
-from dpamp._bernoulli_search import statistic_channel
+from dpamp.amplification import bernoulli as B
+from dpamp.amplification.bernoulli._moments import statistic_channel
 
 
 # ------------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_objective_and_constraint_error_bounds_vs_mpmath(a, c, k):
     """The search's objective G and constraint H with their rounding-error bounds: the 60-digit
     value always lies within [value - err, value + err] (this is what makes the search's
     bounds proofs)."""
-    from dpamp._bernoulli_search import _constraints, _objective
+    from dpamp.amplification.bernoulli._moments import _constraints, _objective
     rng = np.random.default_rng(7)
     pts = [(0.0, 0.3), (0.2, 0.2), (0.5, 0.5 + 1e-9), (1e-12, 1e-6), (0.4, 0.999999),
            (1e-300, 0.5)] + [tuple(v) for v in rng.uniform(0, 1, (12, 2))]
@@ -516,7 +516,8 @@ def test_search_without_head_start_stays_above_the_known_pair():
     closure (it sits on two opposite corners; a vanishing third mass keeps a constraint
     active). Started with a threshold below it, neither may report an upper end below it
     (an unsound prune, e.g. a NaN taken as a failed test, would)."""
-    from dpamp._bernoulli_global import SupportSearch, search_supports, support_orbits
+    from dpamp.amplification.bernoulli._support_search import SupportSearch, search_supports
+    from dpamp.amplification.bernoulli._supports import support_orbits
     a, c, k, eps = 5.0, 0.1, 1, 2.0
     low = B.lower_bound(eps, a, c, 2, k)
     logw = statistic_channel(c, 2, k)
@@ -529,7 +530,7 @@ def test_search_without_head_start_stays_above_the_known_pair():
 
 
 def test_support_orbits_and_group():
-    from dpamp._bernoulli_global import cube_group, support_orbits
+    from dpamp.amplification.bernoulli._supports import cube_group, support_orbits
     assert len(cube_group(2)) == 8 and len(cube_group(3)) == 48
     assert [len(support_orbits(3, m)) for m in (2, 3, 4)] == [3, 3, 6]
     assert [len(support_orbits(2, m)) for m in (3, 4)] == [1, 1]
@@ -542,7 +543,7 @@ def test_support_orbits_and_group():
 
 
 def test_support_reduction_d3_numerically():
-    """The lemma behind the search (module docstring (2) of _bernoulli_global): with the
+    """The lemma behind the search (module docstring (2) of _support_search): with the
     ratios L = P/Q of a feasible full-support pair fixed, the objective is convex on the
     polytope {Q >= 0, sum Q = 1, sum Q L = 1, sum Q L^a <= e^E, sum Q L^(1-a) <= e^E}, so
     some vertex (support <= 4, both constraints active on 4) does at least as well. Checked by
@@ -584,7 +585,7 @@ def test_support_reduction_d3_numerically():
 @pytest.mark.parametrize("d,k", [(2, 1), (2, 2), (1, 3), (3, 1)])
 def test_sufficient_statistic_against_enumeration(d, k):
     """Alg. 3 on the (k+1)^d counts equals enumerating all 2^(dk) outcomes, for random P, Q."""
-    from dpamp._bernoulli_search import _moment_general
+    from dpamp.amplification.bernoulli._moments import _moment_general
     c, a = 0.2, 3.5
     rng = np.random.default_rng(d * 10 + k)
     x, y = rng.dirichlet(np.ones(2 ** d)), rng.dirichlet(np.ones(2 ** d))
@@ -681,7 +682,7 @@ def test_search_finds_the_optimum_without_a_head_start(a, c, k):
     """The branch-and-bound started with no incumbent (best = 0) must find the known feasible
     pair of eqs. 3-4 itself and never report an upper bound below it. (With the incumbent the
     conjecture makes every check above pass even if pruning were unsound; this one cannot.)"""
-    from dpamp._bernoulli_search import certify_d1
+    from dpamp.amplification.bernoulli._d1_search import certify_d1
     eps = np.array([1e-4, 0.1, 1.0, 4.0])
     alpha = np.full(eps.shape, a)
     known = B.lower_bound(eps, a, c, 1, k) * (a - 1)
@@ -765,7 +766,7 @@ def test_cli_bernoulli_table_options_and_errors(capsys, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# the mass tightening of the d > 1 search (_bernoulli_global._tighten_masses)
+# the mass tightening of the d > 1 search (_cell_bounds._tighten_masses)
 # --------------------------------------------------------------------------------------------
 def random_active_pairs(m, a, eps, rng, count):
     """Pairs (P, Q) on m corners with sum P = sum Q = 1 and, for m = 4, both Rényi constraints
@@ -790,7 +791,8 @@ def test_tighten_masses_keeps_every_candidate(m):
     """A cell around a candidate (a box of relative width ~1e-3 in w, all of [0, 2] in s):
     the tightened masses still contain the candidate's s, the cell is not declared empty,
     and for 4 corners s is pinned down to a small interval (the rows determine Q from L)."""
-    from dpamp._bernoulli_global import _Instance, _tighten_masses
+    from dpamp.amplification.bernoulli._cell_bounds import _tighten_masses
+    from dpamp.amplification.bernoulli._cells import _Instance
     a, eps = 3.0, 0.7
     rng = np.random.default_rng(11)
     inst = _Instance(eps, a, np.zeros((2, m)), (), "both" if m == 4 else "one")

@@ -6,9 +6,9 @@ import math
 import pytest
 
 import dpamp as dp
-from dpamp import calibrate as C
+from dpamp.accounting import calibrate as C
 from dpamp import cli
-from dpamp._progress import progress
+from dpamp.core._progress import progress
 
 
 def eps_of(x, delta, method, **options):
@@ -47,7 +47,7 @@ def test_sigma_rdp(eps, delta, sampling, steps):
 
 
 def test_sigma_pld():
-    """Needs the PLD method (registered by dpamp.pld.methods)."""
+    """Needs the PLD method (registered by dpamp.accounting.methods.pld)."""
     r = dp.calibrate.sigma(epsilon=3.0, delta=1e-5, sampling=dp.Poisson(0.01), steps=10_000,
                            method="pld")
     check_sigma(r, 3.0, 1e-5, dp.Poisson(0.01), 10_000, "pld")

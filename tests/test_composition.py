@@ -16,9 +16,9 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import norm
 
 import dpamp as dp
-from dpamp import composition as C
-from dpamp import relation_rules as R
-from dpamp import zcdp as Z
+from dpamp.theorems import composition as C
+from dpamp.core import relation_rules as R
+from dpamp.theorems import zcdp as Z
 
 
 
@@ -342,7 +342,7 @@ def test_compare_lists_one_guarantee_per_method():
 
 
 def test_cli_compare_table_and_json():
-    from dpamp.cli import main
+    from dpamp.cli.main import main
     buf = io.StringIO()
     with redirect_stdout(buf):
         assert main(["compare", "--sigma", "2.0", "--steps", "10", "--delta", "1e-6"]) == 0

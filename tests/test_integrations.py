@@ -11,8 +11,8 @@ from dp_accounting import dp_event as E
 from dp_accounting.rdp import rdp_privacy_accountant as R
 
 import dpamp as dp
-from dpamp.integrations import OpacusAccountant
-from dpamp.plan import parse_plan_text
+from dpamp.io.opacus import OpacusAccountant
+from dpamp.io.plan import parse_plan_text
 
 A, S = dp.ADD_REMOVE, dp.SUBSTITUTION
 
@@ -181,7 +181,7 @@ def test_opacus_accountant_validates():
 
 
 def test_no_torch_needed():
-    code = ("import sys, dpamp\nfrom dpamp.integrations import OpacusAccountant\n"
+    code = ("import sys, dpamp\nfrom dpamp.io.opacus import OpacusAccountant\n"
             "a = OpacusAccountant()\na.step(noise_multiplier=1.0, sample_rate=0.01)\n"
             "a.get_epsilon(1e-5)\nassert 'torch' not in sys.modules\n"
             "assert 'dp_accounting' not in sys.modules\n")

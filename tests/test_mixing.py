@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import dpamp as dp
 from dpamp.mechanisms.base import Mechanism
-from dpamp.mixing import hockey_stick
-from dpamp.mixing.uniform import PostProcessed, amplified_profile, base_epsilon_for
-from dpamp.relations import ADD_REMOVE, Relation
+from dpamp.amplification.mixing import hockey_stick
+from dpamp.amplification.mixing.post_processed import PostProcessed
+from dpamp.amplification.mixing.uniform import amplified_profile, base_epsilon_for
+from dpamp.core.relations import ADD_REMOVE, Relation
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
-from dpamp.mixing.coupling import minimise_shift
+from dpamp.amplification.mixing.coupling import minimise_shift
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def test_example1_iterated_gaussian_is_exact(s1, s2, sens):
 @pytest.mark.parametrize("alpha", [1.001, 1.1, 2.0, 50.0, 1e4])
 def test_laplace_shift_rdp_is_a_rounded_up_mpmath_value(z, alpha):
     """The cancellation-free form with its absolute margin: above the 50-digit value, close."""
-    from dpamp.mixing.coupling import laplace_shift_rdp
+    from dpamp.amplification.mixing.coupling import laplace_shift_rdp
     mp.mp.dps = 50
     a, t = mp.mpf(alpha), mp.mpf(z)
     g = a / (2 * a - 1) * mp.e ** ((a - 1) * t) + (a - 1) / (2 * a - 1) * mp.e ** (-a * t)

@@ -29,7 +29,7 @@ def test_randomized_response_epsilon_near_one_half():
 
 def test_mixing_at_tiny_delta_is_not_pure_dp():
     """(e^eps - 1)/delta overflowed for delta below ~1e-295, which read as eps~ = inf."""
-    from dpamp.mixing import GaussianKernel, amplify_by_mixing
+    from dpamp.amplification.mixing import GaussianKernel, amplify_by_mixing
     eps2, delta2 = amplify_by_mixing(20.0, 1e-300, GaussianKernel(1.0, 0.0, 50.0),
                                      "dobrushin-eps")
     assert delta2 > 0.0

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 import dpamp as dp
-from dpamp import cli, report
-from dpamp.plan import PlanError, default_plan, parse_plan_text
+from dpamp import cli
+from dpamp.io import report
+from dpamp.io.plan import PlanError, default_plan, parse_plan_text
 
 SRC = os.path.join(os.path.dirname(__file__), "..", "src")
 
@@ -206,7 +207,7 @@ def test_missing_output_directory_is_refused_before_computing(tmp_path, capsys):
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
-    from dpamp._io import atomic_path, atomic_write
+    from dpamp.io._files import atomic_path, atomic_write
     target = tmp_path / "fig.png"
     with pytest.raises(RuntimeError):
         with atomic_path(target) as tmp:

@@ -380,7 +380,7 @@ def test_gaussian_compositions_far_out_are_one_exact_part(sigma, T):
 
 
 def test_out_of_reach_queries_fall_back_to_the_next_method():
-    from dpamp.methods import OutOfReach
+    from dpamp.accounting.registry import OutOfReach
     m = dp.Gaussian(1.0) * 10
     with pytest.raises(OutOfReach, match="rdp"):
         m.epsilon(1e-300, method="pld")
@@ -463,7 +463,7 @@ def test_quantile_range_tails_are_within_the_budget(mech, tail):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 3000), st.floats(1e-5, 0.5), st.integers(0, 10 ** 6))
 def test_grid_log_mgf_equals_the_direct_sum(n, h, seed):
-    from dpamp._logspace import logsumexp
+    from dpamp.core._logspace import logsumexp
     from dpamp.pld.engine import grid_log_mgf
     rng = np.random.default_rng(seed)
     m = rng.exponential(size=n) * (rng.random(n) < 0.8) * 10.0 ** rng.integers(-250, 0, n)
@@ -484,7 +484,7 @@ def test_lower_hull_equals_the_points_below_every_chord(bumps, seed):
     """Independent of the monotone chain it is built on: a point is a vertex of the lower hull
     iff it lies strictly below every chord between a point on its left and one on its right
     (brute force over all chords; the ends have none)."""
-    from dpamp._hull import lower_hull as _lower_hull
+    from dpamp.core._hull import lower_hull as _lower_hull
     rng = np.random.default_rng(seed)
     n = len(bumps)
     x = np.cumsum(rng.random(n) + 1e-3)
@@ -518,7 +518,7 @@ def test_mass_at_infinity_below_an_ulp_of_the_finite_mass_is_kept():
     the mass at +inf is ~1e-15 > 1e-16, so no finite epsilon has delta <= 1e-16 (it was lost,
     and 99.996 was reported); a Gaussian's tail above the window is kept the same way (delta
     at eps = 10 was reported 0, the truth is 9.8e-23)."""
-    from dpamp.methods import OutOfReach
+    from dpamp.accounting.registry import OutOfReach
     assert (dp.EpsDelta(1.0, 1e-17) * 100).epsilon(1e-16, method="pld").epsilon == math.inf
     true = float(mp.ncdf(0.5 - 10) - mp.exp(10) * mp.ncdf(-0.5 - 10))
     try:
@@ -559,7 +559,7 @@ def test_pure_epsilon_of_a_composition_is_summed_exactly():
     """3 x 0.7 sums to 2.0999999999999996 in floats, below the exact 2.1 (as a sum of the
     float 0.7s): delta there is not 0. An exact sum (3 x 1.0) keeps its shortcut."""
     from fractions import Fraction
-    from dpamp.methods import OutOfReach
+    from dpamp.accounting.registry import OutOfReach
     from dpamp.pld.query import _pure_epsilon
     assert Fraction(_pure_epsilon(dp.PureDP(0.7) * 3)) >= 3 * Fraction(0.7)
     assert _pure_epsilon(dp.Laplace(1.0) * 3) == 3.0

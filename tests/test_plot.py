@@ -8,7 +8,8 @@ import pytest
 from scipy.stats import norm
 
 import dpamp as dp
-from dpamp import cli, plot
+from dpamp import cli
+from dpamp.io import plot
 
 PNG = b"\x89PNG\r\n\x1a\n"
 STEP = dp.Gaussian(1.1).subsample(dp.Poisson(0.01))
@@ -70,7 +71,7 @@ def test_epsilon_vs_steps_of_a_multi_stage_plan_runs_stages_in_order():
 def test_epsilon_vs_steps_of_a_plan_whose_stage_recurs():
     """Stages A, B, A: the plan's mechanism merges the two A stages, so only the plan knows
     that the first 15 steps are 10 x A then 5 x B (the figure once took 15 x A)."""
-    from dpamp.plan import parse_plan_text
+    from dpamp.io.plan import parse_plan_text
     stage = '[[stage]]\nmechanism = "gaussian"\nsigma = {}\nsteps = 10\n'
     p = parse_plan_text("delta = 1e-5\n" + "".join(stage.format(s) for s in (10.0, 1.0, 10.0)))
     data = plot.epsilon_vs_steps(p, 1e-5, steps=[5, 15, 25, 30], methods=["rdp"])
@@ -164,7 +165,7 @@ def test_cli_plot_every_kind(tmp_path, capsys):
 
 
 def plot_kinds():
-    from dpamp.cli_plot import KINDS
+    from dpamp.cli.plot import KINDS
     return KINDS
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
 from dpamp.mechanisms.base import Mechanism
-from dpamp.serialize import from_dict, registry, to_dict
+from dpamp.io.serialize import from_dict, registry, to_dict
 
 pos = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
 prob = st.floats(min_value=0.01, max_value=0.99)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
-from dpamp import subsampling_bounds as S
-from dpamp import zcdp as Z
+from dpamp.theorems import subsampling as S
+from dpamp.theorems import zcdp as Z
 
 
 

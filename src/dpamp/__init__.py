@@ -3,51 +3,67 @@
     import dpamp as dp
     step = dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60_000))
     (step * 14_062).epsilon(delta=1e-5)
+
+The public API, in the order of the flow describe -> represent -> compose -> query -> present
+(docs/architecture.md maps the folders):
 """
-from .guarantee import Guarantee
+# shared vocabulary: guarantees, neighbouring relations, sampling schemes
+from .core.guarantee import Guarantee
+from .core.relations import ADD_REMOVE, SUBSTITUTION, Relation
+from .core.sampling import Poisson, WithoutReplacement, WithReplacement
+
+# describe: mechanisms and their composition
 from .mechanisms import (Composition, Gaussian, Laplace, Mechanism, PureDP, RandomizedResponse,
                          RDPCurve, Subsampled, ZCDP, compose)
-from .methods import available as available_methods
+from .mechanisms.eps_delta import EpsDelta
+
+# represent: privacy profiles and tight amplification by subsampling (paper 000)
+from . import profiles
+from .profiles import (RandomizedMembership, group_profile, hockey_stick, privacy_profile,
+                       profile_pair, profile_pair_lower)
+
+# compose: the (epsilon, delta) composition theorems (paper 004), the RDP accountant (003 Sec. 4)
+from .theorems import composition
 from .rdp.accountant import Accountant
-from .relations import ADD_REMOVE, SUBSTITUTION, Relation
-from .sampling import Poisson, WithoutReplacement, WithReplacement
+
+# amplification by mixing, iteration and diffusion (paper 002)
+from .amplification import mixing
+from .amplification.mixing import (BrownianKernel, BrownianMotion, DoeblinWarning, GaussianKernel,
+                                   LaplaceKernel, MarkovKernel, NoisyProjectedSGD,
+                                   OrnsteinUhlenbeck, OrnsteinUhlenbeckKernel,
+                                   amplification_by_iteration, amplify_by_mixing,
+                                   iteration_path_bound, shift_reduction_rdp)
+
+# amplification by Bernoulli sampling from a private parameter (paper 001):
+# dp.bernoulli.lower_bound / upper_bound / exact / hoeffding_lower_bound
+from .amplification import bernoulli
+from .amplification.bernoulli import BernoulliSampled, BernoulliSampling
+
+# query: methods, comparison, calibration (dp.calibrate.sigma / steps / epochs / rate / sweep)
+from .accounting.registry import available as available_methods
+from .accounting.compare import compare
+from .accounting import calibrate
+
+# present: plans, JSON, other libraries' descriptions
+from .io.plan import Plan, PlanError, default_plan, load_plan
+from .io.serialize import from_json, to_json
+from .io.dp_events import from_dp_event
+from .io.opacus import OpacusAccountant
 
 __version__ = "0.1.0"
 
-__all__ = ["Guarantee", "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP",
-           "RandomizedResponse", "RDPCurve", "Subsampled", "ZCDP", "compose", "Accountant",
-           "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
-           "WithReplacement", "available_methods"]
-# paper 004 composition theorems (dp.composition.kov_epsilon, ...), dp.compare, dp.EpsDelta
-from . import composition  # noqa: E402
-from .compare import compare  # noqa: E402
-from .mechanisms.eps_delta import EpsDelta  # noqa: E402
-__all__ += ["composition", "compare", "EpsDelta"]
-# --- paper 002: amplification by mixing, iteration and diffusion (dpamp.mixing) ---------------
-from . import mixing  # noqa: E402
-from .mixing import (BrownianKernel, BrownianMotion, DoeblinWarning, GaussianKernel,  # noqa: E402
-                     LaplaceKernel, MarkovKernel, NoisyProjectedSGD, OrnsteinUhlenbeck,
-                     OrnsteinUhlenbeckKernel, amplification_by_iteration, amplify_by_mixing,
-                     iteration_path_bound, shift_reduction_rdp)
-__all__ += ["mixing", "MarkovKernel", "GaussianKernel", "LaplaceKernel", "amplify_by_mixing",
-            "DoeblinWarning", "shift_reduction_rdp", "amplification_by_iteration",
-            "iteration_path_bound", "NoisyProjectedSGD", "BrownianMotion", "OrnsteinUhlenbeck",
-            "BrownianKernel", "OrnsteinUhlenbeckKernel"]
-# --- issue 8: calibration, plans in a file, reports, JSON, interoperability (usability) --------
-from . import calibrate  # noqa: E402  dp.calibrate.sigma / steps / epochs / rate / sweep
-from .integrations import OpacusAccountant, from_dp_event  # noqa: E402
-from .plan import Plan, PlanError, default_plan, load_plan  # noqa: E402
-from .serialize import from_json, to_json  # noqa: E402
-__all__ += ["calibrate", "from_dp_event", "OpacusAccountant", "Plan", "PlanError",
-            "default_plan", "load_plan", "from_json", "to_json"]
-# --- privacy profiles (paper 000): dp.profiles, dp.hockey_stick, dp.RandomizedMembership --------
-from . import profiles  # noqa: E402
-from .profiles import (RandomizedMembership, group_profile, hockey_stick,  # noqa: E402
-                       privacy_profile, profile_pair, profile_pair_lower)
-__all__ += ["profiles", "RandomizedMembership", "group_profile", "hockey_stick",
-            "privacy_profile", "profile_pair", "profile_pair_lower"]
-# paper 001: amplification by Bernoulli sampling from a private parameter
-# (dp.bernoulli.lower_bound / upper_bound / exact / hoeffding_lower_bound, dp.BernoulliSampling)
-from . import bernoulli  # noqa: E402
-from .bernoulli import BernoulliSampled, BernoulliSampling  # noqa: E402
-__all__ += ["bernoulli", "BernoulliSampling", "BernoulliSampled"]
+__all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
+           "WithReplacement",
+           "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta",
+           "profiles", "RandomizedMembership", "group_profile", "hockey_stick",
+           "privacy_profile", "profile_pair", "profile_pair_lower",
+           "composition", "Accountant",
+           "mixing", "MarkovKernel", "GaussianKernel", "LaplaceKernel", "amplify_by_mixing",
+           "DoeblinWarning", "shift_reduction_rdp", "amplification_by_iteration",
+           "iteration_path_bound", "NoisyProjectedSGD", "BrownianMotion", "OrnsteinUhlenbeck",
+           "BrownianKernel", "OrnsteinUhlenbeckKernel",
+           "bernoulli", "BernoulliSampling", "BernoulliSampled",
+           "available_methods", "compare", "calibrate",
+           "Plan", "PlanError", "default_plan", "load_plan", "from_json", "to_json",
+           "from_dp_event", "OpacusAccountant"]

@@ -3,7 +3,7 @@
 A mechanism is an immutable value object: it describes what was run and knows its exact
 representations (RDP curve, and where available privacy profile / privacy-loss distribution), but
 never how it will be queried (DESIGN: data flows left to right). Queries such as ``epsilon`` and
-``delta`` go through the method registry in :mod:`dpamp.methods`.
+``delta`` go through the method registry in :mod:`dpamp.accounting.registry`.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Iterable, NamedTuple
 
 import numpy as np
 
-from .. import _validate as V
-from ..relations import Relation
+from ..core import _validate as V
+from ..core.relations import Relation
 
 
 class Mechanism:
@@ -47,7 +47,7 @@ class Mechanism:
         this mechanism, as described, on some actual pair of neighbours. The epsilon(delta) of
         each is then a lower bound on this mechanism's true value; the accounting methods
         report the best as ``Guarantee.lower`` where they give none as good (see
-        :func:`dpamp.methods.witness_lower`). ``rel_err`` on a witness bounds the relative
+        :func:`dpamp.accounting.registry.witness_lower`). ``rel_err`` on a witness bounds the relative
         rounding error of each of its atoms."""
         return ()
 
@@ -88,24 +88,24 @@ class Mechanism:
     # --- queries -----------------------------------------------------------------------------
     def epsilon(self, delta: float, method: str = "auto", **options):
         """Smallest epsilon such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
-        from .. import methods
+        from ..accounting import registry as methods
         return methods.epsilon(self, delta, method=method, **options)
 
     def delta(self, epsilon: float, method: str = "auto", **options):
         """Smallest delta such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
-        from .. import methods
+        from ..accounting import registry as methods
         return methods.delta(self, epsilon, method=method, **options)
 
     # --- serialisation -----------------------------------------------------------------------
     def to_json(self, indent: int | None = None) -> str:
         """JSON text ``{"type": ClassName, ...constructor arguments}``, recursively; read it
-        back with ``dp.from_json`` (see :mod:`dpamp.serialize`)."""
-        from ..serialize import to_json
+        back with ``dp.from_json`` (see :mod:`dpamp.io.serialize`)."""
+        from ..io.serialize import to_json
         return to_json(self, indent=indent)
 
     # --- transformations ---------------------------------------------------------------------
     def subsample(self, scheme):
-        """Run the mechanism on a random subsample drawn by ``scheme`` (see dpamp.sampling)."""
+        """Run the mechanism on a random subsample drawn by ``scheme`` (see dpamp.core.sampling)."""
         return scheme.apply(self)
 
     def post_process(self, kernel):

@@ -5,8 +5,8 @@ import dataclasses
 
 import numpy as np
 
-from .. import _validate as V
-from ..relations import Relation
+from ..core import _validate as V
+from ..core.relations import Relation
 from .base import Mechanism, check_mechanism, flatten
 
 

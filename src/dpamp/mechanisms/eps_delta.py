@@ -4,8 +4,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .. import _validate as V
-from ..relations import ADD_REMOVE, Relation, as_relation
+from ..core import _validate as V
+from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 from .randomized_response import rr_rdp
 

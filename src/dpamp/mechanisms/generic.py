@@ -6,9 +6,9 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _validate as V
-from .._hull import lower_hull
-from ..relations import ADD_REMOVE, Relation, as_relation
+from ..core import _validate as V
+from ..core._hull import lower_hull
+from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 
 

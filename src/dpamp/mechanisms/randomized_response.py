@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .. import _validate as V
-from ..relations import ADD_REMOVE, Relation, as_relation
+from ..core import _validate as V
+from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 
 

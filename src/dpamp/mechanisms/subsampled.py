@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ..relations import Relation
-from ..sampling import Poisson, SamplingScheme, WithoutReplacement
+from ..core.relations import Relation
+from ..core.sampling import Poisson, SamplingScheme, WithoutReplacement
 from .base import Mechanism
 from .randomized_response import rr_rdp
 
@@ -140,7 +140,7 @@ class Subsampled(Mechanism):
         under substitution: eps0, since a pure inner mechanism is not amplified there in the worst
         case. Randomized response of one bit is a gamma-mixture of its own pair under every
         scheme (000 Lemma 12), so it keeps log(1 + gamma (e^eps0 - 1))."""
-        from ..sampling import WithReplacement
+        from ..core.sampling import WithReplacement
         e0 = self.base.pure_epsilon()
         s = self.scheme
         if isinstance(s, WithoutReplacement) or (

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy import fft as sfft
 
-from .._logspace import logsumexp
+from ..core._logspace import logsumexp
 from .discretize import Discretized
 from .pmf import GridPMF
 

@@ -16,8 +16,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import _validate as V
-from ..methods import OutOfReach
+from ..core import _validate as V
+from ..core.errors import OutOfReach
 from .engine import MAX_N, PartPMF, compose, grid_log_mgf
 from .sources import SymmetricCurve, discretize_source, parts_of
 

@@ -164,8 +164,8 @@ def loss_distribution(mechanism):
     from ..mechanisms.laplace import Laplace
     from ..mechanisms.randomized_response import PureDP, RandomizedResponse
     from ..mechanisms.subsampled import Subsampled
-    from ..relations import Relation
-    from ..sampling import Poisson, WithoutReplacement
+    from ..core.relations import Relation
+    from ..core.sampling import Poisson, WithoutReplacement
     if isinstance(mechanism, Gaussian):
         return L.gaussian(mechanism.sensitivity / mechanism.sigma)
     # a mechanism whose one pair is known exactly (a witness, Mechanism.witness)

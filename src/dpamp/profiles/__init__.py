@@ -11,11 +11,9 @@ See docs/profiles.md for the table of sampling scheme x relation -> theorem -> t
 from .core import (PrivacyProfile, epsilon_for_delta, has_profile, privacy_profile,
                    privacy_profile_lower, profile_pair, profile_pair_lower, register)
 from . import closed_forms as _closed_forms  # noqa: F401  (registers the base mechanisms)
-from .amplification import (advanced_joint_convexity, ajc_parameters, member_gamma,  # noqa: E402
-                            wr_gamma)
+from .amplification import advanced_joint_convexity, ajc_parameters, member_gamma, wr_gamma
 from .closed_forms import gaussian_log_profile, laplace_log_profile, rr_log_profile  # noqa: E402
-from .divergence import (hockey_stick, hockey_stick_density,  # noqa: E402
-                         profile_from_privacy_loss)
+from .divergence import hockey_stick, hockey_stick_density, profile_from_privacy_loss
 from .group import group_profile, group_profile_blackbox  # noqa: E402
 from .membership import RandomizedMembership, membership_profile, phi  # noqa: E402
 from .rdp_bridge import log_mgf_from_profile, profile_rdp, rdp_from_profile  # noqa: E402

@@ -30,8 +30,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..mechanisms.subsampled import Subsampled
-from ..relations import ADD_REMOVE
-from ..sampling import Poisson, WithoutReplacement, WithReplacement
+from ..core.relations import ADD_REMOVE
+from ..core.sampling import Poisson, WithoutReplacement, WithReplacement
 from . import core
 from ._numerics import (ULP, ajc_epsilon, ajc_log_beta, ajc_reverse, down, envelope, log1mexp,
                         logaddexp, logsumexp, pad_down, pad_up, up)

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from ._numerics import to_linear_lower, to_linear_upper
 
 

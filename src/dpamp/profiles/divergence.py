@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 
 
 def _measure(name, x) -> np.ndarray:

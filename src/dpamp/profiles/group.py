@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from . import core
 from ._numerics import down, envelope, log_expm1, pad_up, to_linear_upper
 

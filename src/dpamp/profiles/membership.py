@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from ..mechanisms.randomized_response import RandomizedResponse, rr_epsilon
-from ..relations import ADD_REMOVE, Relation
+from ..core.relations import ADD_REMOVE, Relation
 from ._numerics import ajc_epsilon, down, pad_up, to_linear_upper
 from .closed_forms import rr_log_profile
 

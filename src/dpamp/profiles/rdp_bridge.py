@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from ..mechanisms.base import Mechanism
-from ..relations import ADD_REMOVE
-from ..sampling import Poisson, WithReplacement
+from ..core.relations import ADD_REMOVE
+from ..core.sampling import Poisson, WithReplacement
 from . import core
 from ._numerics import ULP, log1mexp, log_expm1, logaddexp, logsumexp
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from ..mechanisms.base import Mechanism, check_mechanism
 from ..mechanisms.composition import compose_counts
 

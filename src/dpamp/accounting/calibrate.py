@@ -1,0 +1,483 @@
+"""Calibration: the inverse problems of accounting (DESIGN "calibrate σ, T, q").
+
+    dp.calibrate.sigma(epsilon=3.0, delta=1e-5, sampling=dp.Poisson(0.01), steps=10_000)
+    dp.calibrate.steps(epsilon=3.0, delta=1e-5, sigma=1.1, sampling=dp.Poisson(0.01))
+    dp.calibrate.epochs(...), dp.calibrate.rate(...)
+
+Each returns a :class:`Calibration`: the value, and the :class:`~dpamp.Guarantee` of the plan at
+that value under the chosen method. The answer is **certified**: the returned value was itself
+evaluated, and its upper bound epsilon is <= the target. It is also (nearly) optimal, by
+monotonicity of the accounted epsilon:
+
+| parameter          | epsilon is ...          | search                                          |
+|--------------------|-------------------------|-------------------------------------------------|
+| noise σ            | decreasing in σ         | bracket by doubling/halving, geometric bisection to relative ``rtol`` (1e-4); returns the upper end |
+| steps T            | increasing in T         | bracket by doubling, integer bisection: the largest T |
+| epochs E           | increasing in E         | as steps, with T = floor(E / rate)              |
+| Poisson rate q     | increasing in q         | bracket by halving from 1, geometric bisection; returns the lower end |
+| batch size m       | increasing in m         | integer bisection on [1, population]            |
+
+The monotonicity holds for the true epsilon and for the bounds computed here (larger noise,
+fewer steps or a smaller rate is a post-processing / sub-composition); the final evaluation
+certifies the returned value whatever happens. With an expensive method (e.g. "pld") the
+bracket starts from the "rdp" answer, so only a handful of expensive evaluations are made
+(about 2 + log2(log(1.25)/rtol) ~ 14 for sigma).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+from typing import Callable
+
+from ..core import _validate as V
+from ..core.guarantee import Guarantee
+from ..core.relations import ADD_REMOVE, as_relation
+
+__all__ = ["Calibration", "sigma", "steps", "epochs", "rate", "sweep"]
+
+_SIGMA_RANGE = (1e-8, 1e8)
+_MAX_STEPS = 2 ** 50
+_MIN_RATE = 1e-15
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The answer of a calibration.
+
+    ``value``: the calibrated parameter (float for sigma and rate, int for steps, epochs and
+    batch). ``guarantee``: epsilon(delta) of ``mechanism`` (the plan at ``value``) by
+    ``guarantee.method``; ``guarantee.epsilon <= target_epsilon``. ``evaluations``: how many
+    accounting queries the search made."""
+
+    parameter: str
+    value: float | int
+    guarantee: Guarantee
+    target_epsilon: float
+    target_delta: float
+    mechanism: object = dataclasses.field(repr=False)
+    evaluations: int = 0
+    steps: int | None = None
+
+    @property
+    def epsilon(self) -> float:
+        return self.guarantee.epsilon
+
+    @property
+    def method(self) -> str:
+        return self.guarantee.method
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def as_dict(self) -> dict:
+        d = {"parameter": self.parameter, "value": self.value,
+             "target_epsilon": self.target_epsilon, "target_delta": self.target_delta,
+             "evaluations": self.evaluations, "guarantee": self.guarantee.as_dict()}
+        if self.steps is not None:
+            d["steps"] = self.steps
+        return d
+
+    def __str__(self) -> str:
+        """Rounded so that the printed value still meets the target: sigma up (more noise),
+        a rate or a number of epochs down; the achieved epsilon up."""
+        from ..core._rounding import round_down, round_up
+        if isinstance(self.value, float):
+            v = (round_up if self.parameter == "sigma" else round_down)(self.value, 6)
+        else:
+            v = str(self.value)
+        extra = "" if self.steps is None or self.parameter == "steps" else \
+            f" ({self.steps} steps)"
+        eps = round_up(self.guarantee.epsilon, 6)
+        return (f"{self.parameter} = {v}{extra}: epsilon {eps} <= "
+                f"{self.target_epsilon:g} at delta {self.target_delta:g} by "
+                f"{self.guarantee.method}")
+
+
+# --- the accounting oracle ----------------------------------------------------------------
+
+class _Oracle:
+    """epsilon(delta) of a family of plans, memoised, counting evaluations."""
+
+    def __init__(self, build: Callable, eps_target: float, delta: float, method: str,
+                 options: dict):
+        self.build, self.eps, self.delta = build, eps_target, delta
+        self.method, self.options = method, options
+        self.seen: dict = {}
+        self.evaluations = 0
+
+    def guarantee(self, x) -> Guarantee:
+        if x not in self.seen:
+            self.evaluations += 1
+            mech = self.build(x)
+            self.seen[x] = (mech.epsilon(self.delta, method=self.method, **self.options), mech)
+        return self.seen[x][0]
+
+    def ok(self, x) -> bool:
+        return self.guarantee(x).epsilon <= self.eps
+
+    def result(self, parameter, x, steps=None) -> Calibration:
+        g = self.guarantee(x)
+        if not g.epsilon <= self.eps:  # the certificate: the returned value was evaluated
+            raise RuntimeError(f"calibration bug: {x!r} does not meet the target "
+                               f"({g.epsilon!r} > {self.eps!r})")  # pragma: no cover
+        return Calibration(parameter, x, g, self.eps, self.delta, self.seen[x][1],
+                           self.evaluations, steps)
+
+
+def _resolve(build, x0, method: str) -> str:
+    """The concrete method name ("auto" resolves to the best applicable one)."""
+    from . import registry as M
+    mech = build(x0)
+    if method == "auto":
+        names = M.available(mech)
+        if not names:
+            raise ValueError(f"no accounting method applies to {mech!r}")
+        return names[0]
+    M._pick(mech, method)  # raises a clear error when the method does not apply
+    return method
+
+
+def _warm_start(build, x0, method, solve):
+    """Solve with the cheap "rdp" method first when another method was asked for and rdp
+    applies: its answer is a good starting point for the bracket (only a starting point: the
+    bracket is verified with the asked method)."""
+    from . import registry as M
+    if method == "rdp" or "rdp" not in M.available(build(x0)):
+        return None
+    try:
+        return solve("rdp")
+    except ValueError:
+        return None
+
+
+# --- monotone searches ----------------------------------------------------------------------
+
+def _geometric_search(ok, x0: float, lo_limit: float, hi_limit: float, rtol: float,
+                      factor: float, ok_when_large: bool):
+    """Bracket the threshold of a monotone predicate on (lo_limit, hi_limit] by multiplying
+    x0 by ``factor``, then bisect geometrically until hi / lo <= 1 + rtol. Returns (lo, hi):
+    ok(hi) is True when ok_when_large (ok(lo) is True otherwise); None ends mean the limit was
+    reached without a change."""
+    def good(x):
+        return ok(x) if ok_when_large else not ok(x)
+
+    x0 = min(max(x0, lo_limit), hi_limit)
+    if good(x0):
+        hi, lo = x0, x0 / factor
+        while lo > lo_limit and good(lo):
+            hi, lo = lo, lo / factor
+        if lo <= lo_limit:
+            if good(lo_limit):
+                return None, lo_limit
+            lo = lo_limit
+    else:
+        lo, hi = x0, x0 * factor
+        while hi < hi_limit and not good(hi):
+            lo, hi = hi, hi * factor
+        if hi >= hi_limit:
+            if not good(hi_limit):
+                return hi_limit, None
+            hi = hi_limit
+    while hi / lo > 1.0 + rtol:
+        mid = math.sqrt(lo * hi)
+        if good(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def _largest_int(ok, start: int, high: int | None = None) -> int | None:
+    """Largest integer n in [1, high] with ok(n), for ok true on a prefix. Brackets upward from
+    ``start`` (first by a factor 1.25, then doubling; at least +1) or downward by halving,
+    then bisects.
+    Returns None if ok(1) is False."""
+    limit = _MAX_STEPS if high is None else high
+    n = min(max(int(start), 1), limit)
+    if ok(n):
+        lo = n
+        hi = min(max(n + 1, int(n * 1.25)), limit)
+        while hi > lo and ok(hi):
+            if hi >= limit:
+                return hi
+            lo, hi = hi, min(max(hi + 1, hi * 2), limit)
+        if hi == lo:
+            return lo
+    else:
+        hi = n
+        lo = n // 2
+        while lo >= 1 and not ok(lo):
+            hi, lo = lo, lo // 2
+        if lo < 1:
+            return None
+    while hi - lo > 1:  # ok(lo), not ok(hi)
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+# --- plan construction --------------------------------------------------------------------
+
+def _check_targets(epsilon, delta):
+    return V.positive("epsilon", epsilon), V.delta(delta)
+
+
+def _family(family):
+    if family is None:
+        from ..mechanisms import Gaussian
+        return Gaussian
+    if not callable(family):
+        raise ValueError(f"family must be a mechanism class or callable "
+                         f"noise -> mechanism (got {family!r})")
+    return family
+
+
+def _relation(relation, sampling):
+    if relation is not None:
+        return as_relation(relation)
+    return sampling.needs if sampling is not None else ADD_REMOVE
+
+
+def _check_sampling(sampling):
+    if sampling is None:
+        return None
+    from ..core.sampling import SamplingScheme
+    if not isinstance(sampling, SamplingScheme):
+        raise ValueError(f"sampling must be a dpamp sampling scheme such as dp.Poisson(rate) "
+                         f"or None (got {sampling!r})")
+    return sampling
+
+
+def _exact_rate(sampling) -> Fraction:
+    from ..core.sampling import WithoutReplacement, WithReplacement
+    if isinstance(sampling, (WithoutReplacement, WithReplacement)):
+        return Fraction(sampling.batch, sampling.population)
+    return Fraction(repr(float(sampling.rate)))
+
+
+def _steps_of_epochs(e, sampling) -> int:
+    return math.floor(Fraction(repr(float(e))) / _exact_rate(sampling))
+
+
+def _count(steps, epochs, sampling) -> int:
+    if steps is not None and epochs is not None:
+        raise ValueError("give either steps or epochs, not both")
+    if epochs is not None:
+        if sampling is None:
+            raise ValueError("epochs needs a sampling scheme (one epoch = 1/rate steps); "
+                             "give steps instead")
+        e = V.positive("epochs", epochs)
+        n = _steps_of_epochs(e, sampling)
+        if n < 1:
+            raise ValueError(f"epochs must give at least one step (got {e:g} epochs at rate "
+                             f"{sampling.rate:g})")
+        return n
+    return V.integer("steps", 1 if steps is None else steps, low=1)
+
+
+def _build_step(family, noise, sensitivity, relation, sampling):
+    base = family(noise, sensitivity=sensitivity, relation=relation)
+    return base if sampling is None else base.subsample(sampling)
+
+
+# --- public functions ---------------------------------------------------------------------
+
+def sigma(epsilon: float, delta: float, sampling=None, steps: int | None = None,
+          epochs: float | None = None, method: str = "auto", sensitivity: float = 1.0,
+          relation=None, family=None, rtol: float = 1e-4, **options) -> Calibration:
+    """The smallest noise ``sigma`` such that ``steps`` runs of
+    ``family(sigma, sensitivity=sensitivity, relation=relation)`` on samples drawn by
+    ``sampling`` are (epsilon, delta)-DP under ``method``'s upper bound.
+
+    ``family`` defaults to :class:`dpamp.Gaussian` (sigma = noise std; the noise multiplier
+    when sensitivity = 1); ``dp.Laplace`` calibrates its scale. ``sensitivity`` refers to the
+    relation the sampling scheme needs (add/remove for Poisson, substitution for sampling
+    without replacement, where a record clipped to norm C moves a sum by 2C). ``epochs``
+    instead of ``steps``: steps = floor(epochs / rate). ``rtol``: the returned sigma is at most
+    (1 + rtol) times the smallest one that meets the target under the method (monotone
+    bisection); it is certified: its own epsilon was evaluated and is <= ``epsilon``.
+    ``options`` go to the accounting method (e.g. ``tol`` for "pld")."""
+    eps_t, d = _check_targets(epsilon, delta)
+    sampling = _check_sampling(sampling)
+    T = _count(steps, epochs, sampling)
+    sens = V.positive("sensitivity", sensitivity)
+    rel = _relation(relation, sampling)
+    fam = _family(family)
+    rtol = V.real("rtol", rtol, low=1e-12, high=1.0)
+
+    def build(s):
+        return _build_step(fam, s, sens, rel, sampling) * T
+
+    name = _resolve(build, sens, method)
+
+    def solve(m, x0=sens, factor=2.0):
+        oracle = _Oracle(build, eps_t, d, m, options)
+        lo, hi = _geometric_search(oracle.ok, x0, *_SIGMA_RANGE, rtol=rtol, factor=factor,
+                                   ok_when_large=True)
+        if hi is None:
+            g = oracle.guarantee(_SIGMA_RANGE[1])
+            raise ValueError(f"no sigma <= {_SIGMA_RANGE[1]:g} meets epsilon <= {eps_t:g} at "
+                             f"delta {d:g} by {m} (at sigma = {_SIGMA_RANGE[1]:g}: epsilon "
+                             f"{g.epsilon:.6g})")
+        if lo is None:
+            raise ValueError(f"every sigma >= {_SIGMA_RANGE[0]:g} meets epsilon <= {eps_t:g} "
+                             f"at delta {d:g} by {m}: the target is not binding")
+        return oracle.result("sigma", hi, T)
+
+    warm = _warm_start(build, sens, name, solve)
+    if warm is None:
+        return solve(name)
+    return solve(name, x0=warm.value, factor=1.25)
+
+
+def steps(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
+          mechanism=None, method: str = "auto", sensitivity: float = 1.0, relation=None,
+          family=None, **options) -> Calibration:
+    """The largest number of steps T >= 1 such that T runs of one step are (epsilon, delta)-DP
+    under ``method``'s upper bound. One step is ``family(sigma, ...)`` on samples drawn by
+    ``sampling`` (see :func:`sigma`), or any ``mechanism`` given instead. Exact: T meets the
+    target (evaluated) and T + 1 does not (evaluated), unless T hits 2**50."""
+    eps_t, d = _check_targets(epsilon, delta)
+    step = _one_step(sigma, sampling, mechanism, sensitivity, relation, family)
+
+    return _largest_count("step", lambda n: step * n, lambda n: n, eps_t, d, method, options)
+
+
+def epochs(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
+           mechanism=None, method: str = "auto", sensitivity: float = 1.0, relation=None,
+           family=None, **options) -> Calibration:
+    """The largest whole number of epochs E >= 1 (E epochs = floor(E / rate) steps of the
+    sampled mechanism) that meets (epsilon, delta) under ``method``'s upper bound; see
+    :func:`steps`. ``result.steps`` is the number of steps."""
+    eps_t, d = _check_targets(epsilon, delta)
+    step = _one_step(sigma, sampling, mechanism, sensitivity, relation, family)
+    scheme = sampling if mechanism is None else getattr(mechanism, "scheme", None)
+    if scheme is None:
+        raise ValueError("epochs needs a sampling scheme (one epoch = 1/rate steps)")
+
+    # (a rate <= 1 makes one epoch at least one step)
+    return _largest_count("epoch", lambda e: step * _steps_of_epochs(e, scheme),
+                          lambda e: _steps_of_epochs(e, scheme), eps_t, d, method, options)
+
+
+def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibration:
+    """The largest n >= 1 with build(n) within (eps_t, d) under ``method`` (warm-started by a
+    cheaper method when ``auto``); ``steps_of(n)`` is the number of steps reported."""
+    name = _resolve(build, 1, method)
+
+    def solve(m, start=1):
+        oracle = _Oracle(build, eps_t, d, m, options)
+        n = _largest_int(oracle.ok, start)
+        if n is None:
+            g = oracle.guarantee(1)
+            raise ValueError(f"even one {unit} exceeds the target: epsilon {g.epsilon:.6g} > "
+                             f"{eps_t:g} at delta {d:g} by {m}")
+        return oracle.result(unit + "s", n, steps_of(n))
+
+    warm = _warm_start(build, 1, name, solve)
+    return solve(name) if warm is None else solve(name, start=warm.value)
+
+
+def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int | None = None,
+         scheme: str = "poisson", method: str = "auto", sensitivity: float = 1.0,
+         relation=None, family=None, rtol: float = 1e-4, **options) -> Calibration:
+    """The largest sampling rate (or batch size) such that ``steps`` runs of
+    ``family(sigma, ...)`` on the samples meet (epsilon, delta) under ``method``'s upper bound.
+
+    ``scheme="poisson"`` without ``population``: the largest Poisson rate q in (0, 1], to
+    relative ``rtol`` (the returned q is certified; q (1 + rtol) may or may not meet the
+    target). With ``population`` n: the largest integer expected batch size m (rate m / n).
+    ``scheme="without_replacement"`` (needs ``population``): the largest batch size m for
+    sampling m of n without replacement (substitution relation; see :func:`sigma` for the
+    sensitivity). Integer answers are exact: m meets the target and m + 1 does not."""
+    from ..core.sampling import Poisson, WithoutReplacement
+    eps_t, d = _check_targets(epsilon, delta)
+    s = V.positive("sigma", sigma)
+    T = V.integer("steps", steps, low=1)
+    sens = V.positive("sensitivity", sensitivity)
+    fam = _family(family)
+    rtol = V.real("rtol", rtol, low=1e-12, high=1.0)
+    if scheme not in ("poisson", "without_replacement"):
+        raise ValueError(f"scheme must be 'poisson' or 'without_replacement' (got {scheme!r})")
+    n = None if population is None else V.integer("population", population, low=1)
+    if scheme == "without_replacement" and n is None:
+        raise ValueError("scheme 'without_replacement' needs the population (dataset size)")
+
+    if scheme == "poisson":
+        rel = as_relation(relation) if relation is not None else ADD_REMOVE
+
+        def make(q):
+            return Poisson(q, relation=rel)
+    else:
+        def make(m):
+            return WithoutReplacement(m, n)
+        rel = as_relation(relation) if relation is not None else WithoutReplacement.needs
+
+    if n is None:
+        def build(q):
+            return _build_step(fam, s, sens, rel, make(q)) * T
+    else:
+        def build(m):
+            return _build_step(fam, s, sens, rel, make(m / n if scheme == "poisson" else m)) * T
+
+    x0 = 1.0 if n is None else n
+    name = _resolve(build, x0, method)
+    param = "rate" if n is None else "batch"
+
+    def solve(m, start=None):
+        oracle = _Oracle(build, eps_t, d, m, options)
+        if n is None:
+            if oracle.ok(1.0):
+                return oracle.result(param, 1.0, T)
+            x0 = 0.5 if start is None else min(start, 0.5)
+            lo, hi = _geometric_search(oracle.ok, x0, _MIN_RATE, 1.0, rtol=rtol,
+                                       factor=2.0 if start is None else 1.25,
+                                       ok_when_large=False)
+            if lo is None or not oracle.ok(lo):
+                raise ValueError(f"no rate >= {_MIN_RATE:g} meets epsilon <= {eps_t:g} at "
+                                 f"delta {d:g} by {m}")
+            return oracle.result(param, lo, T)
+        best = _largest_int(oracle.ok, n if start is None else start, high=n)
+        if best is None:
+            g = oracle.guarantee(1)
+            raise ValueError(f"even a batch of 1 exceeds the target: epsilon {g.epsilon:.6g} "
+                             f"> {eps_t:g} at delta {d:g} by {m}")
+        return oracle.result(param, best, T)
+
+    warm = _warm_start(build, x0, name, solve)
+    return solve(name) if warm is None else solve(name, start=warm.value)
+
+
+def _one_step(sigma, sampling, mechanism, sensitivity, relation, family):
+    sampling = _check_sampling(sampling)
+    if mechanism is not None:
+        from ..mechanisms.base import check_mechanism
+        if sigma is not None or family is not None:
+            raise ValueError("give either a mechanism or sigma (with sampling), not both")
+        step = check_mechanism(mechanism)
+        return step if sampling is None else step.subsample(sampling)
+    if sigma is None:
+        raise ValueError("give sigma (the noise of one step) or a mechanism")
+    s = V.positive("sigma", sigma)
+    return _build_step(_family(family), s, V.positive("sensitivity", sensitivity),
+                       _relation(relation, sampling), sampling)
+
+
+def sweep(function: Callable[..., Calibration], over: str, values, **kwargs) -> list:
+    """Run a calibration for each value of one argument, with a progress bar on a terminal:
+    ``sweep(dp.calibrate.sigma, "epsilon", [1, 2, 4, 8], delta=1e-5, sampling=..., steps=...)``.
+    Returns the list of :class:`Calibration` results in order."""
+    from ..core._progress import progress
+    values = list(values)
+    if not values:
+        raise ValueError(f"{over} needs at least one value to sweep over")
+    name = getattr(function, "__name__", "calibrate")
+    return [function(**{over: v}, **kwargs)
+            for v in progress(values, total=len(values), label=f"calibrate {name}")]

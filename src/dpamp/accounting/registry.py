@@ -1,0 +1,152 @@
+"""The registry of accounting methods behind ``x.epsilon(delta)`` and ``x.delta(epsilon)``.
+
+A method is a pair of functions (epsilon query, delta query) plus a predicate saying whether it
+applies to a mechanism. Other modules register theirs (PLD, zCDP, composition theorems, ...);
+``method="auto"`` runs the applicable method of highest rank (tightest first).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+from ..core import _validate as V
+from ..core.errors import OutOfReach
+from ..core.guarantee import Guarantee
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    name: str
+    epsilon: Callable[..., Guarantee]
+    delta: Callable[..., Guarantee]
+    applies: Callable[[object], bool]
+    rank: int = 100  # lower = preferred by "auto"
+    summary: str = ""
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    _REGISTRY[method.name] = method
+    return method
+
+
+def available(mechanism=None) -> list[str]:
+    _load_plugins()
+    ms = sorted(_REGISTRY.values(), key=lambda m: m.rank)
+    return [m.name for m in ms if mechanism is None or _safe_applies(m, mechanism)]
+
+
+def _safe_applies(m: Method, mechanism) -> bool:
+    try:
+        return bool(m.applies(mechanism))
+    except Exception:  # a predicate that cannot decide does not apply
+        return False
+
+
+def _pick(mechanism, method: str) -> Method:
+    _load_plugins()
+    if method == "auto":
+        for name in available(mechanism):
+            return _REGISTRY[name]
+        raise ValueError(f"no accounting method applies to {mechanism!r}")
+    if method not in _REGISTRY:
+        raise ValueError(f"method must be one of {['auto'] + available()} (got {method!r})")
+    m = _REGISTRY[method]
+    if not _safe_applies(m, mechanism):
+        raise ValueError(f"method {method!r} does not apply to {mechanism!r}; "
+                         f"applicable: {available(mechanism)}")
+    return m
+
+
+def epsilon(mechanism, delta, method: str = "auto", **options) -> Guarantee:
+    d = V.delta(delta, allow_zero=True)
+    return _run(mechanism, method, lambda m: m.epsilon(mechanism, d, **options))
+
+
+def delta(mechanism, epsilon, method: str = "auto", **options) -> Guarantee:
+    e = V.real("epsilon", epsilon, low=0.0, allow_inf=False)
+    return _run(mechanism, method, lambda m: m.delta(mechanism, e, **options))
+
+
+def _run(mechanism, method: str, query) -> Guarantee:
+    """The named method's answer; for "auto", the first applicable method in rank order that
+    is not out of reach for this query (a named method's OutOfReach propagates)."""
+    first = _pick(mechanism, method)
+    if method != "auto":
+        return witness_lower(mechanism, query(first))
+    refused = None
+    for name in available(mechanism):
+        try:
+            return witness_lower(mechanism, query(_REGISTRY[name]))
+        except OutOfReach as e:
+            refused = refused or e
+    raise refused
+
+
+def witness_lower(mechanism, g: Guarantee) -> Guarantee:
+    """``g`` with ``lower`` raised to what the mechanism's witness proves, where that is more
+    (``Mechanism.witnesses``: mechanisms whose one pair of outputs is known exactly and is
+    attained by this mechanism on some pair of neighbours, so their true epsilon(delta) is at
+    most this one's; the best is kept). A witness's own bracket comes from the PLD method.
+
+    Rounding: every atom of the witness's T-fold product pair carries a relative error of at
+    most eta = expm1(sum of count x rel_err over its parts). In
+    delta(eps) = sum_i (P_i - e^eps Q_i)_+ only atoms with e^eps Q_i <= P_i (1 + eta)/(1 - eta)
+    count, each moving by at most eta (P_i + e^eps Q_i) <= 2 eta P_i / (1 - eta), so delta moves
+    by at most 3 eta in all (eta < 1/4). So for an epsilon query the witness is asked at
+    delta + 3 eta (a lower epsilon there is a lower epsilon at delta), and for a delta query
+    its lower delta is reduced by 3 eta."""
+    try:
+        ws = mechanism.witnesses()
+    except (ValueError, NotImplementedError):
+        return g
+    best, why = g.lower, None
+    for w in ws:
+        low = _witness_bound(w, g)
+        if low is not None and (best is None or low > best):
+            best, why = low, "; ".join(sorted({part.source for part, _ in w.parts()}))
+    if why is None:
+        return g
+    return dataclasses.replace(g, lower=best, source=f"{g.source}; lower bound: {why}")
+
+
+def _witness_bound(w, g: Guarantee):
+    """The lower bound one witness gives for the query answered by ``g`` (see
+    :func:`witness_lower`), or None."""
+    eta = math.expm1(sum(count * part.rel_err for part, count in w.parts()))
+    if not eta < 0.25:
+        return None
+    try:
+        if g.query == "epsilon":
+            d_star = g.delta + 3.0 * eta
+            if d_star >= 1.0:
+                return None
+            low = _REGISTRY["pld"].epsilon(w, d_star).lower
+            return None if low is None else min(low, g.epsilon)
+        low = _REGISTRY["pld"].delta(w, g.epsilon).lower
+        return None if low is None else min(max(low - 3.0 * eta, 0.0), g.delta)
+    except (OutOfReach, ValueError, NotImplementedError, KeyError):
+        return None
+
+
+_PLUGINS = tuple(f"dpamp.accounting.methods.{name}"
+                 for name in ("rdp", "pld", "zcdp", "theorems", "profile", "mixing"))
+_loaded = False
+
+
+def _load_plugins():
+    """Import the modules that register methods (lazily, to keep ``import dpamp`` light)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    for mod in _PLUGINS:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:  # a method family not built yet
+            if e.name != mod:
+                raise

@@ -1,0 +1,42 @@
+"""``dpamp compare``: the plan of ``dpamp epsilon`` accounted by every applicable method.
+
+    dpamp compare --sigma 1.1 --poisson 0.0042667 --steps 14062 --delta 1e-5 [--json|--markdown]
+"""
+from __future__ import annotations
+
+import json
+
+
+def cmd_compare(args):
+    from ._args import build_mechanism, options as _options
+    from ..accounting.compare import compare_rows
+    mech = build_mechanism(args)
+    rows = compare_rows(mech, args.delta, **_options(args))
+    if args.markdown:
+        from ..io.report import markdown
+        print(markdown(rows, args.delta, mechanism=mech))
+        return
+    if args.json:
+        from ..io.report import result_dicts
+        print(json.dumps({"mechanism": repr(mech), "delta": args.delta,
+                          "results": result_dicts(rows)}))
+        return
+    from ..core._rounding import round_down, round_up
+    print(f"{'method':14s} {'epsilon':>12s} {'lower':>12s} {'time':>11s}  source")
+    for name, g, s in rows:
+        if isinstance(g, str):
+            print(f"{name:14s} {'n/a':>12s} {'':>12s} {s * 1e3:9.2f}ms  {g}")
+            continue
+        low = "" if g.lower is None else round_down(g.lower, 6)
+        print(f"{name:14s} {round_up(g.epsilon, 6):>12s} {low:>12s} {s * 1e3:9.2f}ms  "
+              f"{g.source}")
+
+
+def add_parser(subparsers) -> None:
+    from ._args import add_plan_args as _add_plan_args
+    p = subparsers.add_parser("compare", help="epsilon for a target delta by every method")
+    _add_plan_args(p)  # --method is accepted for symmetry with `dpamp epsilon` and ignored
+    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--markdown", action="store_true",
+                   help="a Markdown block to paste into a paper (parameters, methods, theorems)")
+    p.set_defaults(func=cmd_compare)

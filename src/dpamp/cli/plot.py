@@ -1,0 +1,91 @@
+"""``dpamp plot``: figures of a plan (needs the ``plot`` extra: matplotlib).
+
+    dpamp plot epsilon-vs-steps --plan PLAN.toml -o eps.png
+    dpamp plot profile  --sigma 1.1 --poisson 0.0042667 --steps 14062 -o profile.svg
+    dpamp plot rdp      --sigma 1.1 --poisson 0.0042667 --steps 14062 -o rdp.png
+    dpamp plot tradeoff --sigma 2 -o tradeoff.png
+
+The plan comes from ``--plan`` (a TOML plan, docs/plans.md) or from the flags of
+``dpamp epsilon``. ``--json`` also prints the plotted data.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+KINDS = ("profile", "epsilon-vs-steps", "rdp", "tradeoff")
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return [_jsonable(v) for v in x.tolist()]
+    if isinstance(x, float):
+        return x if np.isfinite(x) else None
+    if isinstance(x, (np.floating, np.integer)):
+        return _jsonable(x.item())
+    return x
+
+
+def cmd_plot(args):
+    from ..io._files import check_target
+    from ._args import build_mechanism, options as _options
+    from ..io.plot import _check_output
+    from ..io import plot
+    out = check_target(_check_output(args.output))
+    options = _options(args)
+    delta = args.delta
+    if args.plan is not None:
+        if args.sigma is not None:
+            raise ValueError("give either --plan or --sigma (with its flags), not both")
+        from ..io.plan import load_plan
+        p = load_plan(args.plan)
+        x = p.mechanism
+        delta = p.delta if delta is None else delta
+        options = {**p.options, **options}
+        methods = p.methods
+    else:
+        if args.sigma is None:
+            raise ValueError("give --plan PLAN.toml or --sigma (with --poisson/--batch, "
+                             "--steps)")
+        x = build_mechanism(args)
+        methods = None
+    delta = 1e-5 if delta is None else delta
+    if args.methods:
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if args.kind == "profile":
+        data = plot.profile(x, method=args.method, output=out, **options)
+    elif args.kind == "epsilon-vs-steps":
+        data = plot.epsilon_vs_steps(p if args.plan is not None else x, delta,
+                                     methods=methods, output=out, **options)
+    elif args.kind == "rdp":
+        data = plot.rdp(x, output=out)
+    else:
+        data = plot.tradeoff(x, method=args.method, output=out, **options)
+    if args.json:
+        print(json.dumps(_jsonable(data)))
+    else:
+        print(f"figure: {out} ({args.kind})", file=sys.stderr)
+
+
+def add_parser(subparsers) -> None:
+    from ._args import add_plan_args as _add_plan_args
+    p = subparsers.add_parser("plot", help="draw a figure of a plan (needs dpamp[plot])")
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("--plan", metavar="PLAN.toml", default=None, help="a TOML plan")
+    _add_plan_args(p)
+    for action in p._actions:  # --sigma is optional here: --plan may describe the plan
+        if action.dest == "sigma":
+            action.required = False
+    p.add_argument("--delta", type=float, default=None,
+                   help="delta for epsilon-vs-steps (default: the plan's, else 1e-5)")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated methods for epsilon-vs-steps (default: all)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the figure: FILE.png, FILE.svg or FILE.pdf")
+    p.set_defaults(func=cmd_plot)

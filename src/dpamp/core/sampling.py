@@ -1,0 +1,131 @@
+"""Sampling schemes: which neighbouring relation each needs inside and gives outside.
+
+| scheme                         | inner mechanism's relation | subsampled guarantee's relation |
+|--------------------------------|----------------------------|---------------------------------|
+| Poisson(rate)                  | add/remove                 | add/remove    (004 Thm 34, 000 Thm 8)   |
+| Poisson(rate, SUBSTITUTION, population=n) | substitution    | substitution  (000 Thm 14, profiles)    |
+| WithoutReplacement(m, n)       | substitution               | substitution  (003 Thm 9/19, 000 Thm 9) |
+| WithReplacement(m, n)          | substitution               | substitution  (000 Thm 10, profiles)    |
+| WithReplacement(m, n, outer=ADD_REMOVE) | substitution      | add/remove    (000 Thm 11, profiles)    |
+
+000 Thm 14 depends on the dataset size n (datasets have equal sizes under substitution), so the
+profile of Poisson sampling under substitution needs ``population``; 000 Thm 11 bounds datasets of
+size n (either member of a pair) and needs none of the inner mechanism's add/remove behaviour.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import _validate as V
+from .relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
+
+
+def clip_sensitivity(relation: Relation) -> float:
+    """Sensitivity of a sum of records clipped to norm 1 (DP-SGD's noise multiplier is
+    relative to it): 1 under add/remove (one record more or less), 2 under substitution (one
+    record replaced moves the sum by up to twice the clipping norm)."""
+    return 1.0 if as_relation(relation) is ADD_REMOVE else 2.0
+
+
+def _relation_error(scheme, mechanism, needed: Relation) -> ValueError:
+    if needed is SUBSTITUTION:
+        how = ("restate the mechanism under substitution: an add/remove sensitivity s is at "
+               "most 2s under substitution (e.g. Gaussian(sigma, sensitivity=2*s, "
+               "relation=dp.SUBSTITUTION)), or use Poisson sampling, which works with add/remove")
+    else:
+        how = ("restate the mechanism under add/remove (for a sum or mean of clipped records "
+               "the add/remove sensitivity equals the clipping norm), or use "
+               "WithoutReplacement / Poisson(rate, relation=dp.SUBSTITUTION)")
+    return ValueError(f"{scheme!r} needs a mechanism under the {needed} relation, "
+                      f"but {mechanism!r} is under {mechanism.relation}: {how}")
+
+
+class SamplingScheme:
+    needs: Relation
+    gives: Relation
+    rate: float
+
+    def apply(self, mechanism):
+        from ..mechanisms.base import check_mechanism
+        from ..mechanisms.subsampled import Subsampled
+        check_mechanism(mechanism)
+        if mechanism.relation is not self.needs:
+            raise _relation_error(self, mechanism, self.needs)
+        return Subsampled(mechanism, self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Poisson(SamplingScheme):
+    """Each record enters the sample independently with probability ``rate``.
+
+    Default relation add/remove (the inner and the outer relation are the same). Under
+    substitution the privacy profile (000 Thm 14) depends on the dataset size: pass
+    ``population=n`` to enable it (ignored under add/remove)."""
+
+    rate: float
+    relation: Relation = ADD_REMOVE
+    population: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "rate", V.probability("rate", self.rate, low_open=True))
+        object.__setattr__(self, "relation", as_relation(self.relation))
+        if self.population is not None:
+            object.__setattr__(self, "population",
+                               V.integer("population", self.population, low=1))
+
+    @property
+    def needs(self):
+        return self.relation
+
+    @property
+    def gives(self):
+        return self.relation
+
+
+@dataclasses.dataclass(frozen=True)
+class WithoutReplacement(SamplingScheme):
+    """A uniformly random subset of exactly ``batch`` of the ``population`` records.
+
+    Substitution relation inside and outside; rate gamma = batch / population."""
+
+    batch: int
+    population: int
+    needs = SUBSTITUTION
+    gives = SUBSTITUTION
+
+    def __post_init__(self):
+        object.__setattr__(self, "population", V.integer("population", self.population, low=1))
+        object.__setattr__(self, "batch",
+                           V.integer("batch", self.batch, low=1, high=self.population))
+
+    @property
+    def rate(self) -> float:
+        return self.batch / self.population
+
+
+@dataclasses.dataclass(frozen=True)
+class WithReplacement(SamplingScheme):
+    """``batch`` records drawn independently and uniformly with replacement (a multiset).
+
+    The inner mechanism is under substitution (on multisets of size ``batch``). The outer
+    relation is substitution by default (000 Thm 10); ``outer=dp.ADD_REMOVE`` selects the hybrid
+    of 000 Thm 11: add/remove between datasets one of which has ``population`` records.
+    Accounted through privacy profiles."""
+
+    batch: int
+    population: int
+    outer: Relation = SUBSTITUTION
+    needs = SUBSTITUTION
+
+    def __post_init__(self):
+        object.__setattr__(self, "population", V.integer("population", self.population, low=1))
+        object.__setattr__(self, "batch", V.integer("batch", self.batch, low=1))
+        object.__setattr__(self, "outer", as_relation(self.outer))
+
+    @property
+    def gives(self):
+        return self.outer
+
+    @property
+    def rate(self) -> float:
+        return self.batch / self.population

@@ -1,0 +1,167 @@
+"""Privacy reports: a plain-text table, JSON for machines, and a Markdown block for a paper.
+
+Every format lists, for each applicable accounting method, the proven upper bound on epsilon,
+the proven lower bound where the method has one, the time taken and the theorem it rests on.
+The headline guarantee is the smallest upper bound (each one is proven, so their minimum is)
+and the largest lower bound.
+
+Printed numbers are rounded *outwards*: an upper bound is rounded up and a lower bound down at
+the printed precision, so a number copied from a report into a paper is still proven.
+"""
+from __future__ import annotations
+
+import json
+from ..core._rounding import round_down, round_up
+from ..core.guarantee import Guarantee
+
+__all__ = ["text", "markdown", "as_json", "best", "round_up", "round_down",
+           "describe_mechanism"]
+
+
+def best(rows):
+    """(smallest upper bound Guarantee, largest lower bound or None) over the rows."""
+    gs = [g for _, g, _ in rows if isinstance(g, Guarantee)]
+    if not gs:
+        return None, None
+    top = min(gs, key=lambda g: g.epsilon)
+    lows = [g.lower for g in gs if g.lower is not None]
+    return top, (max(lows) if lows else None)
+
+
+def describe_mechanism(m) -> str:
+    """A short human description of one mechanism (falls back to its repr)."""
+    from ..mechanisms import Gaussian, Laplace, PureDP, RandomizedResponse, Subsampled, ZCDP
+    from ..mechanisms.eps_delta import EpsDelta
+    from ..core.sampling import Poisson, WithoutReplacement, WithReplacement
+    if isinstance(m, Gaussian):
+        return f"Gaussian, σ = {m.sigma:g}, L2 sensitivity {m.sensitivity:g}"
+    if isinstance(m, Laplace):
+        return f"Laplace, scale {m.scale:g}, L1 sensitivity {m.sensitivity:g}"
+    if isinstance(m, RandomizedResponse):
+        return f"randomized response, p = {m.p:g}"
+    if isinstance(m, PureDP):
+        return f"ε-DP mechanism, ε = {m.epsilon_:g}"
+    if isinstance(m, ZCDP):
+        return f"ρ-zCDP mechanism, ρ = {m.rho:g}"
+    if isinstance(m, EpsDelta):
+        return f"(ε, δ)-DP mechanism, ε = {m.epsilon_:g}, δ = {m.delta_:g}"
+    if isinstance(m, Subsampled):
+        s = m.scheme
+        if isinstance(s, Poisson):
+            how = f"Poisson sample, rate {s.rate:.6g}"
+        elif isinstance(s, WithoutReplacement):
+            how = f"{s.batch} of {s.population} without replacement"
+        elif isinstance(s, WithReplacement):
+            how = f"{s.batch} of {s.population} with replacement"
+        else:
+            how = repr(s)
+        return f"{describe_mechanism(m.base)}, on a {how}"
+    return repr(m)
+
+
+def _stage_rows(plan=None, mechanism=None):
+    """[(name, mechanism, sampling, steps, relation)] for the parameter table."""
+    if plan is not None:
+        out = []
+        for s in plan.stages:
+            d = s.describe()
+            out.append((s.name, d["mechanism"], d["sampling"], d["steps"], d["relation"]))
+        return out
+    rel = "add/remove" if str(mechanism.relation) == "add_remove" else "substitution"
+    out = []
+    for i, (m, c) in enumerate(mechanism.parts(), start=1):
+        desc = describe_mechanism(m)
+        mech, _, samp = desc.partition(", on a ")
+        out.append((f"part {i}", mech, samp or "none", f"{c} steps", rel))
+    return out
+
+
+def _header(plan):
+    if plan is not None:
+        return plan.title or "privacy plan"
+    return "The mechanism below"
+
+
+def _d(x: float) -> str:
+    """delta as written by people: 1e-5, not 1e-05."""
+    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e+")
+
+
+def text(rows, delta: float, plan=None, mechanism=None) -> str:
+    """The plain-text report: the parameters, then one line per method."""
+    lines = ["dpamp privacy report"]
+    lines.append(f"plan: {_header(plan)}")
+    for name, mech, samp, steps, rel in _stage_rows(plan, mechanism):
+        lines.append(f"  {name}: {mech}; sampling {samp}; {steps}; {rel}")
+    lines.append(f"delta: {_d(delta)}")
+    lines.append(f"{'method':14s} {'epsilon':>10s} {'lower':>10s} {'time':>10s}  source")
+    for name, g, s in rows:
+        if isinstance(g, str):
+            lines.append(f"{name:14s} {'n/a':>10s} {'':>10s} {s * 1e3:8.2f}ms  {g}")
+            continue
+        low = "" if g.lower is None else round_down(g.lower, 6)
+        lines.append(f"{name:14s} {round_up(g.epsilon, 6):>10s} {low:>10s} "
+                     f"{s * 1e3:8.2f}ms  {g.source}")
+    top, low = best(rows)
+    if top is not None:
+        lo = "" if low is None else f"; true epsilon >= {round_down(low, 6)}"
+        lines.append(f"best: ({round_up(top.epsilon, 6)}, {_d(delta)})-DP by {top.method}{lo}")
+    return "\n".join(lines)
+
+
+def result_dicts(rows) -> list:
+    """Each (method, Guarantee or error message, seconds) row as a JSON-ready dict."""
+    return [{"method": name, "error": g, "seconds": s} if isinstance(g, str)
+            else dict(g.as_dict(), seconds=s) for name, g, s in rows]
+
+
+def as_json(rows, delta: float, plan=None, mechanism=None) -> str:
+    """One JSON object: the plan (or mechanism), delta, the best bounds and every row."""
+    results = result_dicts(rows)
+    top, low = best(rows)
+    out = {"delta": delta,
+           "best": None if top is None else {"epsilon": top.as_dict()["epsilon"],
+                                             "method": top.method, "lower": low},
+           "results": results}
+    if plan is not None:
+        out = {"plan": plan.as_dict(), **out}
+    else:
+        from .serialize import to_dict
+        try:
+            out = {"mechanism": to_dict(mechanism), **out}
+        except ValueError:
+            out = {"mechanism": repr(mechanism), **out}
+    return json.dumps(out)
+
+
+def markdown(rows, delta: float, plan=None, mechanism=None) -> str:
+    """A Markdown block to paste into a paper: a sentence stating the guarantee, the
+    parameters, and every method's bounds with its theorem."""
+    from .. import __version__
+    top, low = best(rows)
+    stage_rows = _stage_rows(plan, mechanism)
+    rel = stage_rows[0][4]
+    out = ["#### Privacy guarantee", ""]
+    if top is None:
+        out.append("No accounting method gave a guarantee for this plan.")
+    else:
+        lo = ("" if low is None else
+              f" The analysis cannot certify less: the true ε at this δ is at least "
+              f"{round_down(low)}.")
+        out.append(
+            f"{_header(plan)} satisfies (ε, δ)-differential privacy with "
+            f"**ε = {round_up(top.epsilon)}** and **δ = {_d(delta)}** under the {rel} "
+            f"neighbouring relation. ε is a proven upper bound computed with dpamp "
+            f"{__version__} by the `{top.method}` method ({top.source}).{lo}")
+    out += ["", "| stage | mechanism | sampling | count | relation |",
+            "|---|---|---|---|---|"]
+    for r in stage_rows:
+        out.append("| " + " | ".join(r) + " |")
+    out += ["", "| method | ε (upper bound) | lower bound | δ | source |", "|---|---|---|---|---|"]
+    for name, g, _ in rows:
+        if isinstance(g, str):
+            out.append(f"| {name} | n/a | | {_d(delta)} | {g} |")
+        else:
+            low_s = "–" if g.lower is None else round_down(g.lower)
+            out.append(f"| {name} | {round_up(g.epsilon)} | {low_s} | {_d(delta)} | {g.source} |")
+    return "\n".join(out)

@@ -1,0 +1,201 @@
+"""JSON serialisation of mechanisms, sampling schemes and compositions.
+
+Generic by construction: every mechanism and sampling scheme is a frozen dataclass, so
+``to_dict`` walks the arguments of its constructor recursively and writes
+``{"type": ClassName, arg: value, ...}``; ``from_dict`` looks the class up in a registry built
+from the subclasses of :class:`~dpamp.mechanisms.base.Mechanism` and
+:class:`~dpamp.core.sampling.SamplingScheme` (recursively, at call time), so a new mechanism family
+serialises without registering anything.
+
+Encodings (JSON has no tuples, enums or infinities):
+
+| Python value                    | JSON                                              |
+|---------------------------------|---------------------------------------------------|
+| mechanism / sampling scheme     | ``{"type": "Gaussian", "sigma": 1.1, ...}``       |
+| tuple or list                   | list (decoded as a tuple: the objects are frozen) |
+| enum member (``dp.ADD_REMOVE``) | ``{"enum": "Relation", "value": "add_remove"}``   |
+| inf, -inf                       | ``{"float": "inf"}``, ``{"float": "-inf"}``       |
+| numpy array                     | ``{"ndarray": [...], "dtype": "float64"}``        |
+| bool, int, float, str, None     | themselves                                        |
+
+Only registered classes are ever instantiated, and every value goes through the class's own
+constructor, so a document is validated exactly like hand-written code. A Python callable (the
+``func`` of :class:`~dpamp.RDPCurve`) cannot be written and raises a ``ValueError`` naming it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import json
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = ["to_dict", "to_json", "from_dict", "from_json", "registry"]
+
+
+def _subclasses(cls) -> list[type]:
+    out, todo = [], [cls]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in out:
+                out.append(sub)
+                todo.append(sub)
+    return out
+
+
+def registry() -> dict[str, type]:
+    """{class name: class} for every mechanism and sampling scheme defined so far.
+
+    Names defined twice (in different modules) map to ``None``: decoding them is refused as
+    ambiguous rather than guessed."""
+    import dpamp  # noqa: F401  (defines the built-in families)
+    from ..mechanisms.base import Mechanism
+    from ..core.sampling import SamplingScheme
+    reg: dict[str, type] = {}
+    for cls in _subclasses(Mechanism) + _subclasses(SamplingScheme):
+        if not dataclasses.is_dataclass(cls):
+            continue
+        name = cls.__name__
+        reg[name] = None if name in reg and reg[name] is not cls else cls  # type: ignore
+    return reg
+
+
+def _enums() -> dict[str, type]:
+    from ..core.relations import Relation
+    return {"Relation": Relation}
+
+
+def _init_params(cls) -> list[inspect.Parameter]:
+    """The constructor's named parameters, without ``self`` and private (``_x``) ones."""
+    sig = inspect.signature(cls.__init__)
+    return [p for p in list(sig.parameters.values())[1:]
+            if not p.name.startswith("_")
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _field_for(obj, param: str) -> str:
+    """The attribute that stores constructor argument ``param``: the field of the same name, or
+    ``param_`` (PureDP / EpsDelta store ``epsilon_`` since ``epsilon()`` is a query)."""
+    names = {f.name for f in dataclasses.fields(obj)}
+    for cand in (param, param + "_"):
+        if cand in names:
+            return cand
+    raise ValueError(f"cannot serialise {type(obj).__name__}: its constructor argument "
+                     f"{param!r} is not stored in a field ({param!r} or {param + '_'!r})")
+
+
+def _encode(value, where: str):
+    if isinstance(value, enum.Enum):
+        return {"enum": type(value).__name__, "value": value.value}
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (Integral, np.integer)):
+        return int(value)
+    if isinstance(value, (Real, np.floating)):
+        x = float(value)
+        if math.isnan(x):
+            raise ValueError(f"cannot serialise {where}: it is nan")
+        return x if math.isfinite(x) else {"float": "inf" if x > 0 else "-inf"}
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise ValueError(f"cannot serialise {where}: array of dtype {value.dtype}")
+        return {"ndarray": [_encode(v, where) for v in value.ravel().tolist()],
+                "shape": list(value.shape), "dtype": str(value.dtype)}
+    if isinstance(value, (tuple, list)):
+        return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_dict(value)
+    if callable(value):
+        raise ValueError(f"cannot serialise {where}: it is a Python callable ({value!r}); "
+                         "only mechanisms described by parameters can be written to JSON "
+                         "(e.g. describe an RDPCurve's mechanism by its family instead)")
+    raise ValueError(f"cannot serialise {where}: unsupported value of type "
+                     f"{type(value).__name__}")
+
+
+def to_dict(obj) -> dict:
+    """``{"type": ClassName, **constructor arguments}`` of a mechanism or sampling scheme,
+    recursively (JSON-ready: only dicts, lists, str, numbers, bools and None)."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        raise ValueError(f"cannot serialise {type(obj).__name__}: only dpamp mechanisms and "
+                         "sampling schemes (dataclasses) can be written to JSON")
+    name = type(obj).__name__
+    out = {"type": name}
+    for p in _init_params(type(obj)):
+        value = getattr(obj, _field_for(obj, p.name))
+        # an argument left at its default is omitted: shorter documents that stay readable when
+        # a class gains optional parameters (e.g. Poisson's population for 000 Thm 14)
+        if p.default is not inspect.Parameter.empty and p.default is None and value is None:
+            continue
+        out[p.name] = _encode(value, f"{name}.{p.name}")
+    return out
+
+
+def to_json(obj, indent: int | None = None) -> str:
+    """JSON text of a mechanism, composition or sampling scheme (see the module docstring)."""
+    return json.dumps(to_dict(obj), indent=indent, allow_nan=False)
+
+
+def _decode(value, reg, where: str):
+    if isinstance(value, list):
+        return tuple(_decode(v, reg, f"{where}[{i}]") for i, v in enumerate(value))
+    if not isinstance(value, dict):
+        return value
+    if "type" in value:
+        return _build(value, reg, where)
+    if set(value) == {"enum", "value"}:
+        cls = _enums().get(value["enum"])
+        if cls is None:
+            raise ValueError(f"{where}: unknown enum {value['enum']!r}")
+        try:
+            return cls(value["value"])
+        except ValueError:
+            raise ValueError(f"{where}: {value['value']!r} is not a {value['enum']}") from None
+    if set(value) == {"float"}:
+        if value["float"] not in ("inf", "-inf"):
+            raise ValueError(f"{where}: 'float' must be 'inf' or '-inf' (got {value['float']!r})")
+        return float(value["float"])
+    if set(value) == {"ndarray", "shape", "dtype"}:
+        flat = [_decode(v, reg, where) for v in value["ndarray"]]
+        return np.array(flat, dtype=value["dtype"]).reshape(value["shape"])
+    raise ValueError(f"{where}: an object needs a 'type' (a dpamp class), or is one of "
+                     f"{{'enum','value'}}, {{'float'}}, {{'ndarray','shape','dtype'}} "
+                     f"(got keys {sorted(value)})")
+
+
+def _build(d: dict, reg, where: str):
+    name = d["type"]
+    if name not in reg:
+        raise ValueError(f"{where}: unknown type {name!r}; known: {sorted(reg)}")
+    cls = reg[name]
+    if cls is None:
+        raise ValueError(f"{where}: type name {name!r} is defined by more than one class")
+    params = {p.name for p in _init_params(cls)}
+    extra = set(d) - params - {"type"}
+    if extra:
+        raise ValueError(f"{where}: unknown key(s) {sorted(extra)} for {name}; "
+                         f"expected {sorted(params)}")
+    kwargs = {k: _decode(v, reg, f"{where}.{k}") for k, v in d.items() if k != "type"}
+    try:
+        return cls(**kwargs)
+    except TypeError as e:  # a missing argument
+        raise ValueError(f"{where}: cannot build {name}: {e}") from None
+
+
+def from_dict(d: dict):
+    """Inverse of :func:`to_dict`."""
+    if not isinstance(d, dict) or "type" not in d:
+        raise ValueError("expected a JSON object with a 'type' key (a dpamp mechanism)")
+    return _build(d, registry(), d["type"])
+
+
+def from_json(text: str):
+    """Inverse of ``x.to_json()``: ``dp.from_json(x.to_json()) == x``."""
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON: {e}") from None
+    return from_dict(d)

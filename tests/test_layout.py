@@ -1,0 +1,133 @@
+"""The package's shape: no import cycles at import time, imports run down the layers of the flow
+describe -> represent -> compose -> query -> present (docs/architecture.md), one idea per
+module in at most 500 lines.
+
+The import graph is read from the source (ast), not by importing: an edge is an import
+statement that runs when its module is imported (module level, class bodies, ``if`` / ``try``
+blocks), not one inside a function (a lazy call up, e.g. ``Mechanism.epsilon`` into the query
+side)."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
+PKG = SRC / "dpamp"
+
+#: lower number = lower layer; a module may import (at import time) only its own layer or lower
+LAYERS = {"core": 0, "mechanisms": 1, "rdp": 2, "pld": 2, "profiles": 2, "theorems": 2,
+          "amplification": 3, "accounting": 4, "io": 5, "cli": 6}
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, tuple[pathlib.Path, bool]]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts = parts[:-1]
+        out[".".join(parts)] = (path, is_pkg)
+    return out
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _eager_imports(tree: ast.AST):
+    """Import statements executed at import time (not inside a function or lambda)."""
+    stack = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph = {m: set() for m in mods}
+    for mod, (path, is_pkg) in mods.items():
+        for node in _eager_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = _resolve(mod, is_pkg, node)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                           for a in node.names]
+            graph[mod] |= {t for t in targets if t in mods and t != mod}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _layer(mod: str):
+    parts = mod.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_no_import_cycles():
+    assert _cycles(import_graph()) == []
+
+
+def test_imports_run_down_the_layers():
+    bad = [(m, t) for m, ts in import_graph().items() for t in ts
+           if _layer(m) is not None and _layer(t) is not None and _layer(t) > _layer(m)]
+    assert bad == []
+
+
+def test_every_top_level_module_is_in_a_layer():
+    loose = [m for m in _modules() if m.count(".") == 1 and m.split(".")[1] not in LAYERS]
+    assert loose == []
+
+
+@pytest.mark.parametrize("path", sorted(PKG.rglob("*.py")), ids=lambda p: str(p.relative_to(PKG)))
+def test_module_at_most_500_lines(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, f"{path.relative_to(PKG)} has {n} lines (at most {MAX_LINES})"
+
+
+def test_the_checks_can_fail():
+    """The cycle finder and the layer rule on a made-up graph."""
+    g = {"dpamp.core.a": {"dpamp.pld.b"}, "dpamp.pld.b": {"dpamp.core.a"}, "dpamp.io.c": set()}
+    assert _cycles(g) == [["dpamp.core.a", "dpamp.pld.b"]]
+    assert _layer("dpamp.core.a") < _layer("dpamp.pld.b")
