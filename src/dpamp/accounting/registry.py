@@ -23,6 +23,7 @@ class Method:
     applies: Callable[[object], bool]
     rank: int = 100  # lower = preferred by "auto"
     summary: str = ""
+    options: tuple[str, ...] = ()  # the keyword options its queries take (e.g. "tol")
 
 
 _REGISTRY: dict[str, Method] = {}
@@ -48,6 +49,9 @@ def _safe_applies(m: Method, mechanism) -> bool:
 
 def _pick(mechanism, method: str) -> Method:
     _load_plugins()
+    if not isinstance(method, str):
+        raise ValueError(f"method must be a method name, one of {['auto'] + available()} "
+                         f"(got {method!r})")
     if method == "auto":
         for name in available(mechanism):
             return _REGISTRY[name]
@@ -61,29 +65,77 @@ def _pick(mechanism, method: str) -> Method:
     return m
 
 
+def _check_options(options: dict) -> None:
+    """Unknown options are errors (a misspelt ``tolerance=`` must not be ignored): a TypeError
+    naming the option and listing the valid ones. An option that some method takes is valid
+    with any method (a plan's or comparison's options go to every method); each method is given
+    only its own."""
+    if not options:
+        return
+    _load_plugins()
+    valid = sorted({o for m in _REGISTRY.values() for o in m.options})
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        owners = {o: [m.name for m in _REGISTRY.values() if o in m.options] for o in valid}
+        listed = "; ".join(f"{o} ({', '.join(owners[o])})" for o in valid) or "none"
+        raise TypeError(f"unknown option{'s' * (len(unknown) > 1)} {', '.join(unknown)}; "
+                        f"valid options: {listed}")
+
+
 def epsilon(mechanism, delta, method: str = "auto", **options) -> Guarantee:
     d = V.delta(delta, allow_zero=True)
-    return _run(mechanism, method, lambda m: m.epsilon(mechanism, d, **options))
+    _check_options(options)
+    return _run(mechanism, method, lambda m: m.epsilon(mechanism, d, **_own(m, options)))
 
 
 def delta(mechanism, epsilon, method: str = "auto", **options) -> Guarantee:
     e = V.real("epsilon", epsilon, low=0.0, allow_inf=False)
-    return _run(mechanism, method, lambda m: m.delta(mechanism, e, **options))
+    _check_options(options)
+    return _run(mechanism, method, lambda m: m.delta(mechanism, e, **_own(m, options)))
+
+
+def _own(m: Method, options: dict) -> dict:
+    return {k: v for k, v in options.items() if k in m.options}
 
 
 def _run(mechanism, method: str, query) -> Guarantee:
     """The named method's answer; for "auto", the first applicable method in rank order that
-    is not out of reach for this query (a named method's OutOfReach propagates)."""
+    can answer this query. A method that is out of reach (OutOfReach) or fails numerically
+    (overflow, a grid too large for memory: reported as OutOfReach) is passed over by "auto",
+    which says so in the Guarantee's ``note``; a named method's OutOfReach propagates."""
     first = _pick(mechanism, method)
     if method != "auto":
-        return witness_lower(mechanism, query(first))
-    refused = None
+        return witness_lower(mechanism, _ask(first, query))
+    refused, skipped = None, []
     for name in available(mechanism):
         try:
-            return witness_lower(mechanism, query(_REGISTRY[name]))
+            g = witness_lower(mechanism, _ask(_REGISTRY[name], query))
         except OutOfReach as e:
             refused = refused or e
+            skipped.append(f"{name} could not answer ({_first_line(e)})")
+            continue
+        if skipped:
+            g = dataclasses.replace(g, note="; ".join(
+                [g.note] * bool(g.note) + [f"auto: {s}; answered by {name}" for s in skipped]))
+        return g
     raise refused
+
+
+def _ask(m: Method, query) -> Guarantee:
+    """One method's answer; its numerical failures become OutOfReach, naming the method."""
+    try:
+        return query(m)
+    except MemoryError as e:
+        raise OutOfReach(f"method {m.name!r} would need more memory than it may use "
+                         f"({e or 'allocation refused'})") from None
+    except ArithmeticError as e:
+        raise OutOfReach(f"method {m.name!r} failed numerically ({type(e).__name__}: {e})") \
+            from None
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def witness_lower(mechanism, g: Guarantee) -> Guarantee:

@@ -1,9 +1,49 @@
-"""Printing proven numbers: decimal rounding *outwards* (an upper bound up, a lower bound down
-at the printed precision), so a number copied from the output is still proven."""
+"""Outward rounding: floats moved up by a counted number of ulps (an upper bound computed to
+within that many ulps of the real value stays an upper bound), and printing proven numbers with
+decimal rounding *outwards* (an upper bound up, a lower bound down at the printed precision), so
+a number copied from the output is still proven."""
 from __future__ import annotations
 
 import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from fractions import Fraction
+
+import numpy as np
+
+
+#: the smallest positive double: the upper bound reported for a delta below the double range
+#: (a proven bound that is not 0; delta = 0 is claimed only where it is exact)
+TINY = 5e-324
+
+
+def ulps_up(x, ulps: int = 4):
+    """x moved up by ``ulps`` units in the last place (x itself where it is 0, inf or NaN): an
+    upper bound of any real within ``ulps`` ulps of x. Vectorised."""
+    a = np.asarray(x, dtype=float)
+    out = np.where(np.isfinite(a) & (a != 0), a + ulps * np.spacing(np.abs(a)), a)
+    return float(out) if out.ndim == 0 else out
+
+
+def ulps_down(x, ulps: int = 4):
+    """x moved down by ``ulps`` units in the last place, not below 0 (a lower bound of any
+    non-negative real within ``ulps`` ulps of x). Vectorised."""
+    a = np.asarray(x, dtype=float)
+    out = np.where(np.isfinite(a) & (a != 0), np.maximum(a - ulps * np.spacing(np.abs(a)), 0.0),
+                   a)
+    return float(out) if out.ndim == 0 else out
+
+
+def weighted_sum_up(pairs) -> float:
+    """sum of count x value over (count, value) pairs, summed exactly (rationals) and rounded
+    up to a float; inf if any value is inf. A float sum can fall just below the exact one
+    (3 x 0.7 gives 2.0999999999999996 < 3 x float(0.7)); exact sums stay exact."""
+    total = Fraction(0)
+    for count, value in pairs:
+        if not math.isfinite(value):
+            return math.inf
+        total += int(count) * Fraction(value)
+    up = float(total)
+    return up if Fraction(up) >= total else math.nextafter(up, math.inf)
 
 
 def round_up(x: float, digits: int = 4) -> str:

@@ -12,7 +12,9 @@ class Guarantee:
     ``epsilon``/``delta``: the proven upper bound (the guarantee itself).
     ``lower``: a proven lower bound on the *true* value of the queried quantity (epsilon for an
     epsilon(delta) query, delta for a delta(epsilon) query) where the method gives one, else None.
-    ``method``: which accounting method produced it; ``source``: paper and theorem.
+    ``method``: which accounting method produced it; ``source``: paper and theorem;
+    ``note``: what the accountant did on the way, where it matters (e.g. ``method="auto"``
+    passing over a method that could not answer this query, and why).
     """
 
     epsilon: float
@@ -21,6 +23,7 @@ class Guarantee:
     method: str = ""
     source: str = ""
     query: str = "epsilon"  # which of epsilon/delta was computed (the other was given)
+    note: str = ""
 
     @property
     def value(self) -> float:
@@ -30,7 +33,8 @@ class Guarantee:
         def clean(x):
             return None if x is None else (float(x) if math.isfinite(x) else str(x))
         return {"epsilon": clean(self.epsilon), "delta": clean(self.delta),
-                "lower": clean(self.lower), "method": self.method, "source": self.source}
+                "lower": clean(self.lower), "method": self.method, "source": self.source,
+                "note": self.note}
 
     def __str__(self) -> str:
         """Rounded outwards: epsilon and delta up (a weaker claim), the lower bound down."""

@@ -46,12 +46,11 @@ class SamplingScheme:
     rate: float
 
     def apply(self, mechanism):
+        """``Subsampled(mechanism, self)``; its constructor checks the mechanism and that it is
+        under the relation this scheme needs (the same check for ``dp.from_json``)."""
         from ..mechanisms.base import check_mechanism
         from ..mechanisms.subsampled import Subsampled
-        check_mechanism(mechanism)
-        if mechanism.relation is not self.needs:
-            raise _relation_error(self, mechanism, self.needs)
-        return Subsampled(mechanism, self)
+        return Subsampled(check_mechanism(mechanism), self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +119,11 @@ class WithReplacement(SamplingScheme):
     def __post_init__(self):
         object.__setattr__(self, "population", V.integer("population", self.population, low=1))
         object.__setattr__(self, "batch", V.integer("batch", self.batch, low=1))
-        object.__setattr__(self, "outer", as_relation(self.outer))
+        try:
+            object.__setattr__(self, "outer", as_relation(self.outer))
+        except ValueError:
+            raise ValueError("outer must be dp.ADD_REMOVE or dp.SUBSTITUTION, the relation of "
+                             f"the subsampled guarantee (got {self.outer!r})") from None
 
     @property
     def gives(self):

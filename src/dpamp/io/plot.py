@@ -185,12 +185,14 @@ def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
 def _rdp_lower(m, orders):
     """A proven lower bound on the RDP of m at integer orders where it says something the
     upper curve does not (``Mechanism.renyi``: a part's ``rdp_lower``, times the count for a
-    self-composition), else None. A curve that is attained (lower == upper) is not drawn twice."""
+    self-composition), else None. A curve that is attained (lower == upper up to the ulps of
+    their outward rounding) is not drawn twice."""
     br = m.renyi(orders)
     if br.lower is None:
         return None
     low = np.asarray(br.lower, dtype=float)
-    return None if np.array_equal(low, np.asarray(br.upper, dtype=float)) else low
+    up = np.asarray(br.upper, dtype=float)
+    return None if np.allclose(low, up, rtol=1e-13, atol=0.0) else low
 
 
 def rdp(x, orders=None, output=None) -> dict:

@@ -12,6 +12,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 
 from ..core import _validate as V
+from ..core._rounding import ulps_down
 from ..core.relations import Relation
 
 
@@ -29,9 +30,14 @@ class Mechanism:
 
     # --- representations -------------------------------------------------------------------
     def rdp(self, alpha):
-        """Rényi-DP curve epsilon(alpha), vectorised over orders alpha in (1, inf]."""
+        """Rényi-DP curve epsilon(alpha), vectorised over orders alpha in (1, inf]: a proven
+        upper bound (never below 0, NaN read as inf; the families' curves are rounded up where
+        they are evaluated, and the conversions to (epsilon, delta) pad them once more,
+        :func:`dpamp.rdp.conversion.upper_curve`)."""
         a = V.orders(alpha)
-        out = np.asarray(self._rdp(a.astype(float)), dtype=float)
+        with np.errstate(invalid="ignore"):
+            v = np.asarray(self._rdp(a.astype(float)), dtype=float)
+        out = np.where(np.isnan(v), np.inf, np.maximum(v, 0.0))
         return out if out.ndim else float(out)
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
@@ -58,7 +64,7 @@ class Mechanism:
         curve is attained (``tight_rdp``), the curve itself. A lower curve defined only at
         integer orders (003 Prop. 20) is NaN at the other orders."""
         a = V.orders(alpha)
-        upper = np.asarray(self._rdp(a.astype(float)), dtype=float)
+        upper = np.asarray(self.rdp(a), dtype=float)
         low = _lower_curve(self, a)
         out = (lambda x: x if x.ndim else float(x))
         return RenyiBracket(out(a.astype(float)), out(upper),
@@ -168,10 +174,13 @@ def _lower_curve(mech: "Mechanism", alpha: np.ndarray):
         low[ints] = np.asarray(part, dtype=float)
         return low
     if low is None and mech.tight_rdp:
-        # the attained curve as computed (to the nearest float, like the upper curve itself);
-        # a mechanism whose upper curve carries a pad (Laplace, the diffusions) must give its
-        # own rdp_lower without it, or this would report the pad as a lower bound
-        low = mech._rdp(alpha.astype(float))
+        # the attained curve as computed, 8 ulps down (it is accurate to a few ulps, like the
+        # upper curve, which is rounded up as much); a mechanism whose upper curve carries a
+        # pad (Laplace, the diffusions) must give its own rdp_lower without it, or this would
+        # report the pad as a lower bound
+        with np.errstate(invalid="ignore"):
+            low = np.maximum(np.asarray(mech._rdp(alpha.astype(float)), dtype=float), 0.0)
+        low = ulps_down(low, 8)
     return low
 
 

@@ -32,8 +32,10 @@ class Gaussian(Mechanism):
     @property
     def rho(self) -> float:
         """zCDP parameter Delta^2 / (2 sigma^2) (004 Lemma 12), as (Delta/sigma)^2 / 2 so that
-        huge or tiny parameters neither overflow nor lose the ratio."""
-        return 0.5 * (self.sensitivity / self.sigma) ** 2
+        huge or tiny parameters lose nothing; a ratio above 1e154 gives inf (not private),
+        never an OverflowError."""
+        r = self.sensitivity / self.sigma
+        return 0.5 * r * r
 
     @property
     def mu(self) -> float:

@@ -65,20 +65,38 @@ class RDPCurve(Mechanism):
     def __post_init__(self):
         if not callable(self.func):
             raise ValueError(f"func must be callable alpha -> epsilon(alpha) (got {self.func!r})")
+        if not isinstance(self.name, str):
+            raise ValueError(f"name must be a string (got {self.name!r})")
         object.__setattr__(self, "relation", as_relation(self.relation))
         lam = _PROJECTION_GRID - 1.0
         cgf = lam * self._call(_PROJECTION_GRID)
         object.__setattr__(self, "_hull", cgf_projection(lam, cgf))
 
     def _call(self, alpha: np.ndarray) -> np.ndarray:
+        """func at the orders ``alpha``, checked: real numbers (no bools, complex numbers or
+        strings, which a float conversion would silently accept or truncate), one per order,
+        never NaN, >= 0 (+inf allowed). Called on the whole array first; a function that
+        fails on arrays, or returns something of another shape (a constant), is called order
+        by order."""
         try:
-            out = np.asarray(self.func(alpha), dtype=float)
-            if out.shape != alpha.shape:
-                raise ValueError
-        except (ValueError, TypeError):
-            out = np.array([float(self.func(float(a))) for a in alpha.ravel()]).reshape(alpha.shape)
-        if np.isnan(out).any() or (out < 0).any():
-            raise ValueError("func must return RDP values >= 0 (got nan or a negative value)")
+            raw, vectorised = self.func(alpha), True
+        except (ValueError, TypeError, ArithmeticError):  # a function of one float only
+            raw, vectorised = None, False
+        out = V.real_array("func(alpha)", raw) if vectorised else None
+        if out is None or out.shape != alpha.shape:
+            vals = []
+            for a in alpha.ravel().tolist():
+                v = V.real_array("func(alpha)", self.func(a))
+                if v.size != 1:
+                    raise ValueError(f"func must return one RDP value per order (got an array "
+                                     f"of shape {v.shape} at alpha = {a:g})")
+                vals.append(float(v.ravel()[0]))
+            out = np.array(vals, dtype=float).reshape(alpha.shape)
+        bad = np.isnan(out) | (out < 0)
+        if bad.any():
+            i = np.flatnonzero(bad)[0]
+            raise ValueError(f"func must return RDP values >= 0, never nan (got "
+                             f"{float(out.ravel()[i])!r} at alpha = {alpha.ravel()[i]:g})")
         return out
 
     def _rdp(self, alpha):

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -35,6 +37,14 @@ class Laplace(Mechanism):
     def eps0(self) -> float:
         """Pure-DP epsilon Delta / scale."""
         return self.sensitivity / self.scale
+
+    def pure_epsilon(self) -> float:
+        """Delta / scale rounded up (the division is correctly rounded, so the next float up is
+        an upper bound; an exact quotient stays): delta = 0 is claimed only at or above the real
+        pure epsilon."""
+        q = self.eps0
+        exact = Fraction(self.sensitivity) / Fraction(self.scale)
+        return q if Fraction(q) >= exact else math.nextafter(q, math.inf)
 
     def _rdp(self, alpha):
         return laplace_rdp(self.eps0, alpha)

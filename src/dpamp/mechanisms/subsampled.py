@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from ..core._logspace import log_expm1
+from ..core._rounding import TINY, ulps_up
 from ..core.relations import Relation
 from ..core.sampling import Poisson, SamplingScheme, WithoutReplacement
 from .base import Mechanism
@@ -15,12 +17,27 @@ from .randomized_response import rr_rdp
 def amplified_pure_epsilon(eps: float, rate: float) -> float:
     """log(1 + rate (e^eps - 1)): amplification of pure eps-DP by Poisson sampling under
     add/remove and by sampling without replacement under substitution (000 Thms 8, 9 with
-    delta = 0; 003 Lemma 3)."""
+    delta = 0; 003 Lemma 3), rounded up.
+
+    Evaluated as softplus(L), L = log(rate) + log(e^eps - 1): no cancellation and no overflow
+    for any eps and rate (the direct eps + log(rate + (1 - rate) e^{-eps}) cancels when rate is
+    tiny). L carries an absolute error of a few ulps of |L| and softplus has a relative
+    condition number <= 1 in L, so (8 + |L|) ulps up is an upper bound (two ulps more where
+    the result is subnormal and its relative precision is lost)."""
     if math.isinf(eps):
         return math.inf
-    if eps <= 1.0:
-        return math.log1p(rate * math.expm1(eps))
-    return eps + math.log(rate + (1.0 - rate) * math.exp(-eps))  # same, overflow-free
+    if eps == 0.0:
+        return 0.0
+    if rate >= 1.0:
+        return eps
+    big = float(math.log(rate) + log_expm1(eps))
+    val = float(np.logaddexp(0.0, big))
+    return max(ulps_up(val * (1.0 + (8.0 + abs(big)) * 2.0 ** -52), 2), TINY)
+
+
+#: the largest order whose CGF the exact sums compute (004 Thm 34 up to 4096, 003 Thm 9 up to
+#: 512; rdp.poisson / rdp.without_replacement); orders above it are bounded by the caps only
+_MAX_INTERPOLATED_ORDER = 4097.0
 
 
 def interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
@@ -55,6 +72,21 @@ class Subsampled(Mechanism):
     scheme: SamplingScheme
     _cache: dict = dataclasses.field(default_factory=dict, compare=False, hash=False,
                                      repr=False)
+
+    def __post_init__(self):
+        """The one validation path of ``mech.subsample(scheme)`` and ``dp.from_json``: the base
+        is a mechanism, the scheme a sampling scheme, and the base is under the relation the
+        scheme needs inside (core.sampling's table: e.g. sampling without replacement needs
+        substitution, since its theorems compare subsets of equal size)."""
+        from ..core.sampling import _relation_error
+        from .base import check_mechanism
+        check_mechanism(self.base, "base")
+        if not isinstance(self.scheme, SamplingScheme):
+            raise ValueError("scheme must be a dpamp sampling scheme (dp.Poisson, "
+                             "dp.WithoutReplacement, dp.WithReplacement), got "
+                             f"{type(self.scheme).__name__}")
+        if self.base.relation is not self.scheme.needs:
+            raise _relation_error(self.scheme, self.base, self.scheme.needs)
 
     @property
     def relation(self) -> Relation:  # type: ignore[override]
@@ -173,7 +205,12 @@ class Subsampled(Mechanism):
             if self.rate >= 1.0:
                 val = self.base._rdp(a)
             else:
-                val = interpolate_cgf(a, self._integer_cgf)
+                # above the exact sums' largest order only the caps below apply (their integer
+                # CGF is inf there): no table of 10^12 orders, no int64 overflow at 10^19
+                val = np.full(a.shape, np.inf)
+                small = a <= _MAX_INTERPOLATED_ORDER
+                if small.any():
+                    val[small] = interpolate_cgf(a[small], self._integer_cgf)
                 val = np.minimum(val, self.base._rdp(a))
                 if math.isfinite(eps_pure):
                     val = np.minimum(val, rr_rdp(eps_pure, a))

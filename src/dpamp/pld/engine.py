@@ -27,6 +27,7 @@ import math
 import numpy as np
 from scipy import fft as sfft
 
+from ..core.errors import OutOfReach
 from ..core._logspace import logsumexp
 from .discretize import Discretized
 from .pmf import GridPMF
@@ -35,8 +36,10 @@ _U = 2.0 ** -53
 #: safety constant of the componentwise FFT error bound |dF_k| <= C log2(N) u ||x||_1 (a radix-2
 #: transform with accurate twiddles has C ~ 4; pocketfft's mixed radix is no worse)
 _C_FFT = 8.0
-#: relative margin for the rounding of the discretised masses (their cancellation is at most
-#: ~u/h relative; 1e-9 covers h down to 1e-6 with room)
+#: relative margin for the rounding of the discretised masses: each part's masses carry a
+#: relative error of at most ~u/h (their cancellation), and a bin of the c-fold convolution of
+#: non-negative masses with relative errors <= r carries at most (1 + r)^c - 1; so the margin is
+#: expm1(sum of counts x 8 u / h), and never below 1e-9 (:func:`mass_margin`)
 REL_MARGIN = 1e-9
 #: largest FFT length accepted (memory: a few arrays of this many complex numbers)
 MAX_N = 1 << 22
@@ -113,6 +116,9 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
         above = float(np.min(logK[up] - nu[up] * b))
         below = float(np.min(logK[~up] - nu[~up] * a))
         return min(above, 0.0), min(below, 0.0)
+    if not (math.isfinite(A) and math.isfinite(B)):
+        raise OutOfReach("the PLD's composition window is beyond the range of floating point "
+                         "for this query (epsilon or the privacy losses too large for a grid)")
     return math.floor(A / h) - 1, math.ceil(B / h) + 1, bound
 
 
@@ -252,9 +258,18 @@ def _compose_kind(parts, h, lam, upper, target):
     if upper:
         # untilted mass above the window: tilted bound times the largest untilting factor there
         inf += math.exp(min(log_above + log_scale - lam * (t[-1] + h), 700.0))
-        mass = mass * (1 + REL_MARGIN)
-        inf = min(inf * (1 + REL_MARGIN) * (1 + 4 * _U), 1.0)
+        rel = mass_margin(parts, h)
+        mass = mass * (1 + rel)
+        inf = min(inf * (1 + rel) * (1 + 4 * _U), 1.0)
     else:
-        mass = mass * (1 - REL_MARGIN)
-        inf = inf * (1 - REL_MARGIN)
+        rel = mass_margin(parts, h)
+        mass = mass * max(1 - rel, 0.0)
+        inf = inf * max(1 - rel, 0.0)
     return GridPMF(h, start, mass, inf, err, upper)
+
+
+def mass_margin(parts, h: float) -> float:
+    """Relative error bound on every composed mass from the parts' mass rounding (see
+    REL_MARGIN): it grows with the number of steps composed and the fineness of the grid."""
+    steps = sum(p.count for p in parts)
+    return max(REL_MARGIN, math.expm1(steps * 8.0 * _U / h))

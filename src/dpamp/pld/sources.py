@@ -85,8 +85,10 @@ class ProfileSource:
         self._swap = swapped
         self._pair = profile_pair
         self._pair_lower = profile_pair_lower
-        rows = self._rows(np.array([0.0, 0.5, 2.0]))
-        self.symmetric = bool(np.allclose(rows[0], rows[1], rtol=1e-12, atol=0.0))
+        from ..profiles.core import symmetric_pair
+        # one direction only where the profile handler returns one curve for both orders by
+        # construction; otherwise the PLD composes both directions (the worse one is reported)
+        self.symmetric = bool(symmetric_pair(mechanism))
         self.inf_mass = float(self._rows(np.array([np.inf]))[0][0])
         self._moments = None
 

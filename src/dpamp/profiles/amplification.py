@@ -323,4 +323,18 @@ def _subsampled_lower(m: Subsampled, eps):
     return mixture_pair_log(lambda e: core.log_pair_lower(m.base, e), g, eps, upper=False)
 
 
-core.register(Subsampled, pair=_subsampled_pair, lower=_subsampled_lower)
+def _subsampled_symmetric(m: Subsampled) -> bool:
+    """Whether :func:`_subsampled_pair` returns one curve for both rows (its np.stack([v, v])
+    branches): a symmetric outer relation (000 Thms 9, 10, 14 and Lemma 12 under substitution
+    bound the max of both orders); Poisson under add/remove (Thm 8) and with replacement under
+    add/remove (Thm 11) have two different rows."""
+    scheme, add_remove_outer = m.scheme, m.scheme.gives is ADD_REMOVE
+    if core.is_binary(m.base) or isinstance(scheme, WithReplacement):
+        return not add_remove_outer
+    if isinstance(scheme, Poisson):
+        return scheme.relation is not ADD_REMOVE
+    return isinstance(scheme, WithoutReplacement)
+
+
+core.register(Subsampled, pair=_subsampled_pair, lower=_subsampled_lower,
+              symmetric=_subsampled_symmetric)

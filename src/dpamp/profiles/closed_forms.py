@@ -49,9 +49,13 @@ def gaussian_log_profile(mu, eps, *, upper=True):
     mu = np.asarray(mu, dtype=float)
     eps = np.asarray(eps, dtype=float)
     mu, eps = np.broadcast_arrays(mu, eps)
-    mu = np.minimum(mu * (1 + 4 * ULP) if upper else mu * (1 - 4 * ULP), 1e150)
-    out = np.full(mu.shape, -np.inf)
-    pos = (mu > 0) & ~np.isposinf(eps)
+    mu = mu * (1 + 4 * ULP) if upper else mu * (1 - 4 * ULP)
+    # beyond mu = 1e150 the formulas below overflow (mu^2); the profile grows with mu, so a
+    # lower bound may use mu = 1e150 and an upper bound uses the trivial H <= 1 (log 0)
+    vast = mu > 1e150
+    mu = np.minimum(mu, 1e150)
+    out = np.where(vast & upper & ~np.isposinf(eps), 0.0, -np.inf)
+    pos = (mu > 0) & ~np.isposinf(eps) & ~(vast & upper)
     if not pos.any():
         return out
     m, e = mu[pos], eps[pos]
@@ -65,7 +69,8 @@ def gaussian_log_profile(mu, eps, *, upper=True):
             b = a - m[r1]
             d1 = 0.5 * (erf(a / math.sqrt(2)) - erf(b / math.sqrt(2)))
             t = np.exp(log_expm1(e[r1]) + log_ndtr(b))  # <= d1 <= 1: never overflows
-            err = _C * (d1 + t) * (4 + e[r1] + a * a + b * b)
+            dxa = 8 * ULP * m[r1] / 2                    # the cancellation of x (see below)
+            err = _C * (d1 + t) * (4 + e[r1] + a * a + b * b) + (0.4 + t * (1 - b)) * dxa
             h = d1 - t + sign * err
             with np.errstate(divide="ignore"):
                 res[r1] = np.where(h > 0, np.log(np.maximum(h, 1e-323)), -np.inf)
@@ -79,13 +84,22 @@ def gaussian_log_profile(mu, eps, *, upper=True):
             err_r = 32 * ULP * (ra + rb) + 8 * ULP * (xx + m[r2]) / (1 + xx * xx)
             rd = ra - rb + sign * err_r
             log_phi = -0.5 * xx * xx - _LOG_SQRT_2PI
-            err_log = 16 * ULP * (4 + xx * xx)
+            err_log = 16 * ULP * (4 + xx * xx) + (xx + m[r2] + 1) * (8 * ULP * m[r2] / 2)
             res[r2] = np.where(rd > 0, log_phi + np.log(np.maximum(rd, 1e-323)) + sign * err_log,
                                -np.inf)
             # x^2 overflows beyond 1e154: log H < -x^2/2 < -1e300 there, still a finite bound
             huge = np.isfinite(xx) & (xx > 1e150)
             res[r2] = np.where(huge, -1e300 if upper else -np.inf, res[r2])
             res[r2] = np.where(np.isposinf(xx), -np.inf, res[r2])
+        # x = eps/mu - mu/2 cancels when mu is large: beyond the relative error of eps/mu, which
+        # the error terms above cover, it carries an absolute error dx <= 8 ulps of mu/2, which
+        # they do not; for mu > 1e6 (dx > 1e-9) H <= Phi(-x) (the second term is >= 0, and only
+        # ~x/(x + mu) of the first) at x - dx bounds H from above (H falls with x at fixed mu),
+        # and no lower bound is claimed.
+        dx = 8 * ULP * m / 2
+        vast_mu = m > 1e6
+        if vast_mu.any():
+            res = np.where(vast_mu, log_ndtr(dx - x) if upper else -np.inf, res)
     out[pos] = res
     return pad_up(out) if upper else pad_down(out)
 
@@ -148,7 +162,7 @@ def _symmetric(log_profile):
     def lower(m, eps):
         v = log_profile(m, eps, False)
         return np.stack([v, v])
-    return {"pair": pair, "lower": lower}
+    return {"pair": pair, "lower": lower, "symmetric": True}
 
 
 def _rr_group(m, k, eps):

@@ -64,9 +64,24 @@ def is_binary(mechanism) -> bool:
     return False
 
 
-def register(cls, *, pair=None, lower=None, group=None, binary=None):
+@functools.singledispatch
+def symmetric_pair(mechanism) -> bool:
+    """True when the two upper rows of ``log_pair`` are the same curve *by construction* (the
+    handler returns one curve for both orders: a symmetric closed form, or a theorem that
+    bounds the max of both orders). Only then may a consumer (the PLD from profiles) compose a
+    single direction; agreement at a few points proves nothing (two rows can meet at eps = 0,
+    where both are the total variation, and beyond the pure epsilon, where both are 0)."""
+    return False
+
+
+def register(cls, *, pair=None, lower=None, group=None, binary=None, symmetric=None):
     """Register profile handlers for a mechanism class: ``pair(mech, eps) -> log rows``,
-    ``lower(mech, eps) -> log rows or None``, ``group(mech, k, eps) -> log curve``."""
+    ``lower(mech, eps) -> log rows or None``, ``group(mech, k, eps) -> log curve``;
+    ``symmetric``: True, or a predicate of the mechanism, where ``pair`` returns one curve for
+    both rows by construction (see :func:`symmetric_pair`)."""
+    if symmetric is not None:
+        symmetric_pair.register(cls)(symmetric if callable(symmetric) else
+                                     (lambda m: bool(symmetric)))
     if pair is not None:
         log_pair.register(cls)(pair)
     if lower is not None:
@@ -88,8 +103,10 @@ def _eps_array(epsilon) -> np.ndarray:
 
 
 def _single(mechanism):
-    """A composition of one part used once is that part."""
-    parts = mechanism.parts()
+    """A composition of one part used once is that part (a non-mechanism is refused here, at
+    the profiles' boundary, with an error naming the parameter)."""
+    from ..mechanisms.base import check_mechanism
+    parts = check_mechanism(mechanism, "mechanism").parts()
     if len(parts) == 1 and parts[0][1] == 1 and parts[0][0] is not mechanism:
         return parts[0][0]
     return mechanism

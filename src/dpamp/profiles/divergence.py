@@ -4,6 +4,7 @@
 
 For alpha < 1 (eps < 0) the same sum is used (000 Thm 14's proof applies it to non-negative
 measures); for probability measures it satisfies H_alpha(P||Q) = 1 - alpha + alpha H_{1/alpha}(Q||P).
+:func:`hockey_stick` takes probability vectors (summing to 1 within ``PROBABILITY_TOL``).
 """
 from __future__ import annotations
 
@@ -14,31 +15,42 @@ import numpy as np
 from ..core import _validate as V
 
 
-def _measure(name, x) -> np.ndarray:
-    a = np.asarray(x, dtype=float)
+#: how far from 1 the masses of a probability vector may sum: rounding in the caller's
+#: normalisation (n roundings of at most 2^-53 each) stays far below it, while vectors that are
+#: not distributions (masses [1, 2], or a typo) are refused; moving masses by a total of tol
+#: moves the divergence by at most (1 + e^eps) tol (p enters with weight 1, q with e^eps)
+PROBABILITY_TOL = 1e-9
+
+
+def _distribution(name, x) -> np.ndarray:
+    a = V.reals(name, x, low=0.0, allow_inf=False)
     if a.ndim != 1 or a.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-d array of masses (got shape {a.shape})")
-    if np.isnan(a).any() or (a < 0).any() or np.isinf(a).any():
-        raise ValueError(f"{name} must contain finite masses >= 0")
+        raise ValueError(f"{name} must be a non-empty 1-d array of probabilities "
+                         f"(got shape {a.shape})")
+    total = math.fsum(a.tolist())
+    if abs(total - 1.0) > PROBABILITY_TOL:
+        raise ValueError(f"{name} must be a probability vector: masses >= 0 summing to 1 "
+                         f"within {PROBABILITY_TOL:g} (got sum {total!r})")
     return a
 
 
 def hockey_stick(p, q, epsilon=None, *, alpha=None):
-    """H_{e^eps}(P || Q) = sum_z [p_z - e^eps q_z]_+ for discrete non-negative measures p, q on
-    the same points (000 eq. (2)), vectorised over epsilon (any real, +-inf allowed: eps < 0 is
+    """H_{e^eps}(P || Q) = sum_z [p_z - e^eps q_z]_+ for discrete distributions p, q on the same
+    points (000 eq. (2)), vectorised over epsilon (any real, +-inf allowed: eps < 0 is
     the extension to alpha < 1 used in 000 Thm 14) or over ``alpha`` >= 0 given directly.
     Mass of p where q = 0 counts at every alpha (the mass at infinity). Returns a float for a
-    scalar argument. Numerical value (a sum of positive terms, no rounding margin)."""
-    p = _measure("p", p)
-    q = _measure("q", q)
+    scalar argument. Numerical value (a sum of positive terms, no rounding margin).
+
+    ``p`` and ``q`` must be probability vectors: finite masses >= 0 summing to 1 within
+    :data:`PROBABILITY_TOL` (1e-9), else ValueError."""
+    p = _distribution("p", p)
+    q = _distribution("q", q)
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same length (got {p.size} and {q.size})")
     if (epsilon is None) == (alpha is None):
         raise ValueError("give exactly one of epsilon and alpha")
     if alpha is None:
-        e = np.asarray(epsilon, dtype=float)
-        if np.isnan(e).any():
-            raise ValueError("epsilon must not contain nan")
+        e = V.reals("epsilon", epsilon)  # any real, +-inf allowed, never nan
         with np.errstate(over="ignore"):
             a = np.exp(e)
     else:
@@ -58,7 +70,7 @@ def hockey_stick_density(p_pdf, q_pdf, epsilon, *, support=(-math.inf, math.inf)
     value with quad's error estimate, not a certified bound: use it to check closed forms.
     ``points``: break points of the integrand (e.g. the crossing point, kinks)."""
     from scipy.integrate import quad
-    e = np.asarray(epsilon, dtype=float)
+    e = V.reals("epsilon", epsilon)
     lo, hi = support
     out = np.empty(e.shape)
     for idx, eps in np.ndenumerate(e):
@@ -85,14 +97,12 @@ def profile_from_privacy_loss(losses, probabilities, epsilon):
     004 Prop. 7): for L = log dP/dQ under P (atoms ``losses`` with ``probabilities``, +inf
     allowed), H_{e^eps}(P || Q) = E[(1 - e^{eps - L})_+] = sum_{l > eps} p_l (1 - e^{eps - l}).
     Vectorised over epsilon (any real). The probabilities need not sum to one (a sub-PLD)."""
-    ls = np.asarray(losses, dtype=float).ravel()
-    ps = np.asarray(probabilities, dtype=float).ravel()
-    if ls.shape != ps.shape or np.isnan(ls).any() or np.isnan(ps).any() or (ps < 0).any():
-        raise ValueError("losses and probabilities must be arrays of one length, "
-                         "probabilities >= 0, no nan")
-    e = np.asarray(epsilon, dtype=float)
-    if np.isnan(e).any():
-        raise ValueError("epsilon must not contain nan")
+    ls = V.reals("losses", losses).ravel()
+    ps = V.reals("probabilities", probabilities, low=0.0, allow_inf=False).ravel()
+    if ls.shape != ps.shape:
+        raise ValueError("losses and probabilities must be arrays of one length "
+                         f"(got {ls.size} and {ps.size})")
+    e = V.reals("epsilon", epsilon)
     flat = e.ravel()
     with np.errstate(over="ignore", invalid="ignore"):
         gap = flat[:, None] - ls[None, :]

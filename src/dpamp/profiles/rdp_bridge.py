@@ -167,7 +167,8 @@ def log_mgf_from_profile(log_rows, s, *, log_tail_mgf=None, tau: float = 0.05,
     the tail of the first integral. Cells where log H drops by more than ``tau`` are split while
     they matter (relative chord error about tau^2/8), up to ``budget`` curve evaluations; any
     grid gives a valid bound."""
-    s = np.asarray(s, dtype=float).ravel()
+    s = V.reals("s", s, low=0.0, low_open=True, allow_inf=False).ravel()
+    tau, budget = V.positive("tau", tau), V.integer("budget", budget, low=1)
     return _mgf(log_rows, s, log_tail_mgf, tau, budget, (0,))[0]
 
 
@@ -177,7 +178,8 @@ def rdp_from_profile(log_rows, alpha, *, log_tail_mgf=None, tau: float = 0.05,
     bounded by ``log_rows``, in both orders (max of D(P||Q) and D(Q||P)): 000 Thm 6 with
     s = alpha - 1. ``log_tail_mgf(t)`` bounds log E[e^{tL}] for either order (see
     :func:`log_mgf_from_profile`)."""
-    a = np.asarray(alpha, dtype=float)
+    a = V.orders(alpha).astype(float)
+    tau, budget = V.positive("tau", tau), V.integer("budget", budget, low=1)
     out = np.full(a.shape, np.inf)              # order inf: no bound from the moments
     fin = np.isfinite(a)
     if fin.any():

@@ -23,6 +23,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..core import _validate as V
+from ..core._rounding import TINY, ulps_up, weighted_sum_up
 
 __all__ = ["pure_to_zcdp", "gaussian_rho", "delta_simple", "epsilon_simple", "delta_improved",
            "epsilon_improved", "rho_for", "rho_of"]
@@ -60,7 +61,7 @@ def delta_simple(rho: float, epsilon: float) -> float:
     eps = V.nonnegative("epsilon", epsilon)
     if eps <= rho:
         return 1.0
-    return min(1.0, _up(math.exp(-((eps - rho) ** 2) / (4.0 * rho))))
+    return min(1.0, max(_up(math.exp(-((eps - rho) ** 2) / (4.0 * rho))), TINY))
 
 
 def epsilon_simple(rho: float, delta: float) -> float:
@@ -73,16 +74,25 @@ def epsilon_simple(rho: float, delta: float) -> float:
 def _log_delta_at(t: np.ndarray, rho: float, eps: float) -> np.ndarray:
     """log of exp(t(t+1) rho - eps t) (1/(t+1)) (1 - 1/(t+1))^t, vectorised over t > 0;
     t log(t/(t+1)) is written -t log1p(1/t) so that it stays accurate for large t."""
-    with np.errstate(over="ignore", divide="ignore"):
-        return t * (t + 1.0) * rho - eps * t - np.log1p(t) - t * np.log1p(1.0 / t)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        terms = (t * (t + 1.0) * rho, eps * t, np.log1p(t), t * np.log1p(1.0 / t))
+        return terms[0] - terms[1] - terms[2] - terms[3] + _pad(terms)
 
 
 def _eps_at(alpha: np.ndarray, rho: float, log_inv_delta: float) -> np.ndarray:
     """Prop. 14 solved for eps at t = alpha - 1 (the same formula as 004 Lemma 33 item 8):
     eps = alpha rho + (log(1/delta) - log alpha) / (alpha - 1) + log(1 - 1/alpha)."""
     lam = alpha - 1.0
-    with np.errstate(over="ignore", divide="ignore"):
-        return alpha * rho + (log_inv_delta - np.log(alpha)) / lam + np.log1p(-1.0 / alpha)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        terms = (alpha * rho, log_inv_delta / lam, np.log(alpha) / lam, np.log1p(-1.0 / alpha))
+        return terms[0] + terms[1] - terms[2] + terms[3] + _pad(terms)
+
+
+def _pad(terms) -> np.ndarray:
+    """Rounding error of a sum of terms each computed to a few ulps: 2^-50 x sum |term|, so
+    that the objectives above are upper bounds of the real formula at every order."""
+    s = sum(np.abs(x) for x in terms)
+    return np.where(np.isnan(s), np.inf, s) * 2.0 ** -50
 
 
 def _argmin_1d(f, grid: np.ndarray) -> float:
@@ -112,7 +122,8 @@ def delta_improved(rho: float, epsilon: float) -> float:
     rho = _rho(rho)
     eps = V.nonnegative("epsilon", epsilon)
     log_d = _argmin_1d(lambda t: _log_delta_at(t, rho, eps), _T_GRID)
-    return min(1.0, _up(math.exp(min(log_d, 0.0))))
+    # below the double range: the smallest positive double, a proven bound (never 0)
+    return min(1.0, max(_up(math.exp(min(log_d, 0.0))), TINY))
 
 
 def epsilon_improved(rho: float, delta: float) -> float:
@@ -165,19 +176,21 @@ def rho_of(mechanism) -> float | None:
     """zCDP rho of one mechanism, or None when it has none we can prove:
     Gaussian -> Delta^2/(2 sigma^2) (Lemma 12); ZCDP -> rho; any mechanism with a finite pure
     epsilon (PureDP, Laplace, RandomizedResponse, EpsDelta(eps, 0), pure subsampled ones) ->
-    eps^2/2 (Prop. 16). A composition has rho = sum count_j rho_j (Thm 13) if every part has one."""
+    eps^2/2 (Prop. 16). A composition has rho = sum count_j rho_j (Thm 13) if every part has one.
+    Rounded up: each part's rho by a few ulps (its formula has three roundings at most), the
+    sum exactly (rationals) and then up."""
     from ..mechanisms import Gaussian, ZCDP
     from ..mechanisms.composition import Composition
     if isinstance(mechanism, Composition):
-        total = 0.0
+        rhos = []
         for part, count in mechanism.parts():
             r = rho_of(part)
             if r is None:
                 return None
-            total += count * r
-        return total
+            rhos.append((count, r))
+        return weighted_sum_up(rhos)
     if isinstance(mechanism, Gaussian):
-        return mechanism.rho
+        return ulps_up(mechanism.rho, 4)
     if isinstance(mechanism, ZCDP):
         return mechanism.rho
     try:
@@ -185,5 +198,5 @@ def rho_of(mechanism) -> float | None:
     except (NotImplementedError, ValueError):
         return None
     if math.isfinite(pure):
-        return 0.5 * pure * pure
+        return ulps_up(0.5 * pure * pure, 2)
     return None

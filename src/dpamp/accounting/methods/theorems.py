@@ -10,7 +10,10 @@ DP mechanism (PureDP, Laplace, RandomizedResponse, anything with a finite pure e
 choosing a per-part delta, so these methods do not apply to them (use zcdp, rdp or pld).
 
 "kov" needs a homogeneous composition: all parts share one (eps0, delta0) (e.g. ``PureDP(e) * k``,
-or a mix of Laplace(1/e) and PureDP(e) runs). Optimal composition of heterogeneous guarantees is
+or a mix of Laplace(1/e) and PureDP(e) runs), k <= ``KOV_MAX_K`` (10^10; beyond, "kov" is out
+of reach and "auto" moves on). Its delta is a proven upper bound (a windowed binomial sum with
+rounding and tail margins, ``kov_delta``) and its epsilon the upper end of a bracketing search
+on that bound (``kov_epsilon``). Optimal composition of heterogeneous guarantees is
 #P-complete (Murtagh-Vadhan, 004 Sec. 7); it is approximated with certified bounds by the PLD of
 the worst-case mechanisms (method "pld" on EpsDelta parts), not here.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import math
 
 from ...theorems import composition as C
+from ...core.errors import OutOfReach
 from ...core.guarantee import Guarantee
 from ..registry import Method, register
 
@@ -117,7 +121,8 @@ def _adv_delta(mechanism, epsilon, **_):
 
 # --- kov -----------------------------------------------------------------------------------------
 
-_KOV = "004 Sec. 7 (optimal homogeneous composition, KOV15), exact in log space + bisection"
+_KOV = ("004 Sec. 7 (optimal homogeneous composition, KOV15): binomial sum over a window, "
+        "rounding and tail margins; epsilon: upper end of a bracketing search")
 
 
 def _kov_applies(mechanism) -> bool:
@@ -125,10 +130,14 @@ def _kov_applies(mechanism) -> bool:
 
 
 def _kov_args(mechanism):
+    """(eps0, delta0, k); k above the sum's limit is out of reach ("auto" moves on)."""
     h = _homogeneous(mechanism)
     if h is None:
         raise ValueError("kov needs a homogeneous composition (all parts with one (eps, delta)); "
                          "heterogeneous optimal composition is #P-hard: use method='pld'")
+    if h[2] > C.KOV_MAX_K:
+        raise OutOfReach(f"kov sums a window of about 37 sqrt(k) binomial terms and stops at "
+                         f"k = {C.KOV_MAX_K} (got k = {h[2]}); use method='advanced' or 'pld'")
     return h
 
 

@@ -77,6 +77,13 @@ class BernoulliSampled(PostProcessing):
     _cache: dict = dataclasses.field(default_factory=dict, compare=False, hash=False,
                                      repr=False)
 
+    def __post_init__(self):
+        # the checks of ``BernoulliSampling.apply``, here so that ``dp.from_json`` makes them too
+        check_mechanism(self.base, "base")
+        if not isinstance(self.kernel, BernoulliSampling):
+            raise ValueError("kernel must be a dp.BernoulliSampling (got "
+                             f"{type(self.kernel).__name__})")
+
     def _rdp(self, alpha):
         alpha = np.asarray(alpha, dtype=float)
         kn = self.kernel

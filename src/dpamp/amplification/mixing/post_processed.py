@@ -37,7 +37,9 @@ class PostProcessed(PostProcessing):
     kernel: MixingKernel
 
     def __post_init__(self):
+        from ...mechanisms.base import check_mechanism
         from .coupling import mechanism_form
+        check_mechanism(self.base, "base")
         if not isinstance(self.kernel, MixingKernel):
             raise ValueError(f"kernel must be a dpamp mixing kernel (got {self.kernel!r})")
         if mechanism_form(self.base) is not None and not self.kernel.accepts_real_line:
@@ -109,7 +111,7 @@ def _register_profile():
         with np.errstate(divide="ignore"):
             row = np.log(np.asarray(mech.profile(eps), dtype=float))
         return np.stack([row, row])
-    register(PostProcessed, pair=pair)
+    register(PostProcessed, pair=pair, symmetric=True)
 
 
 _register_profile()
