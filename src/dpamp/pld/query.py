@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import OrderedDict
+import time
 
 import numpy as np
 
 from ..core import _validate as V
 from ..core.errors import OutOfReach
+from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, PartPMF, compose, grid_log_mgf
 from .sources import SymmetricCurve, discretize_source, parts_of
 
-#: most grid refinements tried before giving up with a clear error
+#: most grid refinements tried; then (or when the time budget or the largest grid is reached)
+#: the best proven bracket so far is returned, saying that tol was not met
 MAX_ROUNDS = 7
+#: default time budget of one query, in seconds (the ``budget`` option)
+BUDGET = 10.0
 #: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
 MAX_LOSS = 650.0
 #: total P-mass (over all steps) allowed outside the parts' grids, relative to the target delta
@@ -35,6 +39,8 @@ class Bracket:
     lower: float | None
     h: float
     rounds: int
+    met: bool = True       # whether upper - lower is within the tolerance
+    note: str = ""         # why not, where it is not
 
 
 def _exact_parts(dirs) -> bool:
@@ -42,17 +48,6 @@ def _exact_parts(dirs) -> bool:
     profile-based parts have an intrinsic gap between their upper and lower profiles."""
     from .sources import ProfileSource
     return not any(isinstance(src, ProfileSource) for d in dirs for src, _ in d)
-
-
-def _give_up_softly(state, what):
-    """Profile-based parts: the bracket is limited by their profiles, not by the grid. Return
-    the proven bracket we have, with a warning, rather than refining forever."""
-    import warnings
-    up, low = state["last"]
-    warnings.warn(f"the PLD bracket for {what} is [{low:.6g}, {up:.6g}]: the tolerance is not "
-                  "reachable because some part is known only through its privacy profile, "
-                  "whose lower and upper bounds differ", RuntimeWarning, stacklevel=3)
-    return Bracket(up, low, state["h"], 0)
 
 
 def _has_lower(dirs) -> bool:
@@ -165,60 +160,16 @@ def _align(direction_parts, h):
         loss = getattr(src, "atom_loss", np.zeros(0))
         for v in np.abs(loss[np.isfinite(loss) & (loss != 0)]):
             atoms.add(float(v))
+    if not (math.isfinite(h) and h > 0):
+        raise OutOfReach("the PLD cannot size a grid for this query (the spread of the "
+                         "privacy losses is beyond the range of floating point)")
     if len(atoms) == 1:
         a = atoms.pop()
         return a / max(1, math.ceil(a / h))
     return h
 
 
-class PLDCache:
-    """The composed PMFs of the last few mechanisms, so that repeated queries (plots, sweeps,
-    calibration) reuse them when their bracket is good enough."""
-
-    def __init__(self, size=8):
-        self.size = size
-        self.store: OrderedDict = OrderedDict()
-
-    def get(self, key):
-        v = self.store.get(key)
-        if v is not None:
-            self.store.move_to_end(key)
-        return v
-
-    def put(self, key, value):
-        self.store[key] = value
-        self.store.move_to_end(key)
-        while len(self.store) > self.size:
-            self.store.popitem(last=False)
-
-
 _CACHE = PLDCache()
-
-
-class _ByIdentity:
-    """Cache key of an unhashable mechanism: equal only to itself, and holding the object, so
-    that its id cannot be reused by another one while the entry lives (a bare id() could)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __hash__(self):
-        return id(self.obj)
-
-    def __eq__(self, other):
-        return isinstance(other, _ByIdentity) and other.obj is self.obj
-
-
-def _key(mechanism):
-    """The cache key: the mechanism itself (frozen dataclasses hash by value), else its
-    identity (:class:`_ByIdentity`)."""
-    try:
-        hash(mechanism)
-        return mechanism
-    except TypeError:
-        return _ByIdentity(mechanism)
 
 
 def _too_fine(tol, h):
@@ -228,12 +179,15 @@ def _too_fine(tol, h):
                       "larger tol or method='rdp'")
 
 
-def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracket:
+def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
+                    budget: float | None = None) -> Bracket:
     """Proven bounds lower <= epsilon(delta) <= upper with upper - lower <= tol (default
-    1e-3 of upper)."""
+    1e-3 of upper) where the grid and the time budget (seconds, default BUDGET) allow; else the
+    best proven bracket reached, with ``met`` False and a note."""
     delta = V.delta(delta)
     if tol is not None:
         tol = V.positive("tol", tol)
+    budget = BUDGET if budget is None else V.positive("budget", budget)
     dirs = _directions(mechanism)
     tail_total = delta * TAIL_FRACTION
     if tail_total < 1e-300:
@@ -243,8 +197,8 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None) -> Bracke
     # the pure epsilon caps the upper bound: it decides tiny deltas
     pure = _pure_epsilon(mechanism)
     return _proven(dirs, _refine(
-        dirs, _key(mechanism), tol, "epsilon",
-        lambda h, tilt: _compute_for_eps(dirs, delta, tol, h, tail_total, tilt),
+        dirs, _key(mechanism), tol, budget, "epsilon",
+        lambda h, tilt, grid_tol: _compute_for_eps(dirs, delta, grid_tol, h, tail_total, tilt),
         lambda state: _evaluate(state, tol, lambda pmf: min(pmf.epsilon(delta), pure),
                                 at=lambda up: up, floor=1e-12)))
 
@@ -263,41 +217,65 @@ def _proven(dirs, b: Bracket) -> Bracket:
     return b if _lower_proven(dirs) else dataclasses.replace(b, lower=None)
 
 
-def _refine(dirs, key, tol, what, compute, evaluate) -> Bracket:
+def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
     """Reuse a cached state if it brackets this query; else compute on a grid, and refine it by
     sqrt(tol / gap) (the gap falls like h^2) until the bracket is within tol -- or tilt at the
-    full saddle when the floating-point budget rather than the grid is the limit, or stop with a
-    warning when a profile-only part limits the bracket, or refuse when the grid grows too
-    large."""
+    full saddle when the floating-point budget rather than the grid is the limit. Where tol
+    cannot be met (profile-only parts, whose bracket the profiles limit; the largest grid; the
+    time budget; MAX_ROUNDS) the tightest proven bracket of all rounds is returned, not met."""
     cached = _CACHE.get(key)
     if cached is not None:
         res = evaluate(cached)
         if res is not None:
             return res
-    h, tilt = None, TILT
+    deadline = time.monotonic() + budget
+    h, tilt, best, grid_tol = None, TILT, None, tol
     for rounds in range(1, MAX_ROUNDS + 1):
         try:
-            state = compute(h, tilt)
+            state = compute(h, tilt, grid_tol)
+            _CACHE.put(key, state)
+            res = evaluate(state)
         except MemoryError:
-            raise _too_fine(tol, h) from None
-        _CACHE.put(key, state)
-        res = evaluate(state)
+            if best is None and h is None and grid_tol is not None:
+                grid_tol = None        # a first grid sized for the default tol, then refine
+                continue
+            if best is None:
+                raise _too_fine(tol, h) from None
+            return _not_met(best, rounds - 1, f"the grid that tol needs exceeds {MAX_N} points")
         if res is not None:
             return dataclasses.replace(res, rounds=rounds)
-        up, low = state["last"]
+        best = _tighter(best, state)
         if not _exact_parts(dirs) and rounds >= 2:
-            return _give_up_softly(state, what)
+            return _not_met(best, rounds, "some part is known only through its privacy "
+                                          "profile, whose lower and upper bounds differ")
+        if time.monotonic() > deadline:
+            return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
         if state["error_bound"] and tilt < 1.0:
             tilt, h = 1.0, state["h"]          # the FFT's error budget, not the grid, limits
             continue
+        up, low = state["last"]
         target = tol if tol is not None else 1e-3 * max(up, 1e-300)
         gap = up - low
         shrink = math.sqrt(0.7 * target / max(gap, 1e-300)) if math.isfinite(gap) else 0.5
         h = _align(dirs[0], state["h"] * max(0.2, min(0.8, shrink)))
+    return _not_met(best, MAX_ROUNDS, f"{MAX_ROUNDS} grid refinements did not reach tol")
+
+
+def _tighter(best, state):
+    """The tightest proven (upper, lower, h) over the rounds so far: the smallest upper bound
+    and the largest lower bound (each is proven on its own, whichever grid gave it)."""
     up, low = state["last"]
-    asked = f"tol={tol:g}" if tol is not None else "the default tol (1e-3 relative)"
-    raise OutOfReach(f"could not reach {asked} for {what} (bracket [{low:.6g}, {up:.6g}] at "
-                     f"h={state['h']:.3g}); use a larger tol or method='rdp'")
+    if best is None:
+        return up, low, state["h"]
+    b_up, b_low, b_h = best
+    if low is not None and b_low is not None:
+        low = max(low, b_low)
+    return min(up, b_up), low, min(state["h"], b_h)
+
+
+def _not_met(best, rounds, why) -> Bracket:
+    up, low, h = best
+    return Bracket(up, low, h, rounds, met=False, note=why)
 
 
 def _gaussian_guess(direction_parts, delta):
@@ -407,32 +385,24 @@ def _error_dominated(pmf, eps) -> bool:
 
 
 def _pure_epsilon(mechanism) -> float:
-    """The composition's pure epsilon, sum of count x the parts' pure epsilons, summed exactly
-    and rounded up to a float (a float sum can fall just below the exact one: 3 x 0.7 gives
-    2.0999999999999996, where delta is still ~6e-17); exact sums stay exact."""
-    from fractions import Fraction
-    total = Fraction(0)
-    for part, count in mechanism.parts():
-        e = part.pure_epsilon()
-        if not math.isfinite(e):
-            return math.inf
-        total += count * Fraction(e)
-    up = float(total)
-    return up if Fraction(up) >= total else math.nextafter(up, math.inf)
+    """The composition's pure epsilon (an upper bound: summed exactly and rounded up)."""
+    return float(mechanism.pure_epsilon())
 
 
-def delta_bracket(mechanism, epsilon: float, tol: float | None = None) -> Bracket:
+def delta_bracket(mechanism, epsilon: float, tol: float | None = None,
+                  budget: float | None = None) -> Bracket:
     """Proven bounds lower <= delta(epsilon) <= upper, upper - lower <= tol (default 1e-3 of
-    upper)."""
+    upper) where the grid and the time budget allow; else the best proven bracket reached."""
     epsilon = V.real("epsilon", epsilon, low=0.0)
     if tol is not None:
         tol = V.positive("tol", tol)
+    budget = BUDGET if budget is None else V.positive("budget", budget)
     if epsilon >= _pure_epsilon(mechanism):
         return Bracket(0.0, 0.0, 0.0, 0)          # pure DP: the loss never exceeds pure eps
     dirs = _directions(mechanism)
     return _proven(dirs, _refine(
-        dirs, (_key(mechanism), "delta"), tol, "delta",
-        lambda h, tilt: _compute_for_delta(dirs, epsilon, tol, h, tilt),
+        dirs, (_key(mechanism), "delta"), tol, budget, "delta",
+        lambda h, tilt, grid_tol: _compute_for_delta(dirs, epsilon, grid_tol, h, tilt),
         lambda state: _evaluate(state, tol, lambda pmf: _delta_at(pmf, epsilon),
                                 at=lambda up: epsilon)))
 

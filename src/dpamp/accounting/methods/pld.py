@@ -10,19 +10,28 @@ SOURCE = ("004 Prop. 7 (PLD -> delta), Thm 9 (composition = convolution); domina
           "dominated grid discretisations, tilted FFT with a proven error budget")
 
 
-def _epsilon(mechanism, delta, tol=None, **_):
+def _note(b) -> str:
+    """Where the bracket misses tol: why, and how wide it is (the best proven one reached)."""
+    if b.met:
+        return ""
+    width = "" if b.lower is None else f"; proven bracket [{b.lower:.6g}, {b.upper:.6g}]"
+    return f"pld did not reach tol: {b.note}{width}"
+
+
+def _epsilon(mechanism, delta, tol=None, budget=None):
     if delta == 0.0:
         pure = mechanism.pure_epsilon()
         return Guarantee(pure, 0.0, None, "pld", "pure DP: sum of the parts' pure epsilons",
                          "epsilon")
-    b = epsilon_bracket(mechanism, delta, tol)
-    return Guarantee(b.upper, delta, b.lower, "pld", SOURCE, "epsilon")
+    b = epsilon_bracket(mechanism, delta, tol, budget)
+    return Guarantee(b.upper, delta, b.lower, "pld", SOURCE, "epsilon", _note(b))
 
 
-def _delta(mechanism, epsilon, tol=None, **_):
-    b = delta_bracket(mechanism, epsilon, tol)
-    return Guarantee(epsilon, b.upper, b.lower, "pld", SOURCE, "delta")
+def _delta(mechanism, epsilon, tol=None, budget=None):
+    b = delta_bracket(mechanism, epsilon, tol, budget)
+    return Guarantee(epsilon, b.upper, b.lower, "pld", SOURCE, "delta", _note(b))
 
 
 register(Method("pld", _epsilon, _delta, has_pld, rank=20,
-                summary="privacy-loss distributions: certified tight bracket (004 Sec. 3-4)"))
+                summary="privacy-loss distributions: certified tight bracket (004 Sec. 3-4)",
+                options=("tol", "budget")))
