@@ -107,3 +107,20 @@ def test_huge_orders_answer_without_allocating():
     assert s.rdp(1e19) >= 5e18 * (1 - 1e-12) and s.rdp(1e12) >= 5e11 * (1 - 1e-12)
     p = dp.PureDP(1.0).subsample(dp.Poisson(0.01))
     assert p.rdp(1e19) == pytest.approx(p.pure_epsilon(), rel=1e-12)
+
+
+def test_lower_hull_passes_agree_with_the_monotone_chain():
+    """The vectorised passes of core._hull return Andrew's monotone chain's hull."""
+    from dpamp.core._hull import _monotone_chain, lower_hull
+    rng = np.random.default_rng(1)
+    for trial in range(200):
+        x = np.unique(np.sort(rng.uniform(0, 10, int(rng.integers(1, 80)))))
+        y = rng.normal(size=x.size) if trial % 2 else (x - 5) ** 2 + rng.normal(0, 0.1, x.size)
+        assert np.array_equal(lower_hull(x, y), _monotone_chain(x, y))
+
+
+def test_calibrate_steps_with_auto_chooses_per_plan():
+    """The one-step plan has an exact profile the compositions have not: resolving "auto" once
+    on it ended every calibration of steps with "method 'profile' does not apply"."""
+    c = dp.calibrate.steps(epsilon=3.0, delta=1e-5, sigma=1.0, sampling=dp.Poisson(0.01))
+    assert c.guarantee.epsilon <= 3.0 and c.value > 1000

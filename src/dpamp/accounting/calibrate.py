@@ -99,13 +99,19 @@ class Calibration:
 
 # --- the accounting oracle ----------------------------------------------------------------
 
+#: seconds each evaluated plan may take (the "budget" option of the methods that have one)
+EVALUATION_BUDGET = 1.0
+
+
 class _Oracle:
     """epsilon(delta) of a family of plans, memoised, counting evaluations."""
 
     def __init__(self, build: Callable, eps_target: float, delta: float, method: str,
                  options: dict):
         self.build, self.eps, self.delta = build, eps_target, delta
-        self.method, self.options = method, options
+        # each evaluation gets a time budget (the PLD's: it then keeps the best proven bracket
+        # it reached), so that a search over hard plans cannot hang; the user's budget wins
+        self.method, self.options = method, {"budget": EVALUATION_BUDGET, **options}
         self.seen: dict = {}
         self.evaluations = 0
 
@@ -129,14 +135,16 @@ class _Oracle:
 
 
 def _resolve(build, x0, method: str) -> str:
-    """The concrete method name ("auto" resolves to the best applicable one)."""
+    """The method to evaluate every plan with, checked on the first one. "auto" stays "auto":
+    each evaluated plan gets its own best method (the one-step plan may have an exact profile
+    that a composition has not, or a composition the PLD cannot reach); every evaluation is
+    an upper bound whichever method gave it, so the certificate of the result holds."""
     from . import registry as M
     mech = build(x0)
     if method == "auto":
-        names = M.available(mech)
-        if not names:
+        if not M.available(mech):
             raise ValueError(f"no accounting method applies to {mech!r}")
-        return names[0]
+        return method
     M._pick(mech, method)  # raises a clear error when the method does not apply
     return method
 
