@@ -15,6 +15,11 @@ class Guarantee:
     ``method``: which accounting method produced it; ``source``: paper and theorem;
     ``note``: what the accountant did on the way, where it matters (e.g. ``method="auto"``
     passing over a method that could not answer this query, and why).
+
+    It behaves like the number it answers where that is what a caller wants: ``float(g)`` and
+    format specs (``f"{g:.3f}"``) give the queried value (epsilon for an epsilon query, delta
+    for a delta query) -- a format spec rounds to nearest, so print with ``str(g)`` (rounded
+    outwards) where the printed number must stay proven; the fields are plain Python floats.
     """
 
     epsilon: float
@@ -25,9 +30,30 @@ class Guarantee:
     query: str = "epsilon"  # which of epsilon/delta was computed (the other was given)
     note: str = ""
 
+    def __post_init__(self):
+        # plain Python floats in the fields (numpy scalars leak from the methods' arithmetic)
+        for name in ("epsilon", "delta", "lower"):
+            v = getattr(self, name)
+            if v is not None and type(v) is not float:
+                object.__setattr__(self, name, float(v))
+
     @property
     def value(self) -> float:
         return self.epsilon if self.query == "epsilon" else self.delta
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec) if spec else str(self)
+
+    def _repr_markdown_(self) -> str:
+        """Notebook display: the guarantee, the lower bound, the method and its source."""
+        from ._rounding import round_down, round_up
+        low = "" if self.lower is None else f"; true value ≥ {round_down(self.lower, 6)}"
+        note = f"  \n*{self.note}*" if self.note else ""
+        return (f"**({round_up(self.epsilon, 6)}, {round_up(self.delta, 3)})-DP** by "
+                f"`{self.method}`{low}  \n{self.source}{note}")
 
     def as_dict(self) -> dict:
         def clean(x):

@@ -129,6 +129,19 @@ class Mechanism:
         from .composition import compose
         return compose(self, *others)
 
+    def __add__(self, other):
+        """``a + b``: the sequential composition of both (``dp.compose(a, b)``)."""
+        if not isinstance(other, Mechanism):
+            return NotImplemented
+        from .composition import compose
+        return compose(self, other)
+
+    def __radd__(self, other):
+        """``sum(mechanisms)`` starts from 0: 0 + m is m."""
+        if isinstance(other, int) and other == 0:
+            return self
+        return NotImplemented
+
 
 class PostProcessing(Mechanism):
     """A mechanism that runs ``base`` (a field of the subclass) and post-processes its output:
