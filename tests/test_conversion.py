@@ -46,9 +46,8 @@ def test_default_plan_no_worse_than_dp_accounting():
     ours = (dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000)) * 14062).epsilon(1e-5,
                                                                                  method="rdp")
     assert ours.method == "rdp"
-    # Same conversion; dp-accounting evaluates the Gaussian-specific exact series at fractional
-    # orders (e.g. 10.5) where we use the generic CGF interpolation of 003 Cor. 10, which is an
-    # upper bound: the two agree to well within 0.1%.
+    # Same conversion and both evaluate the fractional-order series of Mironov et al. (ours
+    # signed and exact, dp-accounting's an upper bound); the orders searched differ.
     assert ours.epsilon == pytest.approx(theirs, rel=1e-3)
     # the true value (tight PLD) is about 2.3816: an upper bound must sit above it
     assert ours.epsilon > 2.38

@@ -69,8 +69,7 @@ def test_rdp_epsilon_agrees_with_dp_accounting(event, nr, mech, stages):
     for delta in (1e-5, 1e-8):
         ours, theirs = x.epsilon(delta, method="rdp").epsilon, acc.get_epsilon(delta)
         # same RDP curves and the same conversion (004 Lemma 33.8); the orders differ:
-        # dp-accounting uses a fixed grid, dpamp searches, interpolating fractional orders
-        # with 003 Cor. 10 (an upper bound a little above the exact fractional-order value)
+        # dp-accounting uses a fixed grid, dpamp searches real orders
         assert ours == pytest.approx(theirs, rel=5e-3), (delta, ours, theirs)
 
 
@@ -158,8 +157,8 @@ def test_opacus_accountant_history_and_epsilon():
     ref.compose(E.PoissonSampledDpEvent(0.01, E.GaussianDpEvent(1.1)), 300)
     ref.compose(E.PoissonSampledDpEvent(0.02, E.GaussianDpEvent(0.9)), 200)
     ref.compose(E.GaussianDpEvent(0.9))
-    # 1%: here the best order is fractional (about 4.5), where dp-accounting evaluates the
-    # subsampled-Gaussian RDP exactly and dpamp interpolates the CGF (003 Cor. 10, looser)
+    # 1%: here the best order is fractional (about 4.5); dpamp searches real orders with the
+    # exact series, dp-accounting evaluates its fixed grid
     assert acc.get_epsilon(1e-5, method="rdp") == pytest.approx(ref.get_epsilon(1e-5), rel=1e-2)
     g = acc.get_guarantee(1e-5, method="rdp")
     assert g.method == "rdp" and g.source
