@@ -25,6 +25,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_rdp.py
 	$(PY) benchmarks/bench_pld.py
+	$(PY) benchmarks/bench_sweep.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -39,3 +39,9 @@ def test_python_dash_m_dpamp():
     out = subprocess.run([sys.executable, "-m", "dpamp", "methods"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "pld" in out.stdout
+
+
+def test_version():
+    out = subprocess.run([sys.executable, "-m", "dpamp", "--version"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"dpamp {dp.__version__}"

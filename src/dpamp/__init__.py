@@ -5,8 +5,13 @@
     (step * 14_062).epsilon(delta=1e-5)
 
 The public API, in the order of the flow describe -> represent -> compose -> query -> present
-(docs/architecture.md maps the folders):
+(docs/architecture.md maps the folders). ``import dpamp`` loads the vocabulary and the
+mechanisms only; everything else (and scipy with it) is imported on first use (PEP 562).
 """
+from __future__ import annotations
+
+import importlib
+
 # shared vocabulary: guarantees, neighbouring relations, sampling schemes
 from .core.guarantee import Guarantee
 from .core.relations import ADD_REMOVE, SUBSTITUTION, Relation
@@ -17,53 +22,66 @@ from .mechanisms import (Composition, Gaussian, Laplace, Mechanism, PureDP, Rand
                          RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
 
-# represent: privacy profiles and tight amplification by subsampling (paper 000)
-from . import profiles
-from .profiles import (RandomizedMembership, group_profile, hockey_stick, privacy_profile,
-                       profile_pair, profile_pair_lower)
-
-# compose: the (epsilon, delta) composition theorems (paper 004), the RDP accountant (003 Sec. 4)
-from .theorems import composition
-from .rdp.accountant import Accountant
-
-# amplification by mixing, iteration and diffusion (paper 002)
-from .amplification import mixing
-from .amplification.mixing import (BrownianKernel, BrownianMotion, DoeblinWarning, GaussianKernel,
-                                   LaplaceKernel, MarkovKernel, NoisyProjectedSGD,
-                                   OrnsteinUhlenbeck, OrnsteinUhlenbeckKernel,
-                                   amplification_by_iteration, amplify_by_mixing,
-                                   iteration_path_bound, shift_reduction_rdp)
-
-# amplification by Bernoulli sampling from a private parameter (paper 001):
-# dp.bernoulli.lower_bound / upper_bound / exact / hoeffding_lower_bound
-from .amplification import bernoulli
-from .amplification.bernoulli import BernoulliSampled, BernoulliSampling
-
-# query: methods, comparison, calibration (dp.calibrate.sigma / steps / epochs / rate / sweep)
-from .accounting.registry import available as available_methods
-from .accounting.compare import compare
-from .accounting import calibrate
-
-# present: plans, JSON, other libraries' descriptions
-from .io.plan import Plan, PlanError, default_plan, load_plan
-from .io.serialize import from_json, to_json
-from .io.dp_events import from_dp_event
-from .io.opacus import OpacusAccountant
-
 __version__ = "0.1.0"
+
+#: name -> (module, attribute; None for the module itself), imported on first access
+_LAZY = {
+    # represent: privacy profiles and tight amplification by subsampling (paper 000)
+    "profiles": ("dpamp.profiles", None),
+    **{n: ("dpamp.profiles", n) for n in ("RandomizedMembership", "group_profile",
+                                          "hockey_stick", "privacy_profile", "profile_pair",
+                                          "profile_pair_lower")},
+    # compose: the (epsilon, delta) composition theorems (004), the RDP accountant (003 Sec. 4)
+    "composition": ("dpamp.theorems.composition", None),
+    "Accountant": ("dpamp.rdp.accountant", "Accountant"),
+    # amplification by mixing, iteration and diffusion (paper 002)
+    "mixing": ("dpamp.amplification.mixing", None),
+    **{n: ("dpamp.amplification.mixing", n) for n in (
+        "BrownianKernel", "BrownianMotion", "DoeblinWarning", "GaussianKernel", "LaplaceKernel",
+        "MarkovKernel", "NoisyProjectedSGD", "OrnsteinUhlenbeck", "OrnsteinUhlenbeckKernel",
+        "amplification_by_iteration", "amplify_by_mixing", "iteration_path_bound",
+        "shift_reduction_rdp")},
+    # amplification by Bernoulli sampling from a private parameter (paper 001):
+    # dp.bernoulli.lower_bound / upper_bound / exact / hoeffding_lower_bound
+    "bernoulli": ("dpamp.amplification.bernoulli", None),
+    "BernoulliSampled": ("dpamp.amplification.bernoulli", "BernoulliSampled"),
+    "BernoulliSampling": ("dpamp.amplification.bernoulli", "BernoulliSampling"),
+    # query: methods, comparison, calibration (dp.calibrate.sigma / steps / ...), sweeps
+    "available_methods": ("dpamp.accounting.registry", "available"),
+    "compare": ("dpamp.accounting.compare", "compare"),
+    "calibrate": ("dpamp.accounting.calibrate", None),
+    "sweep": ("dpamp.accounting.sweep", "sweep"),
+    # present: plans, JSON, other libraries' descriptions
+    **{n: ("dpamp.io.plan", n) for n in ("Plan", "PlanError", "default_plan", "load_plan")},
+    "from_json": ("dpamp.io.serialize", "from_json"),
+    "to_json": ("dpamp.io.serialize", "to_json"),
+    "from_dp_event": ("dpamp.io.dp_events", "from_dp_event"),
+    "OpacusAccountant": ("dpamp.io.opacus", "OpacusAccountant"),
+}
 
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
-           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta",
-           "profiles", "RandomizedMembership", "group_profile", "hockey_stick",
-           "privacy_profile", "profile_pair", "profile_pair_lower",
-           "composition", "Accountant",
-           "mixing", "MarkovKernel", "GaussianKernel", "LaplaceKernel", "amplify_by_mixing",
-           "DoeblinWarning", "shift_reduction_rdp", "amplification_by_iteration",
-           "iteration_path_bound", "NoisyProjectedSGD", "BrownianMotion", "OrnsteinUhlenbeck",
-           "BrownianKernel", "OrnsteinUhlenbeckKernel",
-           "bernoulli", "BernoulliSampling", "BernoulliSampled",
-           "available_methods", "compare", "calibrate",
-           "Plan", "PlanError", "default_plan", "load_plan", "from_json", "to_json",
-           "from_dp_event", "OpacusAccountant"]
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", *_LAZY]
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'dpamp' has no attribute {name!r}") from None
+    mod = importlib.import_module(module)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value          # later accesses are plain attribute lookups
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def _load_all() -> None:
+    """Import every lazily offered module (what defines every mechanism family: JSON decoding
+    needs them all)."""
+    for module, _ in set(_LAZY.values()):
+        importlib.import_module(module)

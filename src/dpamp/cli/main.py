@@ -11,11 +11,13 @@ import sys
 #: modules that add sub-commands, in the order `dpamp --help` lists them: each defines
 #: add_parser(subparsers) -> None
 SUBCOMMAND_MODULES = tuple(f"dpamp.cli.{name}" for name in (
-    "query", "report", "methods", "compare", "calibrate", "plot", "bernoulli"))
+    "query", "report", "methods", "compare", "calibrate", "plot", "bernoulli", "sweep"))
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
     parser = argparse.ArgumentParser(prog="dpamp", description="Differential-privacy accounting")
+    parser.add_argument("--version", action="version", version=f"dpamp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for mod in SUBCOMMAND_MODULES:
         importlib.import_module(mod).add_parser(sub)

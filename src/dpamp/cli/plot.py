@@ -4,6 +4,7 @@
     dpamp plot profile  --sigma 1.1 --poisson 0.0042667 --steps 14062 -o profile.svg
     dpamp plot rdp      --sigma 1.1 --poisson 0.0042667 --steps 14062 -o rdp.png
     dpamp plot tradeoff --sigma 2 -o tradeoff.png
+    dpamp plot frontier results.jsonl -o frontier.png   # a sweep's results (dpamp sweep)
 
 The plan comes from ``--plan`` (a TOML plan, docs/plans.md) or from the flags of
 ``dpamp epsilon``. ``--json`` also prints the plotted data.
@@ -33,6 +34,11 @@ def _jsonable(x):
 
 
 def cmd_plot(args):
+    if args.kind == "frontier":  # the figure of a sweep's results: dpamp.cli.sweep
+        from .sweep import cmd_frontier
+        return cmd_frontier(args)
+    if args.results is not None:
+        raise ValueError("a results file is for 'dpamp plot frontier RESULTS' only")
     from ..io._files import check_target
     from ._args import build_mechanism, options as _options
     from ..io.plot import _check_output
@@ -76,7 +82,9 @@ def cmd_plot(args):
 def add_parser(subparsers) -> None:
     from ._args import add_plan_args as _add_plan_args
     p = subparsers.add_parser("plot", help="draw a figure of a plan (needs dpamp[plot])")
-    p.add_argument("kind", choices=KINDS)
+    p.add_argument("kind", choices=(*KINDS, "frontier"))  # frontier: a sweep's results
+    p.add_argument("results", nargs="?", default=None, metavar="RESULTS",
+                   help="frontier: the results file of `dpamp sweep` (.jsonl or .csv)")
     p.add_argument("--plan", metavar="PLAN.toml", default=None, help="a TOML plan")
     _add_plan_args(p)
     for action in p._actions:  # --sigma is optional here: --plan may describe the plan

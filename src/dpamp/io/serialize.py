@@ -73,7 +73,8 @@ def registry() -> dict[str, type]:
 
     Names defined twice (in different modules) map to ``None``: decoding them is refused as
     ambiguous rather than guessed."""
-    import dpamp  # noqa: F401  (defines the built-in families)
+    import dpamp
+    dpamp._load_all()   # defines the built-in families
     reg: dict[str, type] = {}
     for cls in [c for root in _roots() for c in [root] + _subclasses(root)]:
         if not dataclasses.is_dataclass(cls):
