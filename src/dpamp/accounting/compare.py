@@ -1,5 +1,5 @@
-"""Every applicable accounting method on one plan, side by side (issue 5: "which theorem did
-this number come from?").
+"""Every applicable accounting method on one plan, side by side: which theorem each number
+comes from, and how tight each is.
 
     dp.compare(dp.PureDP(0.1) * 100, delta=1e-6)
     -> [Guarantee(method="kov", ...), Guarantee(method="advanced", ...), ...]
