@@ -47,3 +47,10 @@ def atomic_write(path, data: str | bytes) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(raw)
+
+
+def read_text(path) -> str:
+    """A text file's contents (UTF-8; undecodable bytes replaced, so that the parser, not the
+    decoder, reports where a file is wrong): plan and grid files."""
+    with open(os.fspath(path), "rb") as f:
+        return f.read().decode("utf-8", errors="replace")

@@ -22,6 +22,7 @@ import os
 import sys
 
 from ..accounting.sweep_grid import KEYS, GridError, expand
+from ._files import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,11 +50,10 @@ def load_grid(path) -> Grid:
     """Read and validate a TOML grid file (see docs/sweeps.md)."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        text = read_text(path)
     except OSError as e:
         raise GridError(f"cannot read the grid: {e.strerror or e}", origin=path) from None
-    return parse_grid_text(data.decode("utf-8", errors="replace"), origin=path)
+    return parse_grid_text(text, origin=path)
 
 
 def parse_grid_text(text: str, origin: str = "<grid>") -> Grid:

@@ -25,6 +25,7 @@ from fractions import Fraction
 from ..core import _validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation
 from ..core.sampling import clip_sensitivity
+from ._files import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -158,11 +159,10 @@ def load_plan(path) -> Plan:
     """Read and validate a TOML plan file (see docs/plans.md)."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        text = read_text(path)
     except OSError as e:
         raise PlanError(f"{path}: cannot read the plan: {e.strerror or e}") from None
-    return parse_plan_text(data.decode("utf-8", errors="replace"), origin=path)
+    return parse_plan_text(text, origin=path)
 
 
 def parse_plan_text(text: str, origin: str = "<plan>") -> Plan:

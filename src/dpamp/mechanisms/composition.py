@@ -6,6 +6,7 @@ import dataclasses
 import numpy as np
 
 from ..core import _validate as V
+from ..core._rounding import weighted_sum_up
 from ..core.relations import Relation
 from .base import Mechanism, check_mechanism, flatten
 
@@ -58,7 +59,6 @@ class Composition(Mechanism):
     def pure_epsilon(self) -> float:
         """sum of count x the parts' pure epsilons (004 Thm 18 at delta = 0), summed exactly
         and rounded up: delta = 0 is claimed only at or above the real sum."""
-        from ..core._rounding import weighted_sum_up
         return weighted_sum_up((c, float(m.pure_epsilon())) for m, c in self.components)
 
     def _rdp(self, alpha):

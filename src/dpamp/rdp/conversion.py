@@ -11,9 +11,10 @@ divergence, so >= 0; a value below 0 or NaN is rounding or a bug and is replaced
 limit, 0 or inf; every value is moved up by a relative 2^-40, far above the few ulps that a sum
 of composed curves can lose), and each objective carries the rounding error of its own terms
 (``_pad``: 2^-50 times the sum of their magnitudes), so every value it returns is an upper
-bound of the real formula at that order. It follows 003 Algorithm 5: a coarse geometric ("doubling") sweep over lambda =
-alpha - 1, extended by doubling while the optimum sits at the top edge, then four zoom-in passes
-around the best point (the bisection step, done on vectorised grids).
+bound of the real formula at that order. It follows 003 Algorithm 5: a coarse geometric
+("doubling") sweep over lambda = alpha - 1, extended by doubling while the optimum sits at the
+top edge, then four zoom-in passes around the best point (the bisection step, done on
+vectorised grids).
 """
 from __future__ import annotations
 

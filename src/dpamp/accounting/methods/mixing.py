@@ -2,11 +2,12 @@
 
 Applies to a single post-processed mechanism ``base.post_process(kernel)`` (count 1) whose
 kernel has some uniform mixing coefficient < 1 and whose base has a privacy profile.
-``delta(eps')`` is the amplified profile (:func:`dpamp.amplification.mixing.uniform.amplified_profile`);
-``epsilon(delta')`` inverts it: the smallest grid point eps' at which the (proven) amplified
-profile is <= delta', found by doubling then refining 33-point grids to a relative 1e-10. The
-returned eps' satisfies delta'(eps') <= delta' as evaluated, so it is a valid guarantee even if
-the computed profile were not monotone. No lower bound is given.
+``delta(eps')`` is the amplified profile
+(:func:`~dpamp.amplification.mixing.uniform.amplified_profile`); ``epsilon(delta')`` inverts it:
+the smallest grid point eps' at which the (proven) amplified profile is <= delta', found by
+doubling then refining 33-point grids to a relative 1e-10. The returned eps' satisfies
+delta'(eps') <= delta' as evaluated, so it is a valid guarantee even if the computed profile
+were not monotone. No lower bound is given.
 """
 from __future__ import annotations
 

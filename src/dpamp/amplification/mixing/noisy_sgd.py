@@ -18,7 +18,7 @@ Derivation (used for ``bound="optimal"``, the default): after step i the two run
 at W_inf distance <= 2 eta C; each later step is a noisy L-Lipschitz map with noise eta sigma and
 L = sqrt(1 - 2 eta beta rho / (beta + rho)) (gradient steps on a smooth strongly convex function
 contract when eta <= 2/(beta + rho)); 002 Thm 4 with r = n - i steps. Thm 5 uses bound (3),
-giving the formula above; the optimal path in Thm 4 (2) (:mod:`dpamp.amplification.mixing.iteration`) gives
+giving the formula above; the optimal path in Thm 4 (2) (:mod:`.iteration`) gives
 
     eps_i = 2 C^2 L^2 / (sigma^2 S_{n-i}),   S_r = sum_{j=0}^{r-1} L^{-2j},
 
