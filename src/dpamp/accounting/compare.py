@@ -7,10 +7,14 @@ comes from, and how tight each is.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..core import _validate as V
 from ..core.guarantee import Guarantee
 from ..mechanisms.base import check_mechanism
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
 
 __all__ = ["compare", "compare_rows"]
 
@@ -34,7 +38,8 @@ def compare_rows(x, delta: float, methods=None, **options):
     return rows
 
 
-def compare(x, delta: float, methods=None, **options) -> list[Guarantee]:
+def compare(x: Mechanism, delta: float, methods: Iterable[str] | None = None,
+            **options: Any) -> list[Guarantee]:
     """epsilon(delta) of ``x`` by every applicable method, one Guarantee per method (its
     ``.method`` says which), best-ranked first; methods that fail on this input are skipped
     (``compare_rows`` keeps their error text)."""

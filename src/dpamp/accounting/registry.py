@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..core import _validate as V
 from ..core.errors import OutOfReach
 from ..core.guarantee import Guarantee
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +37,7 @@ def register(method: Method) -> Method:
     return method
 
 
-def available(mechanism=None) -> list[str]:
+def available(mechanism: Mechanism | None = None) -> list[str]:
     _load_plugins()
     ms = sorted(_REGISTRY.values(), key=lambda m: m.rank)
     return [m.name for m in ms if mechanism is None or _safe_applies(m, mechanism)]

@@ -13,9 +13,11 @@ rerunning the same sweep skips the rows already there. docs/sweeps.md has the wh
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import sys
 import time
+from typing import Any, Mapping, Sequence
 
 from .sweep_grid import COLUMNS, GridError, expand, row_key
 from .sweep_rows import compute_row
@@ -104,7 +106,9 @@ def _progress_bar(total: int, enabled: bool | None):
     return tqdm(total=total, unit="row", desc="sweep", file=sys.stderr, smoothing=0.1)
 
 
-def sweep(grid, output=None, *, workers: int | None = None, executor=None, dask=None,
+def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathLike,
+          output: str | os.PathLike | None = None, *, workers: int | None = None,
+          executor: concurrent.futures.Executor | None = None, dask: Any = None,
           format: str | None = None, resume: bool = True, retry_errors: bool = True,
           chunk_size: int | None = None, chunk_seconds: float = 1.0,
           progress: bool | None = None) -> SweepResult:

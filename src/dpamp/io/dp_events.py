@@ -39,9 +39,13 @@ Semantics, as dp-accounting's own accountants use them:
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 from ..core import _validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
 
 __all__ = ["from_dp_event"]
 
@@ -105,7 +109,8 @@ def _gaussian_z(event, E):
     return None
 
 
-def from_dp_event(event, relation=None, replace_one_sensitivity: float = 1.0):
+def from_dp_event(event: Any, relation: Relation | str | None = None,
+                  replace_one_sensitivity: float = 1.0) -> Mechanism:
     """A dpamp mechanism equivalent to a dp-accounting ``DpEvent`` (see the module docstring
     for the table and the semantics). ``relation``: None (infer from the events), dp.ADD_REMOVE
     / dp.SUBSTITUTION, or a dp_accounting ``NeighboringRelation``. ``replace_one_sensitivity``:

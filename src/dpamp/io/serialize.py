@@ -37,8 +37,13 @@ import inspect
 import json
 import math
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..core.sampling import SamplingScheme
+    from ..mechanisms.base import Mechanism
 
 __all__ = ["to_dict", "to_json", "from_dict", "from_json", "registry", "MAX_DEPTH"]
 
@@ -155,7 +160,7 @@ def to_dict(obj) -> dict:
     return out
 
 
-def to_json(obj, indent: int | None = None) -> str:
+def to_json(obj: Mechanism | SamplingScheme, indent: int | None = None) -> str:
     """JSON text of a mechanism, composition or sampling scheme (see the module docstring)."""
     return json.dumps(to_dict(obj), indent=indent, allow_nan=False)
 
@@ -248,7 +253,7 @@ def _no_constant(token: str):
                      '{"float": "inf"}; NaN is never a valid parameter)')
 
 
-def from_json(text: str):
+def from_json(text: str | bytes) -> Mechanism | SamplingScheme:
     """Inverse of ``x.to_json()``: ``dp.from_json(x.to_json()) == x``. ``text`` is a JSON
     document (str, or UTF-8 bytes)."""
     if not isinstance(text, (str, bytes, bytearray)):

@@ -7,13 +7,19 @@ never how it will be queried (DESIGN: data flows left to right). Queries such as
 """
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 import numpy as np
 
 from ..core import _validate as V
 from ..core._rounding import ulps_down
 from ..core.relations import Relation
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..core.guarantee import Guarantee
+    from ..core.sampling import SamplingScheme
 
 
 class Mechanism:
@@ -29,7 +35,7 @@ class Mechanism:
     self_consistent_rdp: bool = False
 
     # --- representations -------------------------------------------------------------------
-    def rdp(self, alpha):
+    def rdp(self, alpha: ArrayLike) -> float | np.ndarray:
         """Rényi-DP curve epsilon(alpha), vectorised over orders alpha in (1, inf]: a proven
         upper bound (never below 0, NaN read as inf; the families' curves are rounded up where
         they are evaluated, and the conversions to (epsilon, delta) pad them once more,
@@ -43,11 +49,11 @@ class Mechanism:
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} has no Rényi-DP curve")
 
-    def rdp_lower(self, alpha):
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
         """A proven lower bound on the best possible RDP curve, where one is known (else None)."""
         return None
 
-    def witnesses(self):
+    def witnesses(self) -> tuple[Mechanism, ...]:
         """*Witnesses*, where known (else ()): mechanisms whose single neighbouring pair has an
         exactly known privacy-loss distribution (``exact_loss()``) and is the output pair of
         this mechanism, as described, on some actual pair of neighbours. The epsilon(delta) of
@@ -57,7 +63,7 @@ class Mechanism:
         rounding error of each of its atoms."""
         return ()
 
-    def renyi(self, alpha) -> "RenyiBracket":
+    def renyi(self, alpha: ArrayLike) -> RenyiBracket:
         """The Rényi-DP bracket at orders ``alpha`` (vectorised): ``upper`` = ``rdp(alpha)``, a
         proven upper bound, and ``lower`` = a proven lower bound on the best possible curve, or
         None where none is known. The lower curve is ``rdp_lower`` or, for a mechanism whose
@@ -86,18 +92,18 @@ class Mechanism:
         """The composition as (unique mechanism, count) pairs."""
         return ((self, 1),)
 
-    def profile(self, epsilon):
+    def profile(self, epsilon: ArrayLike) -> float | np.ndarray:
         """Privacy profile delta(epsilon) (000 Sec. 2), vectorised; see :mod:`dpamp.profiles`."""
         from ..profiles import privacy_profile
         return privacy_profile(self, epsilon)
 
     # --- queries -----------------------------------------------------------------------------
-    def epsilon(self, delta: float, method: str = "auto", **options):
+    def epsilon(self, delta: float, method: str = "auto", **options: Any) -> Guarantee:
         """Smallest epsilon such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
         from ..accounting import registry as methods
         return methods.epsilon(self, delta, method=method, **options)
 
-    def delta(self, epsilon: float, method: str = "auto", **options):
+    def delta(self, epsilon: float, method: str = "auto", **options: Any) -> Guarantee:
         """Smallest delta such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
         from ..accounting import registry as methods
         return methods.delta(self, epsilon, method=method, **options)
@@ -110,33 +116,33 @@ class Mechanism:
         return to_json(self, indent=indent)
 
     # --- transformations ---------------------------------------------------------------------
-    def subsample(self, scheme):
+    def subsample(self, scheme: SamplingScheme) -> Mechanism:
         """Run the mechanism on a random subsample drawn by ``scheme`` (see dpamp.core.sampling)."""
         return scheme.apply(self)
 
-    def post_process(self, kernel):
+    def post_process(self, kernel: Any) -> Mechanism:
         """Post-process the output with a randomised map (mixing, Bernoulli sampling, ...)."""
         return kernel.apply(self)
 
-    def __mul__(self, times):
+    def __mul__(self, times: int) -> Mechanism:
         from .composition import compose_counts
         times = V.integer("times", times, low=0)
         return compose_counts([(self, times)])
 
     __rmul__ = __mul__
 
-    def compose(self, *others: "Mechanism"):
+    def compose(self, *others: Mechanism) -> Mechanism:
         from .composition import compose
         return compose(self, *others)
 
-    def __add__(self, other):
+    def __add__(self, other: object) -> Mechanism:
         """``a + b``: the sequential composition of both (``dp.compose(a, b)``)."""
         if not isinstance(other, Mechanism):
             return NotImplemented
         from .composition import compose
         return compose(self, other)
 
-    def __radd__(self, other):
+    def __radd__(self, other: object) -> Mechanism:
         """``sum(mechanisms)`` starts from 0: 0 + m is m."""
         if isinstance(other, int) and other == 0:
             return self

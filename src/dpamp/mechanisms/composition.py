@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -9,6 +10,9 @@ from ..core import _validate as V
 from ..core._rounding import weighted_sum_up
 from ..core.relations import Relation
 from .base import Mechanism, check_mechanism, flatten
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +54,7 @@ class Composition(Mechanism):
     def relation(self) -> Relation:  # type: ignore[override]
         return self.components[0][0].relation if self.components else Relation.ADD_REMOVE
 
-    def parts(self):
+    def parts(self) -> tuple[tuple[Mechanism, int], ...]:
         return self.components
 
     def has_rdp(self) -> bool:
@@ -67,7 +71,7 @@ class Composition(Mechanism):
             total = total + count * mech._rdp(alpha)
         return total
 
-    def rdp_lower(self, alpha):
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
         """count x the part's lower curve, for a composition of one mechanism with itself
         (its ``rdp_lower``, or its curve when attained, ``tight_rdp``); None otherwise.
 
@@ -90,7 +94,7 @@ class Composition(Mechanism):
         out = count * np.asarray(low, dtype=float)
         return out if out.ndim else float(out)
 
-    def witnesses(self):
+    def witnesses(self) -> tuple[Mechanism, ...]:
         """count copies of each of the part's witnesses, for a composition of one mechanism
         with itself (the same pair of neighbours, run count times, gives the product pair); ()
         otherwise (different parts need not be attained on one pair of neighbours at once)."""

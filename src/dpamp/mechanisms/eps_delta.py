@@ -55,7 +55,7 @@ class EpsDelta(Mechanism):
     def pure_epsilon(self) -> float:
         return self.epsilon_ if self.delta_ == 0 else math.inf
 
-    def privacy_loss_atoms(self):
+    def privacy_loss_atoms(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The exact privacy-loss distribution of the worst-case pair (004 footnote 16), the same
         in both directions: (losses, probabilities) = ([+eps, -eps, +inf],
         [(1-delta) e^eps/(1+e^eps), (1-delta)/(1+e^eps), delta]). For the PLD method."""

@@ -4,12 +4,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import _validate as V
 from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +53,7 @@ class Laplace(Mechanism):
     def _rdp(self, alpha):
         return laplace_rdp(self.eps0, alpha)
 
-    def rdp_lower(self, alpha):
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
         """The attained curve (one pair of neighbours, 003 Def. 18) rounded down: laplace_rdp
         less its pad 16u z and its error bound 8u z (u = 2^-53), and a few ulps more."""
         a = V.orders(alpha).astype(float)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from ..core.relations import Relation
 from ..core.sampling import Poisson, SamplingScheme, WithoutReplacement
 from .base import Mechanism
 from .randomized_response import rr_rdp
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def amplified_pure_epsilon(eps: float, rate: float) -> float:
@@ -293,7 +297,7 @@ class Subsampled(Mechanism):
         slack = np.abs(e) + np.abs(p * q) + np.abs(p * lb) * (1.0 + e)
         return e + p * q + 16 * 2.0 ** -52 * slack
 
-    def rdp_lower(self, alpha):
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
         """003 Prop. 20 lower bound at integer orders (WOR, tight inner mechanisms only)."""
         if not (isinstance(self.scheme, WithoutReplacement) and self.base.tight_rdp):
             return None

@@ -20,11 +20,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import _validate as V
 from ._numerics import to_linear_lower, to_linear_upper
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..mechanisms.base import Mechanism
 
 
 def _no_profile(mechanism, what="privacy profile"):
@@ -114,7 +120,7 @@ def _single(mechanism):
 
 # --- public API -------------------------------------------------------------------------------
 
-def profile_pair(mechanism, epsilon) -> np.ndarray:
+def profile_pair(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray:
     """Proven upper bounds on both hockey-stick curves of the mechanism's dominating pair:
     an array of shape ``(2,) + np.shape(epsilon)``, row 0 = H_{e^eps}(P || Q), row 1 =
     H_{e^eps}(Q || P), epsilon >= 0 (inf gives the mass at infinity). See the module docstring
@@ -124,7 +130,7 @@ def profile_pair(mechanism, epsilon) -> np.ndarray:
     return to_linear_upper(log_pair(_single(mechanism), eps))
 
 
-def profile_pair_lower(mechanism, epsilon):
+def profile_pair_lower(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray | None:
     """Proven lower bounds on the two hockey-stick curves of one actual neighbouring pair of the
     mechanism (same shape as :func:`profile_pair`), or None when none is known. For tight cases
     these are the exact values rounded down; for subsampled mechanisms they come from the
@@ -134,7 +140,7 @@ def profile_pair_lower(mechanism, epsilon):
     return None if rows is None else to_linear_lower(rows)
 
 
-def privacy_profile(mechanism, epsilon):
+def privacy_profile(mechanism: Mechanism, epsilon: ArrayLike) -> float | np.ndarray:
     """The privacy profile delta_M(eps) = sup over neighbours of H_{e^eps}(M(x) || M(x'))
     (000 Sec. 2), as a proven upper bound, vectorised over epsilon >= 0. A float for a scalar
     epsilon. Mechanisms without a direct profile (compositions) are delegated to the PLD engine

@@ -9,10 +9,14 @@ measures); for probability measures it satisfies H_alpha(P||Q) = 1 - alpha + alp
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import _validate as V
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 #: how far from 1 the masses of a probability vector may sum: rounding in the caller's
@@ -34,7 +38,8 @@ def _distribution(name, x) -> np.ndarray:
     return a
 
 
-def hockey_stick(p, q, epsilon=None, *, alpha=None):
+def hockey_stick(p: ArrayLike, q: ArrayLike, epsilon: ArrayLike | None = None, *,
+                 alpha: ArrayLike | None = None) -> float | np.ndarray:
     """H_{e^eps}(P || Q) = sum_z [p_z - e^eps q_z]_+ for discrete distributions p, q on the same
     points (000 eq. (2)), vectorised over epsilon (any real, +-inf allowed: eps < 0 is
     the extension to alpha < 1 used in 000 Thm 14) or over ``alpha`` >= 0 given directly.

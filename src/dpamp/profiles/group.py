@@ -8,11 +8,18 @@ hockey-stick divergence (000 Sec. 2-3), used by the with-replacement theorems (0
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import _validate as V
 from . import core
 from ._numerics import down, envelope, log_expm1, pad_up, to_linear_upper
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..mechanisms.base import Mechanism
 
 
 def log_group_blackbox(log_profile, k, eps):
@@ -41,7 +48,7 @@ def _blackbox(log_profile, k, eps):
     return pad_up(np.minimum(out, 0.0))
 
 
-def group_profile(mechanism, k: int, epsilon):
+def group_profile(mechanism: Mechanism, k: int, epsilon: ArrayLike) -> float | np.ndarray:
     """An upper bound on the k-group privacy profile delta_{M,k}(e^eps) of a mechanism: white-box
     where the mechanism is known (Gaussian, Laplace: k * sensitivity; randomized response;
     pure DP: min of k*eps0-DP and black-box), else the black-box bound of 000 Sec. 3 applied to

@@ -1,11 +1,18 @@
 """The analytical moments accountant (003 Sec. 4, Algorithms 1-5)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..core import _validate as V
 from ..mechanisms.base import Mechanism, check_mechanism
 from ..mechanisms.composition import compose_counts
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..core.guarantee import Guarantee
 
 
 class Accountant:
@@ -41,15 +48,15 @@ class Accountant:
     def steps(self) -> int:
         return sum(self._counts.values())
 
-    def rdp(self, alpha):
+    def rdp(self, alpha: ArrayLike) -> float | np.ndarray:
         if not self._counts:
             return np.zeros_like(np.asarray(V.orders(alpha), dtype=float))
         return self.composition.rdp(alpha)
 
-    def epsilon(self, delta: float, method: str | None = None, **options):
+    def epsilon(self, delta: float, method: str | None = None, **options: Any) -> Guarantee:
         return self.composition.epsilon(delta, method=method or self.method, **options)
 
-    def delta(self, epsilon: float, method: str | None = None, **options):
+    def delta(self, epsilon: float, method: str | None = None, **options: Any) -> Guarantee:
         return self.composition.delta(epsilon, method=method or self.method, **options)
 
     def __repr__(self):

@@ -8,6 +8,7 @@ eqs. 5/7.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from ._renyi import _check_params
 from .bounds import _asymptote, lower_bound, upper_bound
 from .exact_value import EXACT_MAX_K_D1, exact
 from .witness import BernoulliWitness, _attained_tests
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["BernoulliSampling", "BernoulliSampled"]
 
@@ -48,15 +52,15 @@ class BernoulliSampling:
                              f"{EXACT_MAX_K_D1} (got d={d}, k={k}); the default curve "
                              "(001 Thm 5 bound) works for any d and k")
 
-    def apply(self, mechanism):
+    def apply(self, mechanism: Mechanism) -> BernoulliSampled:
         check_mechanism(mechanism)
         return BernoulliSampled(mechanism, self)
 
-    def upper(self, epsilon, alpha):
+    def upper(self, epsilon: ArrayLike, alpha: ArrayLike) -> float | np.ndarray:
         """Certified upper bound on Post at (epsilon, alpha) (see :func:`upper_bound`)."""
         return upper_bound(epsilon, alpha, self.c, self.d, self.k)
 
-    def lower(self, epsilon, alpha):
+    def lower(self, epsilon: ArrayLike, alpha: ArrayLike) -> float | np.ndarray:
         """Certified lower bound on Post at (epsilon, alpha) (see :func:`lower_bound`)."""
         return lower_bound(epsilon, alpha, self.c, self.d, self.k)
 
@@ -100,7 +104,7 @@ class BernoulliSampled(PostProcessing):
                 out[fin] = np.minimum(out[fin], up)
         return out
 
-    def rdp_lower(self, alpha):
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
         """lower_bound(epsilon_base(alpha)) (001 eqs. 5/7): no bound derived from the base
         mechanism's RDP curve alone can be below it, since a [c, 1-c]^d-valued mechanism with
         that Rényi divergence attains it (001 Thm 3 remark). Uses the base's own lower curve,
@@ -114,7 +118,7 @@ class BernoulliSampled(PostProcessing):
         kn = self.kernel
         return lower_bound(np.asarray(base_low, float), a, kn.c, kn.d, kn.k)
 
-    def witnesses(self):
+    def witnesses(self) -> tuple[Mechanism, ...]:
         """Threshold witnesses (see :class:`BernoulliWitness`), one per threshold of
         :data:`~dpamp.amplification.bernoulli.witness.WITNESS_OFFSETS`, when the base
         mechanism is a Gaussian, Laplace or randomized response whose worst pair is attained

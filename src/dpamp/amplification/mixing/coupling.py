@@ -36,9 +36,17 @@ Reported values carry a relative margin of 1e-12 for rounding.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...core import _validate as V
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...mechanisms.base import Mechanism
+    from .kernels import MarkovKernel
 
 _REL = 1e-12
 
@@ -118,7 +126,8 @@ def minimise_shift(alpha: np.ndarray, mech_kind: str, mech_scale: float, delta: 
     return best, best_t
 
 
-def shift_reduction_rdp(alpha, mechanism, kernel):
+def shift_reduction_rdp(alpha: ArrayLike, mechanism: Mechanism,
+                        kernel: MarkovKernel) -> float | np.ndarray:
     """RDP of ``kernel`` applied to the output of ``mechanism`` by 002 Thm 2, minimised over the
     shift (module docstring): a Gaussian or Laplace mechanism (or a diffusion mechanism)
     followed by an unbounded :class:`GaussianKernel` / :class:`LaplaceKernel` with

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from ...mechanisms.gaussian import Gaussian
 from ...core.relations import ADD_REMOVE, Relation, as_relation
 from .iteration import linear_rdp
 from .kernels import GaussianKernel, MixingKernel
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def _rng(rng):
@@ -53,7 +57,7 @@ class _Diffusion(Mechanism):
     def _rdp(self, alpha):
         return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
 
-    def rdp_lower(self, alpha):
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
         """The attained curve alpha Lambda (one pair of neighbours), without linear_rdp's
         relative pad, rounded down past its few ulps."""
         a = V.orders(alpha).astype(float)
@@ -96,7 +100,8 @@ class BrownianMotion(_Diffusion):
         return Gaussian(math.sqrt(2.0 * self.t), self.sensitivity, self.relation)
 
 
-    def sample(self, f_value, rng=None) -> np.ndarray:
+    def sample(self, f_value: ArrayLike,
+               rng: np.random.Generator | int | None = None) -> np.ndarray:
         """One release f(D) + N(0, 2t I) for the query value ``f_value`` (array-like)."""
         f = np.asarray(f_value, dtype=float)
         return f + math.sqrt(2.0 * self.t) * _rng(rng).standard_normal(f.shape)
@@ -158,13 +163,14 @@ class OrnsteinUhlenbeck(_Diffusion):
                         self.relation)
 
 
-    def sample(self, f_value, rng=None) -> np.ndarray:
+    def sample(self, f_value: ArrayLike,
+               rng: np.random.Generator | int | None = None) -> np.ndarray:
         """One release e^{-theta t} f(D) + N(0, variance I) for the query value ``f_value``."""
         f = np.asarray(f_value, dtype=float)
         return self.shrinkage * f + math.sqrt(self.variance) * _rng(rng).standard_normal(f.shape)
 
     # --- utility -----------------------------------------------------------------------------
-    def mse(self, f_norm, dimension: int = 1):
+    def mse(self, f_norm: ArrayLike, dimension: int = 1) -> float | np.ndarray:
         """E_OU = (1 - e^{-theta t})^2 ||f(D)||^2 + d rho^2/theta (1 - e^{-2 theta t}) (002 eq. 4).
         Vectorised over ``f_norm`` = ||f(D)||."""
         d = V.integer("dimension", dimension, low=1)
@@ -231,7 +237,7 @@ class _SemigroupKernel(MixingKernel):
     def _coupling_form(self):
         return self.as_gaussian_kernel()._coupling_form()
 
-    def dobrushin(self, epsilon=0.0):
+    def dobrushin(self, epsilon: ArrayLike = 0.0) -> float | np.ndarray:
         return self.as_gaussian_kernel().dobrushin(epsilon)
 
     def doeblin(self) -> float:
@@ -255,7 +261,7 @@ class BrownianKernel(_SemigroupKernel):
     def as_gaussian_kernel(self) -> GaussianKernel:
         return GaussianKernel(math.sqrt(2.0 * self.s))
 
-    def apply(self, mechanism):
+    def apply(self, mechanism: Mechanism) -> Mechanism:
         if isinstance(mechanism, BrownianMotion):
             return mechanism.advance(self.s)
         return super().apply(mechanism)
@@ -282,7 +288,7 @@ class OrnsteinUhlenbeckKernel(_SemigroupKernel):
         var = self.rho ** 2 / self.theta * -math.expm1(-2.0 * self.theta * self.s)
         return GaussianKernel(math.sqrt(var), lipschitz=math.exp(-self.theta * self.s))
 
-    def apply(self, mechanism):
+    def apply(self, mechanism: Mechanism) -> Mechanism:
         if (isinstance(mechanism, OrnsteinUhlenbeck) and mechanism.theta == self.theta
                 and mechanism.rho == self.rho):
             return mechanism.advance(self.s)

@@ -29,10 +29,14 @@ optimal-path bound still holds).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...core import _validate as V
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 _REL = 1e-12
 
@@ -79,8 +83,9 @@ def paper_coefficient(lipschitz: float, steps):
     return out if out.ndim else float(out)
 
 
-def amplification_by_iteration(alpha, sigma, lipschitz, steps, distance=1.0,
-                               bound: str = "optimal"):
+def amplification_by_iteration(alpha: ArrayLike, sigma: float, lipschitz: float, steps: int,
+                               distance: float = 1.0,
+                               bound: str = "optimal") -> float | np.ndarray:
     """RDP of r = ``steps`` noisy L-Lipschitz steps (noise N(0, sigma^2 I), optional projection)
     started from two distributions at W_inf distance ``distance`` (002 Thm 4).
 
@@ -105,7 +110,8 @@ def amplification_by_iteration(alpha, sigma, lipschitz, steps, distance=1.0,
     return out if out.ndim else float(out)
 
 
-def iteration_path_bound(alpha, sigma, lipschitz, distances):
+def iteration_path_bound(alpha: ArrayLike, sigma: float, lipschitz: float,
+                         distances: ArrayLike) -> float | np.ndarray:
     """002 Thm 4 (2) for a given path: alpha L^2 / (2 sigma^2) sum_i L^{2(r-i)} a_i^2 with
     a_i = W_inf(mu_i, mu_{i-1}), i = 1..r (``distances``; their sum must reach W_inf(mu, nu)
     for the path to connect mu to nu - the caller's responsibility). Vectorised over alpha."""

@@ -43,10 +43,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...core import _validate as V
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...mechanisms.base import Mechanism
 
 #: unit roundoff of float64
 _U = 2.0 ** -53
@@ -85,7 +91,7 @@ class MixingKernel:
         whole real line (used by the coupling bound of 002 Thm 2), else None."""
         return None
 
-    def dobrushin(self, epsilon=0.0):  # pragma: no cover - abstract
+    def dobrushin(self, epsilon: ArrayLike = 0.0) -> float | np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     def doeblin(self) -> float:  # pragma: no cover - abstract
@@ -103,7 +109,7 @@ class MixingKernel:
         """True when some uniform mixing coefficient is < 1 (002 Thm 1 can amplify)."""
         return float(self.dobrushin()) < 1.0
 
-    def apply(self, mechanism):
+    def apply(self, mechanism: Mechanism) -> Mechanism:
         from ...mechanisms.base import check_mechanism
         from .post_processed import PostProcessed
         return PostProcessed(check_mechanism(mechanism), self)
@@ -127,7 +133,7 @@ class MarkovKernel(MixingKernel):
 
     matrix: np.ndarray
 
-    def __init__(self, matrix):
+    def __init__(self, matrix: ArrayLike) -> None:
         try:
             k = np.array(matrix, dtype=float)
         except (TypeError, ValueError):
@@ -167,7 +173,7 @@ class MarkovKernel(MixingKernel):
         """Absolute rounding bound for a sum over one row (m terms) of simple expressions."""
         return (self.matrix.shape[1] + 8) * 4 * _U
 
-    def dobrushin(self, epsilon=0.0):
+    def dobrushin(self, epsilon: ArrayLike = 0.0) -> float | np.ndarray:
         """Smallest gamma with sup_{x,x'} D_{e^eps}(K(x) || K(x')) <= gamma (002 Def. 1 (1)-(2));
         eps = 0 (default) is the total variation, i.e. the Dobrushin coefficient. Vectorised
         over ``epsilon``; exact sum of positive parts over every ordered pair of rows, plus a
@@ -255,7 +261,7 @@ class _NoiseKernel(MixingKernel):
             return 0.0
         return self.lipschitz * (self.high - self.low)
 
-    def dobrushin(self, epsilon=0.0):
+    def dobrushin(self, epsilon: ArrayLike = 0.0) -> float | np.ndarray:
         """sup D_{e^eps} of the noise law at two centres at most D apart: the noise's closed
         form profile (the subclass's ``_log_profile``, rounded up) at D / scale; eps = 0 is the
         total variation."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from ...core import _validate as V
 from ...mechanisms.base import Mechanism
 from ...core.relations import SUBSTITUTION, Relation, as_relation
 from .iteration import linear_rdp, optimal_coefficient, paper_coefficient
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 _REL = 1e-12
 
@@ -92,7 +96,7 @@ class NoisyProjectedSGD(Mechanism):
         b, r, e = self.smoothness, self.strong_convexity, self.step_size
         return math.sqrt(max(0.0, 1.0 - 2.0 * e * b * r / (b + r)))
 
-    def epsilons(self, index=None):
+    def epsilons(self, index: int | None = None) -> float | np.ndarray:
         """eps_i (RDP divided by alpha) at the given indices (default: all of 1..n), rounded up
         by a relative 1e-12. Vectorised over ``index``."""
         i = np.arange(1, self.n + 1) if index is None else np.asarray(index)
@@ -119,7 +123,7 @@ class NoisyProjectedSGD(Mechanism):
         """The same run, accounted for the record at ``index`` (composes and converts)."""
         return dataclasses.replace(self, index=index)
 
-    def rdp(self, alpha, index=None):
+    def rdp(self, alpha: ArrayLike, index: int | None = None) -> float | np.ndarray:
         """RDP of the last iterate w.r.t. a change of the ``index``-th record (002 Thm 5):
         alpha eps_i. Default: this object's index, else the worst index n."""
         if index is None:

@@ -108,7 +108,8 @@ def doeblin_threshold(epsilon, delta) -> float:
     return min(math.inf, d / den) if d > 0 else 0.0
 
 
-def amplify_by_mixing(epsilon, delta, gamma, condition: str = "dobrushin"):
+def amplify_by_mixing(epsilon: float, delta: float, gamma: float,
+                      condition: str = "dobrushin") -> tuple[float, float]:
     """(eps', delta') of K o M for an (eps, delta)-DP mechanism M and a kernel K satisfying
     ``condition`` with coefficient ``gamma`` (002 Thm 1, all four cases; module docstring).
 
