@@ -281,7 +281,8 @@ def test_compare_markdown(capsys):
     assert cli.main(["compare", "--sigma", "2", "--steps", "10", "--delta", "1e-6",
                      "--markdown"]) == 0
     md = capsys.readouterr().out
-    assert "| part 1 | Gaussian, σ = 2, L2 sensitivity 1 | none | 10 steps | add/remove |" in md
+    assert "| stage 1 | Gaussian, σ 2, L2 sensitivity 1 | none (full dataset) | 10 steps | " \
+        "add/remove |" in md
     for name in ("rdp", "zcdp"):
         g = (dp.Gaussian(2.0) * 10).epsilon(1e-6, method=name)
         assert f"| {name} | {report.round_up(g.epsilon)} |" in md

@@ -144,7 +144,8 @@ class _Reader:
         else:
             where = ", ".join(([f"stage {stage}"] if stage is not None else []) +
                               ([f"key {key!r}"] if key is not None else []))
-        raise PlanError(f"{self.origin}: {where + ': ' if where else ''}{msg}")
+        origin = f"{self.origin}: " if self.origin else ""
+        raise PlanError(f"{origin}{where + ': ' if where else ''}{msg}")
 
     def check(self, stage, key, fn, *args, **kw):
         """Run a _validate helper and re-label its error with the stage and key."""
@@ -466,7 +467,9 @@ def _describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
                 f"{sampler}, {b} of {n}")
     else:
         samp = f"{sampler}, rate {_g(a['sample_rate'])}"
-    count = f"{steps} steps" + (f" ({_g(p['epochs'])} epochs)" if "epochs" in p else "")
+    count = f"{steps} step{'s' if steps != 1 else ''}"
+    if "epochs" in p:
+        count += f" ({_g(p['epochs'])} epoch{'s' if p['epochs'] != 1 else ''})"
     return {"mechanism": mech, "sampling": samp, "steps": count,
             "relation": "add/remove" if relation is ADD_REMOVE else "substitution"}
 
