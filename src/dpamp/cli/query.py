@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 
-from ._args import add_plan_args, build_stage, describe, inputs, options
+from ._args import add_plan_args, build_stage, describe, fmt_delta, inputs, options
 
 
 def print_guarantee(g, args, stage, seconds: float, **query):
@@ -26,7 +26,9 @@ def print_guarantee(g, args, stage, seconds: float, **query):
         return
     from ..core._rounding import round_down, round_up
     low = "" if g.lower is None else f"  lower bound {round_down(g.lower, 6)}"
-    print(f"epsilon {round_up(g.epsilon, 6)}  delta {round_up(g.delta, 6)}{low}  "
+    # the given value as given; the computed one rounded up (a weaker, still proven claim)
+    delta = fmt_delta(g.delta) if g.query == "epsilon" else round_up(g.delta, 6)
+    print(f"epsilon {round_up(g.epsilon, 6)}  delta {delta}{low}  "
           f"method {g.method}  ({seconds * 1e3:.2f} ms)")
     print(f"assumed: {describe(stage)}")
 
