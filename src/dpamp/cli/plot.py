@@ -1,7 +1,7 @@
 """``dpamp plot``: figures of a plan (needs the ``plot`` extra: matplotlib).
 
     dpamp plot epsilon-vs-steps --plan PLAN.toml -o eps.png
-    dpamp plot epsilon-vs-steps --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 \
+    dpamp plot epsilon-vs-steps --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 \\
                                 --epochs 60 -o eps.png
     dpamp plot profile  --noise-multiplier 1.1 --sample-rate 0.0042667 --steps 14062 -o p.svg
     dpamp plot rdp      --noise-multiplier 1.1 --sample-rate 0.0042667 --steps 14062 -o rdp.png
