@@ -18,6 +18,11 @@ The arguments are read exactly as a TOML plan's stage and the command line's fla
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from ..core.guarantee import Guarantee
+    from .plan import Stage
 
 __all__ = ["dpsgd", "dpsgd_stage"]
 
@@ -25,7 +30,7 @@ __all__ = ["dpsgd", "dpsgd_stage"]
 def dpsgd_stage(*, noise_multiplier: float, batch_size: int | None = None,
                 dataset_size: int | None = None, epochs: float | None = None,
                 steps: int | None = None, sampler: str = "poisson",
-                sample_rate: float | None = None):
+                sample_rate: float | None = None) -> Stage:
     """The plan's :class:`~dpamp.io.plan.Stage`: ``.mechanism`` (the composition),
     ``.steps`` and ``.assumed`` (sampler, relation, sensitivity, rate, steps, epochs)."""
     from .plan import PlanError, parse_stage
@@ -43,7 +48,7 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
           dataset_size: int | None = None, epochs: float | None = None,
           steps: int | None = None, delta: float | None = None, epsilon: float | None = None,
           sampler: str = "poisson", sample_rate: float | None = None, method: str = "auto",
-          **options):
+          **options) -> Guarantee:
     """The (epsilon, delta) guarantee of a DP-SGD run (module docstring): epsilon at ``delta``
     (or delta at ``epsilon``), a :class:`~dpamp.Guarantee` whose ``note`` states what was
     assumed. Give ``batch_size`` and ``dataset_size`` (or ``sample_rate`` for the Poisson
@@ -61,7 +66,7 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
     return dataclasses.replace(g, note=f"{note}. {g.note}" if g.note else note)
 
 
-def describe(stage) -> str:
+def describe(stage: Stage) -> str:
     """What a DP-SGD stage assumes, in one line."""
     a = stage.assumed
     rel = "add/remove" if a["relation"] == "add_remove" else "substitution"
