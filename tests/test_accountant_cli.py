@@ -56,19 +56,24 @@ def test_cli_epsilon_json(capsys):
 
 
 def test_cli_delta_without_replacement(capsys):
-    assert cli.main(["delta", "--sigma", "1.1", "--batch", "256", "--population", "60000",
-                     "--steps", "100", "--epsilon", "2", "--method", "rdp", "--json"]) == 0
+    assert cli.main(["delta", "--noise-multiplier", "1.1", "--sampler", "without-replacement",
+                     "--batch-size", "256", "--dataset-size", "60000", "--steps", "100",
+                     "--epsilon", "2", "--method", "rdp", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert 0 <= out["delta"] <= 1
+    assert out["assumed"]["relation"] == "substitution" and out["assumed"]["sensitivity"] == 2
 
 
 @pytest.mark.parametrize("args", [
     ["epsilon", "--sigma", "-1", "--steps", "3", "--delta", "1e-5"],
-    ["epsilon", "--sigma", "1", "--poisson", "2", "--delta", "1e-5"],
+    ["epsilon", "--sigma", "1", "--poisson", "2", "--steps", "3", "--delta", "1e-5"],
     ["epsilon", "--sigma", "1", "--batch", "300", "--population", "200", "--delta", "1e-5"],
-    ["epsilon", "--sigma", "1", "--delta", "1"],
-    ["epsilon", "--sigma", "1", "--delta=-1e-5"],
-    ["epsilon", "--sigma", "1", "--delta", "1e-5", "--method", "nonsense"],
+    ["epsilon", "--noise-multiplier", "1", "--batch-size", "300", "--dataset-size", "200",
+     "--steps", "3", "--delta", "1e-5"],
+    ["epsilon", "--sigma", "1", "--steps", "3", "--delta", "1"],
+    ["epsilon", "--sigma", "1", "--steps", "3", "--delta=-1e-5"],
+    ["epsilon", "--sigma", "1", "--steps", "3", "--delta", "1e-5", "--method", "nonsense"],
+    ["epsilon", "--sigma", "1", "--delta", "1e-5"],
 ])
 def test_cli_bad_input_one_line_exit_2(args):
     r = run_cli(*args)

@@ -153,11 +153,11 @@ def test_auto_uses_the_best_method():
     (lambda: C.sigma(epsilon=0, delta=1e-5), r"epsilon must be in \(0"),
     (lambda: C.sigma(epsilon=1, delta=1.5), r"delta must be in \(0, 1\)"),
     (lambda: C.sigma(epsilon=1, delta=1e-5, steps=3, epochs=2, sampling=dp.Poisson(0.1)),
-     "either steps or epochs"),
-    (lambda: C.sigma(epsilon=1, delta=1e-5, epochs=2), "epochs needs a sampling"),
-    (lambda: C.sigma(epsilon=1, delta=1e-5, sampling=0.1), "sampling must be a dpamp"),
-    (lambda: C.sigma(epsilon=1, delta=1e-5, method="magic"), "method must be one of"),
-    (lambda: C.sigma(epsilon=1, delta=1e-5, method="kov"), "does not apply"),
+     "steps 3 and epochs 2 disagree"),
+    (lambda: C.sigma(epsilon=1, delta=1e-5), "steps .* or epochs"),
+    (lambda: C.sigma(epsilon=1, delta=1e-5, steps=1, sampling=0.1), "sampling must be a dpamp"),
+    (lambda: C.sigma(epsilon=1, delta=1e-5, steps=1, method="magic"), "method must be one of"),
+    (lambda: C.sigma(epsilon=1, delta=1e-5, steps=1, method="kov"), "does not apply"),
     (lambda: C.steps(epsilon=0.1, delta=1e-5, sigma=0.5), "even one step exceeds"),
     (lambda: C.steps(epsilon=1, delta=1e-5), "give sigma"),
     (lambda: C.steps(epsilon=1, delta=1e-5, sigma=1, mechanism=dp.PureDP(1)), "not both"),
@@ -206,10 +206,12 @@ def test_cli_calibrate(capsys):
     assert cli.main(["calibrate", "steps", "--epsilon", "1", "2", "--delta", "1e-5",
                      "--sigma", "1.1", "--poisson", "0.01", "--method", "rdp"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("steps = ")
-    assert cli.main(["calibrate", "batch", "--epsilon", "3", "--delta", "1e-5", "--sigma",
-                     "2.2", "--steps", "1000", "--population", "60000"]) == 0
+    assert len(lines) == 3 and lines[0].startswith("steps = ")
+    assert lines[2].startswith("assumed: sampler poisson, relation add/remove, sensitivity 1")
+    assert cli.main(["calibrate", "batch-size", "--epsilon", "3", "--delta", "1e-5",
+                     "--noise-multiplier", "2.2", "--steps", "1000", "--dataset-size", "60000",
+                     "--sampler", "without-replacement"]) == 0
     assert capsys.readouterr().out.startswith("batch = ")
     assert cli.main(["calibrate", "rate", "--epsilon", "3", "--delta", "1e-5", "--sigma",
                      "1.1", "--steps", "100", "--poisson", "0.1"]) == 2
-    assert "do not give --poisson" in capsys.readouterr().err
+    assert "do not give --sample-rate" in capsys.readouterr().err

@@ -44,8 +44,8 @@ CASES = [
                         E.SelfComposedDpEvent(E.ZCDpEvent(0.01), 3)]),
      NR.ADD_OR_REMOVE_ONE,
      dp.compose(dp.Gaussian(3.0), dp.Laplace(10.0), dp.ZCDP(0.01) * 3),
-     """mechanism = "gaussian"\nnoise_multiplier = 3.0
-        [[stage]]\nmechanism = "laplace"\nscale = 10.0
+     """mechanism = "gaussian"\nnoise_multiplier = 3.0\nsteps = 1
+        [[stage]]\nmechanism = "laplace"\nscale = 10.0\nsteps = 1
         [[stage]]\nmechanism = "zcdp"\nrho = 0.01\nsteps = 3"""),
 ]
 

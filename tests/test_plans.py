@@ -24,10 +24,13 @@ def test_default_plan_is_the_mnist_dp_sgd_plan():
     p = default_plan()
     assert p.delta == 1e-5 and len(p.stages) == 1
     s = p.stages[0]
-    # 60 epochs at rate 256/60000: floor(60 * 60000 / 256) = floor(14062.5) = 14062
-    assert s.steps == 14062 == p.total_steps
+    # 60 epochs at rate 256/60000: ceil(60 * 60000 / 256) = ceil(14062.5) = 14063 (a partial
+    # last epoch is counted as the steps it runs, as TF-Privacy counts them)
+    assert s.steps == 14063 == p.total_steps
     assert s.step == dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000))
-    assert p.mechanism == dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000)) * 14062
+    assert p.mechanism == dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000)) * 14063
+    assert s.assumed["sampler"] == "poisson" and s.assumed["relation"] == "add_remove"
+    assert s.assumed["sensitivity"] == 1.0 and s.assumed["steps"] == 14063
     assert os.path.isfile(os.path.join(SRC, "dpamp", "data", "default_plan.toml"))
 
 
@@ -56,10 +59,12 @@ def test_every_mechanism_and_sampling_kind():
         mechanism = "randomized_response"
         epsilon = 1.0
         relation = "substitution"
+        steps = 1
         [[stage]]
         mechanism = "randomized_response"
         p = 0.75
         relation = "substitution"
+        steps = 1
         [[stage]]
         mechanism = "pure_dp"
         epsilon = 0.5
@@ -71,6 +76,7 @@ def test_every_mechanism_and_sampling_kind():
         mechanism = "zcdp"
         rho = 0.01
         relation = "substitution"
+        steps = 1
         [[stage]]
         mechanism = "eps_delta"
         epsilon = 0.1
@@ -97,8 +103,11 @@ def test_every_mechanism_and_sampling_kind():
 
 
 @pytest.mark.parametrize("epochs, rate, steps", [(0.3, 0.1, 3), (3, 0.1, 30), (60, 0.01, 6000),
-                                                 (1, 0.3, 3), (2.5, 0.5, 5)])
-def test_epochs_to_steps_is_exact_decimal_floor(epochs, rate, steps):
+                                                 (1, 0.3, 4), (2.5, 0.5, 5), (0.1, 0.5, 1),
+                                                 (0.768, 0.00426666666666666667, 180)])
+def test_epochs_to_steps_is_exact_ceil(epochs, rate, steps):
+    # ceil(epochs / rate) in exact arithmetic: 0.3 / 0.1 is 2.9999999999999996 in floating
+    # point and 0.768 / fl(256/60000) is 179.99999999999997; both are exact here
     p = plan(f"""
         delta = 1e-5
         [[stage]]
@@ -138,7 +147,9 @@ steps = 10
     ("rate = 0.1\nscale = 3", "stage 2, key 'scale': not a parameter of mechanism 'gaussian'"),
     ("rate = 0.1\nsigma = 3", "stage 2, key 'sigma': give only one of"),
     ("rate = 0.1\nsensitivity = 3", "stage 2, key 'sensitivity': not used with"),
-    ("rate = 0.1\nepochs = 3", "stage 2, key 'epochs': give either 'steps' or 'epochs'"),
+    ("rate = 0.1\nepochs = 3", "stage 2, key 'epochs': steps 10 and epochs 3 disagree"),
+    ("rate = 0.1\nsample_rate = 0.1", "stage 2, key 'rate': give only one of 'sample_rate', 'rate'"),
+    ("rate = 0.1\nsampler = 'poisson'", "stage 2, key 'sampling': give only one of 'sampler'"),
     ("rate = 0.1\nrelation = 'substitution'",
      "stage 2, key 'relation': this stage is under substitution but stage 1"),
     ("rate = 0.1\nrelation = 'replace'", "stage 2, key 'relation': must be 'add_remove'"),
@@ -164,18 +175,25 @@ def test_broken_plan_names_stage_and_key(line, msg):
     ("delta = 1e-5\n[[stage]]\nsigma = 1", "stage 1, key 'mechanism': missing"),
     ("delta = 1e-5\n[[stage]]\nmechanism = 'gaussian'", "stage 1, key 'noise_multiplier': "
                                                         "missing"),
-    ("delta = 1e-5\n[[stage]]\nmechanism = 'zcdp'\nrho = 1\nepochs = 2",
-     "stage 1, key 'epochs': needs a sampling scheme"),
+    ("delta = 1e-5\n[[stage]]\nmechanism = 'zcdp'\nrho = 1",
+     "stage 1, key 'steps': missing: give 'steps' (the number of steps; 1 for a single "
+     "release) or 'epochs'"),
+    ("delta = 1e-5\n[[stage]]\nmechanism = 'gaussian'\nsigma = 1\nsampler = "
+     "'without-replacement'\nbatch_size = 2\ndataset_size = 10\nsteps = 1",
+     "stage 1, key 'sigma': under substitution give 'sensitivity' too"),
+    ("delta = 1e-5\n[[stage]]\nmechanism = 'zcdp'\nrho = 1\nsampler = 'none'\n"
+     "batch_size = 3\nsteps = 1", "stage 1, key 'batch_size': not used without a sampler"),
     ("delta = 1e-5\n[[stage]]\nmechanism = 'zcdp'\nrho = 1\nsteps = 0",
      "stage 1, key 'steps': must be an integer in [1, inf]"),
     ("delta = 1e-5\n[[stage]]\nmechanism = 'zcdp'\nrho = 1\nsampling = 'bootstrap'",
-     "stage 1, key 'sampling': must be one of"),
+     "stage 1, key 'sampling': must be 'none' or one of 'poisson'"),
     ("delta = 1e-5\n[[stage]]\nmechanism = 'gaussian'\nsigma = 1\nsampling = "
      "'without_replacement'\nbatch_size = 2\ndataset_size = 10\nrelation = 'add_remove'",
-     "stage 1, key 'relation': sampling 'without_replacement' needs the substitution"),
-    ("delta = 1e-5\n[[stage]]\nmechanism = 'zcdp'\nrho = 1\nsampling = 'poisson'\nrate = 0.5"
-     "\nepochs = 0.1", "stage 1, key 'epochs': 0.1 epochs at rate 0.5 is less than one step"),
+     "stage 1, key 'relation': sampler 'without-replacement' needs the substitution"),
     ("delta = [1e-5\n", "not valid TOML"),
+    ("delta = 1e-5\n[[stage]]\nmechanism = 'zcdp'\nrho = 1\nsampler = 'without_replacement'\n"
+     "sample_rate = 0.1\nsteps = 1",
+     "stage 1, key 'sample_rate': sampler 'without-replacement' takes 'batch_size'"),
 ])
 def test_broken_plan_top_level(text, msg):
     with pytest.raises(PlanError) as e:
@@ -233,13 +251,18 @@ def test_report_of_a_plan_file_all_formats(tmp_path, capsys):
     assert cli.main(["report", str(f)]) == 0
     out = capsys.readouterr().out
     assert "rdp" in out and "ms" in out and report.round_up(rdp.epsilon, 6) in out
-    assert "stage 2: Gaussian, noise multiplier 2" in out
+    assert "stage 2: Gaussian, noise multiplier 2, L2 sensitivity 1; sampling poisson, " \
+        "rate 0.02; 10 steps; add/remove" in out
 
     assert cli.main(["report", str(f), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     by = {r["method"]: r for r in d["results"]}
     assert by["rdp"]["epsilon"] == pytest.approx(rdp.epsilon, rel=1e-12)
     assert d["plan"]["stages"][1]["rate"] == 0.02 and d["plan"]["delta"] == 1e-5
+    assumed = d["plan"]["stages"][1]["assumed"]
+    assert assumed == {"mechanism": "gaussian", "noise_multiplier": 2.0, "sensitivity": 1.0,
+                       "sampler": "poisson", "relation": "add_remove", "sample_rate": 0.02,
+                       "steps": 10, "epochs": 0.2}
     assert d["best"]["epsilon"] == min(r["epsilon"] for r in d["results"] if "epsilon" in r)
 
     assert cli.main(["report", str(f), "--markdown", "-o", str(tmp_path / "r.md")]) == 0
@@ -250,14 +273,16 @@ def test_report_of_a_plan_file_all_formats(tmp_path, capsys):
     assert f"**ε = {report.round_up(best.epsilon)}**" in md and "**δ = 1e-5**" in md
     assert "| method | ε (upper bound) | lower bound | δ | source |" in md
     assert "004 Lemma 33 item 8" in md  # the theorem
-    assert "| stage 2 | Gaussian, noise multiplier 2 | Poisson, rate 0.02 | 10 steps |" in md
+    assert "| stage 2 | Gaussian, noise multiplier 2, L2 sensitivity 1 | poisson, rate 0.02 | " \
+        "10 steps |" in md
 
 
 def test_compare_markdown(capsys):
     assert cli.main(["compare", "--sigma", "2", "--steps", "10", "--delta", "1e-6",
                      "--markdown"]) == 0
     md = capsys.readouterr().out
-    assert "| part 1 | Gaussian, σ = 2, L2 sensitivity 1 | none | 10 steps | add/remove |" in md
+    assert "| stage 1 | Gaussian, σ 2, L2 sensitivity 1 | none (full dataset) | 10 steps | " \
+        "add/remove |" in md
     for name in ("rdp", "zcdp"):
         g = (dp.Gaussian(2.0) * 10).epsilon(1e-6, method=name)
         assert f"| {name} | {report.round_up(g.epsilon)} |" in md

@@ -57,6 +57,8 @@ _LAZY = {
     "to_json": ("dpamp.io.serialize", "to_json"),
     "from_dp_event": ("dpamp.io.dp_events", "from_dp_event"),
     "OpacusAccountant": ("dpamp.io.opacus", "OpacusAccountant"),
+    # DP-SGD in one call, in its own words (noise multiplier, batch size, dataset size, epochs)
+    "dpsgd": ("dpamp.io.dpsgd", "dpsgd"),
 }
 
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",

@@ -13,7 +13,7 @@ monotonicity of the accounted epsilon:
 |--------------------|-------------------------|-------------------------------------------------|
 | noise σ            | decreasing in σ         | bracket by doubling/halving, geometric bisection to relative ``rtol`` (1e-4); returns the upper end |
 | steps T            | increasing in T         | bracket by doubling, integer bisection: the largest T |
-| epochs E           | increasing in E         | as steps, with T = floor(E / rate)              |
+| epochs E           | increasing in E         | as steps, with T = ceil(E / rate) (core/samplers.py) |
 | Poisson rate q     | increasing in q         | bracket by halving from 1, geometric bisection; returns the lower end |
 | batch size m       | increasing in m         | integer bisection on [1, population]            |
 
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from fractions import Fraction
 from typing import Callable
 
 from ..core import _validate as V
+from ..core import samplers as _samplers
 from ..core.guarantee import Guarantee
 from ..core.relations import ADD_REMOVE, as_relation
 
@@ -263,31 +263,13 @@ def _check_sampling(sampling):
     return sampling
 
 
-def _exact_rate(sampling) -> Fraction:
-    from ..core.sampling import WithoutReplacement, WithReplacement
-    if isinstance(sampling, (WithoutReplacement, WithReplacement)):
-        return Fraction(sampling.batch, sampling.population)
-    return Fraction(repr(float(sampling.rate)))
-
-
 def _steps_of_epochs(e, sampling) -> int:
-    return math.floor(Fraction(repr(float(e))) / _exact_rate(sampling))
+    # ceil(E / rate) exactly: the one count of the CLI, plans and dp.dpsgd (core/samplers.py)
+    return _samplers.steps_of_epochs(e, sampling)
 
 
 def _count(steps, epochs, sampling) -> int:
-    if steps is not None and epochs is not None:
-        raise ValueError("give either steps or epochs, not both")
-    if epochs is not None:
-        if sampling is None:
-            raise ValueError("epochs needs a sampling scheme (one epoch = 1/rate steps); "
-                             "give steps instead")
-        e = V.positive("epochs", epochs)
-        n = _steps_of_epochs(e, sampling)
-        if n < 1:
-            raise ValueError(f"epochs must give at least one step (got {e:g} epochs at rate "
-                             f"{sampling.rate:g})")
-        return n
-    return V.integer("steps", 1 if steps is None else steps, low=1)
+    return _samplers.count(steps, epochs, sampling)
 
 
 def _build_step(family, noise, sensitivity, relation, sampling):
@@ -308,7 +290,7 @@ def sigma(epsilon: float, delta: float, sampling=None, steps: int | None = None,
     when sensitivity = 1); ``dp.Laplace`` calibrates its scale. ``sensitivity`` refers to the
     relation the sampling scheme needs (add/remove for Poisson, substitution for sampling
     without replacement, where a record clipped to norm C moves a sum by 2C). ``epochs``
-    instead of ``steps``: steps = floor(epochs / rate). ``rtol``: the returned sigma is at most
+    instead of ``steps``: steps = ceil(epochs / rate). ``rtol``: the returned sigma is at most
     (1 + rtol) times the smallest one that meets the target under the method (monotone
     bisection); it is certified: its own epsilon was evaluated and is <= ``epsilon``.
     ``options`` go to the accounting method (e.g. ``tol`` for "pld")."""
@@ -361,7 +343,7 @@ def steps(epsilon: float, delta: float, sigma: float | None = None, sampling=Non
 def epochs(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
            mechanism=None, method: str = "auto", sensitivity: float = 1.0, relation=None,
            family=None, **options) -> Calibration:
-    """The largest whole number of epochs E >= 1 (E epochs = floor(E / rate) steps of the
+    """The largest whole number of epochs E >= 1 (E epochs = ceil(E / rate) steps of the
     sampled mechanism) that meets (epsilon, delta) under ``method``'s upper bound; see
     :func:`steps`. ``result.steps`` is the number of steps."""
     eps_t, d = _check_targets(epsilon, delta)

@@ -9,8 +9,8 @@ of the clipping norm) on a batch sampled by ``sampler``:
 | "poisson"             | Poisson, rate batch_size / dataset_size (or sample_rate) | add/remove | 1 |
 | "without_replacement" | batch_size of dataset_size        | substitution | 2 (a replaced record moves a clipped sum by 2C) |
 
-``epochs`` become steps exactly as :func:`dpamp.calibrate.epochs` counts them (floor(epochs /
-rate), in exact decimal arithmetic). The target decides what is computed: the epsilon bracket
+``epochs`` become steps exactly as :func:`dpamp.calibrate.epochs` counts them (ceil(epochs /
+rate), in exact arithmetic: ``dpamp.core.samplers.count``). The target decides what is computed: the epsilon bracket
 at delta (``mechanism.epsilon``), the delta bracket at epsilon (``mechanism.delta``), or a
 calibration (:func:`dpamp.calibrate.sigma`, :func:`dpamp.calibrate.epochs`).
 
@@ -170,7 +170,7 @@ def _answer(inputs: dict, row: dict, steps_cache: dict) -> None:
     target, method = inputs["target"], inputs["method"]
     options = {} if inputs.get("tol") is None else {"tol": inputs["tol"]}
     if target != "epochs":
-        # epochs -> steps as dp.calibrate counts them (floor(epochs / rate), exact decimals)
+        # epochs -> steps as dp.calibrate counts them (ceil(epochs / rate), exact arithmetic)
         row["steps"] = C._count(inputs.get("steps"), inputs.get("epochs"), scheme)
     if target in ("epsilon", "delta"):
         z = V.positive("noise_multiplier", inputs["noise_multiplier"])

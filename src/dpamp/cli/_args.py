@@ -1,47 +1,126 @@
-"""Arguments shared by the commands that describe one plan on the command line (epsilon, delta,
-compare): a Gaussian step, its sampling, the number of steps, the method."""
+"""The plan on the command line, in DP-SGD's words (the same as in TOML plans and ``dp.dpsgd``):
+
+    --noise-multiplier Z   noise std / clipping norm (the sensitivity follows from the sampler)
+    --batch-size B --dataset-size N   the sampler's batch (Poisson: rate B/N)
+    --sample-rate Q        a Poisson rate alone (``--poisson Q`` is the same)
+    --sampler NAME         poisson (default), without-replacement, with-replacement
+    --epochs E | --steps T the length of the run (epochs: ceil(E N / B) steps)
+
+``--sigma S`` is the Gaussian's standard deviation with ``--sensitivity`` (default 1 under
+add/remove, where it equals the noise multiplier; under substitution the sensitivity must be
+given). The words ``--batch`` and ``--population`` meant sampling without replacement with the
+substitution relation, not the Poisson sampling that ``--batch-size`` means: they are errors
+that say what to write now. Every word is read by :func:`dpamp.io.plan.parse_stage`, the reader
+of a plan file's stage, so a word means one thing everywhere.
+"""
 from __future__ import annotations
 
 import argparse
 
+#: flag -> the plan file's key
+_WORDS = {"noise_multiplier": "noise_multiplier", "sigma": "sigma",
+          "sensitivity": "sensitivity", "sampler": "sampler", "batch_size": "batch_size",
+          "dataset_size": "dataset_size", "sample_rate": "sample_rate", "poisson": "sample_rate",
+          "steps": "steps", "epochs": "epochs"}
 
-def add_plan_args(p: argparse.ArgumentParser):
-    p.add_argument("--sigma", type=float, required=True, help="Gaussian noise multiplier")
-    p.add_argument("--sensitivity", type=float, default=None,
-                   help="L2 sensitivity under the relation the sampling needs (default 1 for "
-                        "Poisson/no sampling, add/remove; 2 for --batch/--population, "
-                        "substitution: replacing a record clipped to norm 1 moves a sum by 2)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--poisson", type=float, metavar="Q", help="Poisson sampling rate in (0, 1]")
-    g.add_argument("--batch", type=int, metavar="M", help="batch size, sampling without "
-                   "replacement (needs --population)")
-    p.add_argument("--population", type=int, metavar="N", help="dataset size for --batch")
-    p.add_argument("--steps", type=int, default=1, help="number of steps (compositions)")
-    p.add_argument("--method", default="auto", help="accounting method (default: auto); "
-                   "see `dpamp methods`")
+_OLD = ("{flag} is no longer accepted: --batch M --population N meant M records drawn without "
+        "replacement (substitution relation, sensitivity 2), while --batch-size B "
+        "--dataset-size N means Poisson sampling at rate B/N (add/remove, sensitivity 1), as in "
+        "opacus, dp-accounting and TF-Privacy. Write --batch-size and --dataset-size, and add "
+        "--sampler without-replacement for the old meaning")
+
+
+class _Retired(argparse.Action):
+    """An old word whose meaning changed: an error saying what to write now."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        def refuse(args):  # run in place of the command: one line on standard error, status 2
+            raise ValueError(_OLD.format(flag=option_string))
+        namespace.func = refuse
+
+
+def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool = True):
+    g = p.add_argument_group("the plan (DP-SGD's words; docs/plans.md)")
+    noise = g.add_mutually_exclusive_group()
+    noise.add_argument("--noise-multiplier", type=float, metavar="Z",
+                       help="Gaussian noise std / clipping norm; the sensitivity of the clipped "
+                            "sum follows from the sampler (1 add/remove, 2 substitution)")
+    noise.add_argument("--sigma", type=float, metavar="S",
+                       help="Gaussian noise std, with --sensitivity (default 1 under "
+                            "add/remove, where it is the noise multiplier)")
+    g.add_argument("--sensitivity", type=float, default=None,
+                   help="L2 sensitivity for --sigma, under the sampler's relation")
+    g.add_argument("--sampler", default=None, metavar="NAME",
+                   help="how each step's batch is drawn: poisson (default: rate B/N, "
+                        "add/remove), without-replacement or with-replacement (substitution)")
+    g.add_argument("--batch-size", type=int, metavar="B", help="batch size (Poisson: expected)")
+    g.add_argument("--dataset-size", type=int, metavar="N", help="dataset size")
+    rate = g.add_mutually_exclusive_group()
+    rate.add_argument("--sample-rate", type=float, metavar="Q",
+                      help="Poisson sampling rate, instead of --batch-size/--dataset-size")
+    rate.add_argument("--poisson", type=float, metavar="Q", help="the same as --sample-rate")
+    g.add_argument("--steps", type=int, default=None, metavar="T", help="number of steps")
+    g.add_argument("--epochs", type=float, default=None, metavar="E",
+                   help="passes over the dataset: ceil(E x N / B) steps")
+    for old in ("--batch", "--population"):
+        g.add_argument(old, action=_Retired, help=argparse.SUPPRESS)
+    if method:
+        p.add_argument("--method", default="auto", help="accounting method (default: auto); "
+                       "see `dpamp methods`")
     p.add_argument("--tol", type=float, default=None,
                    help="target width of the [lower, epsilon] bracket (PLD method)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    if json:
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def given(args) -> dict:
+    """The plan flags given, as the plan file's keys."""
+    out = {}
+    for flag, key in _WORDS.items():
+        v = getattr(args, flag, None)
+        if v is not None:
+            out[key] = v
+    return out
+
+
+def plan_given(args) -> bool:
+    return bool(given(args))
+
+
+def build_stage(args):
+    """The :class:`~dpamp.io.plan.Stage` the flags describe (a Gaussian step)."""
+    from ..io.plan import parse_stage
+    words = given(args)
+    if "noise_multiplier" not in words and "sigma" not in words:
+        raise ValueError("give --noise-multiplier Z (or --sigma S with --sensitivity)")
+    return parse_stage({"mechanism": "gaussian", **words}, origin="", cli=True)
 
 
 def build_mechanism(args):
-    import dpamp as dp
-    from ..core.sampling import clip_sensitivity
-    if args.batch is not None or args.population is not None:
-        if args.batch is None or args.population is None:
-            raise ValueError("--batch and --population go together (sampling without replacement)")
-        sens = clip_sensitivity(dp.SUBSTITUTION) if args.sensitivity is None else \
-            args.sensitivity
-        base = dp.Gaussian(args.sigma, sensitivity=sens, relation=dp.SUBSTITUTION)
-        step = base.subsample(dp.WithoutReplacement(args.batch, args.population))
-    else:
-        sens = clip_sensitivity(dp.ADD_REMOVE) if args.sensitivity is None else \
-            args.sensitivity
-        base = dp.Gaussian(args.sigma, sensitivity=sens)
-        step = base if args.poisson is None else base.subsample(dp.Poisson(args.poisson))
-    from ..core import _validate as V
-    steps = V.integer("steps", args.steps, low=1)
-    return step * steps
+    return build_stage(args).mechanism
+
+
+def inputs(args, **query) -> dict:
+    """The inputs as given (plan flags by their plan-file key, then the query's own)."""
+    d = given(args)
+    d.update({k: v for k, v in query.items() if v is not None})
+    if getattr(args, "tol", None) is not None:
+        d["tol"] = args.tol
+    return d
+
+
+def describe(stage, delta=None) -> str:
+    """One line stating what was assumed: mechanism and sensitivity, sampler and rate, steps
+    (epochs), relation, delta."""
+    d = stage.describe()
+    text = (f"{d['mechanism']}; sampler {d['sampling']}; {d['steps']}; "
+            f"relation {d['relation']}")
+    return text if delta is None else f"{text}; delta {fmt_delta(delta)}"
+
+
+def fmt_delta(x: float) -> str:
+    """delta as people write it: 1e-5, not 1e-05."""
+    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e+")
 
 
 def options(args):

@@ -1,112 +1,157 @@
-"""``dpamp calibrate``: the smallest noise, the most steps/epochs, the largest rate/batch for a
-target (epsilon, delta) (see :mod:`dpamp.accounting.calibrate`).
+"""``dpamp calibrate``: the smallest noise multiplier, the most steps/epochs, the largest sample
+rate/batch size for a target (epsilon, delta) (see :mod:`dpamp.accounting.calibrate`).
 
-    dpamp calibrate sigma  --epsilon 3 --delta 1e-5 --poisson 0.01 --steps 10000 [--method pld]
-    dpamp calibrate steps  --epsilon 3 --delta 1e-5 --sigma 1.1 --poisson 0.01
-    dpamp calibrate epochs --epsilon 3 --delta 1e-5 --sigma 1.1 --batch 256 --population 60000
-    dpamp calibrate rate   --epsilon 3 --delta 1e-5 --sigma 1.1 --steps 10000
-    dpamp calibrate batch  --epsilon 3 --delta 1e-5 --sigma 1.1 --steps 10000 --population 60000
+    dpamp calibrate noise-multiplier --epsilon 3 --delta 1e-5 --batch-size 256 \\
+                                     --dataset-size 60000 --epochs 60 [--method pld]
+    dpamp calibrate steps       --epsilon 3 --delta 1e-5 --noise-multiplier 1.1 --sample-rate 0.01
+    dpamp calibrate epochs      --epsilon 3 --delta 1e-5 --noise-multiplier 1.1 \\
+                                --batch-size 256 --dataset-size 60000 [--sampler without-replacement]
+    dpamp calibrate sample-rate --epsilon 3 --delta 1e-5 --noise-multiplier 1.1 --steps 10000
+    dpamp calibrate batch-size  --epsilon 3 --delta 1e-5 --noise-multiplier 1.1 --steps 10000 \\
+                                --dataset-size 60000
 
-Several ``--epsilon`` values calibrate each in turn (a progress bar shows on a terminal).
-Sensitivity defaults as in ``dpamp epsilon``: 1 (add/remove) for Poisson or no sampling, 2
-(substitution) for ``--batch``/``--population`` sampling without replacement.
+The words are those of ``dpamp epsilon`` (cli/_args.py): the sampler (default Poisson at rate
+B/N) sets the relation and the sensitivity of the clipped sum (1 add/remove, 2 substitution);
+``--epochs`` is ceil(E N / B) steps. ``sigma`` and ``rate`` are the older names of
+``noise-multiplier`` and ``sample-rate`` (same meaning); ``batch`` meant a batch drawn without
+replacement and is an error that says what to write now. Several ``--epsilon`` values calibrate
+each in turn (a progress bar shows on a terminal).
 """
 from __future__ import annotations
 
 import json
 
-WHAT = ("sigma", "steps", "epochs", "rate", "batch")
+WHAT = ("noise-multiplier", "steps", "epochs", "sample-rate", "batch-size", "sigma", "rate",
+        "batch")
+_SAME = {"sigma": "noise-multiplier", "rate": "sample-rate"}
 
 
-def _sampling(args):
-    import dpamp as dp
-    if args.batch is not None:
-        if args.population is None:
-            raise ValueError("--batch needs --population (sampling without replacement)")
-        return dp.WithoutReplacement(args.batch, args.population)
-    if args.poisson is not None:
-        return dp.Poisson(args.poisson)
-    return None
+def _sampling(args, what):
+    """(sampler or None, per-step scheme or None) from the flags; for what the search varies
+    (the rate, the batch size) only the sampler."""
+    from ..core import samplers
+    from ..core.sampling import Poisson
+    sized = args.batch_size is not None or args.dataset_size is not None
+    rate = args.sample_rate if args.sample_rate is not None else args.poisson
+    if args.sampler is not None:
+        smp = None if args.sampler == "none" else samplers.sampler(args.sampler)
+    else:
+        smp = samplers.sampler(samplers.DEFAULT_SAMPLER) \
+            if sized or rate is not None or what in ("sample-rate", "batch-size") else None
+    if what in ("sample-rate", "batch-size"):
+        if rate is not None or args.batch_size is not None:
+            raise ValueError(f"calibrate {what} searches the sampling: do not give "
+                             "--sample-rate or --batch-size")
+        return smp, None
+    if smp is None:
+        if sized or rate is not None:
+            raise ValueError("--batch-size / --dataset-size / --sample-rate need a sampler "
+                             "(not --sampler none)")
+        return None, None
+    if rate is not None:
+        if sized:
+            raise ValueError("give either --sample-rate or --batch-size + --dataset-size")
+        if not smp.rate_alone:
+            raise ValueError(f"sampler {smp.name!r} takes --batch-size and --dataset-size, "
+                             "not a rate")
+        return smp, Poisson(rate)
+    if args.batch_size is None or args.dataset_size is None:
+        raise ValueError(f"sampler {smp.name!r} needs --batch-size and --dataset-size"
+                         + (" (or --sample-rate)" if smp.rate_alone else ""))
+    return smp, smp.scheme(args.batch_size, args.dataset_size)
+
+
+def _noise(args, need: bool):
+    z = args.noise_multiplier if args.noise_multiplier is not None else args.sigma
+    if need and z is None:
+        raise ValueError(f"calibrate {args.what} needs --noise-multiplier")
+    if not need and z is not None:
+        raise ValueError(f"calibrate {args.what} searches the noise multiplier: do not give "
+                         "--noise-multiplier")
+    return z
 
 
 def cmd_calibrate(args):
     import dpamp as dp
     from ..accounting import calibrate as C
-    family = dp.Laplace if args.laplace else None
-    wor = args.what == "batch" or args.batch is not None
+    from ..core import samplers
+    from ..core.relations import ADD_REMOVE
     from ..core.sampling import clip_sensitivity
-    sens = args.sensitivity if args.sensitivity is not None else \
-        clip_sensitivity(dp.SUBSTITUTION if wor else dp.ADD_REMOVE)
-    common = dict(delta=args.delta, method=args.method, sensitivity=sens, family=family)
+    if args.what == "batch":
+        raise ValueError("calibrate batch is no longer accepted: it searched a batch drawn "
+                         "without replacement (substitution, sensitivity 2). Write calibrate "
+                         "batch-size (Poisson, expected batch size, add/remove), and add "
+                         "--sampler without-replacement for the old meaning")
+    what = _SAME.get(args.what, args.what)
+    args.what = what
+    smp, scheme = _sampling(args, what)
+    relation = ADD_REMOVE if smp is None else smp.relation
+    sens = args.sensitivity if args.sensitivity is not None else clip_sensitivity(relation)
+    if args.sigma is not None and args.sensitivity is None and relation is not ADD_REMOVE:
+        raise ValueError("--sigma: under substitution give --sensitivity too (a record clipped "
+                         "to norm C moves a sum by 2C), or give --noise-multiplier (noise "
+                         "relative to the clipping norm; the sensitivity then follows from the "
+                         "relation)")
+    common = dict(delta=args.delta, method=args.method, sensitivity=sens,
+                  family=dp.Laplace if args.laplace else None)
     if args.tol is not None:
         common["tol"] = args.tol
-    if args.what != "sigma" and args.epochs is not None:
-        raise ValueError(f"calibrate {args.what} does not take --epochs"
-                         + (" (use --steps)" if args.what in ("rate", "batch") else ""))
-    if args.what in ("steps", "epochs") and args.steps is not None:
-        raise ValueError(f"calibrate {args.what} searches the number of steps: do not give "
-                         "--steps")
-    if args.what in ("sigma", "steps", "epochs"):
-        if args.population is not None and args.batch is None:
-            raise ValueError("--population goes with --batch (sampling without replacement)")
-        if args.sigma is not None and args.what == "sigma":
-            raise ValueError("calibrate sigma searches sigma: do not give --sigma")
-        common["sampling"] = _sampling(args)
-    if args.what == "sigma":
+    length = args.steps is not None or args.epochs is not None
+    if what == "noise-multiplier":
+        _noise(args, need=False)
         fn = C.sigma
-        common.update(steps=args.steps, epochs=args.epochs)
-    elif args.what in ("steps", "epochs"):
-        fn = C.steps if args.what == "steps" else C.epochs
-        common.update(sigma=_need(args, "sigma"))
+        common.update(sampling=scheme, steps=samplers.count(args.steps, args.epochs, scheme,
+                                                            steps_name="--steps",
+                                                            epochs_name="--epochs"))
+    elif what in ("steps", "epochs"):
+        if length:
+            raise ValueError(f"calibrate {what} searches the length of the run: do not give "
+                             "--steps or --epochs")
+        fn = C.steps if what == "steps" else C.epochs
+        common.update(sigma=_noise(args, need=True), sampling=scheme)
     else:
+        if args.epochs is not None:
+            raise ValueError(f"calibrate {what} needs --steps (epochs depend on the rate)")
+        if args.steps is None:
+            raise ValueError(f"calibrate {what} needs --steps")
         fn = C.rate
-        if args.poisson is not None or args.batch is not None:
-            raise ValueError(f"calibrate {args.what} searches the sampling: do not give "
-                             "--poisson or --batch")
-        common.update(sigma=_need(args, "sigma"), steps=_need(args, "steps"),
-                      population=args.population)
-        if args.what == "batch":
-            if args.population is None:
-                raise ValueError("calibrate batch needs --population (the dataset size)")
-            common["scheme"] = "without_replacement"
+        common.update(sigma=_noise(args, need=True), steps=args.steps)
+        if what == "batch-size":
+            if args.dataset_size is None:
+                raise ValueError("calibrate batch-size needs --dataset-size")
+            common.update(population=args.dataset_size, scheme=smp.name.replace("-", "_"))
+        elif smp is not None and not smp.rate_alone:
+            raise ValueError(f"calibrate sample-rate is for the Poisson sampler; for "
+                             f"{smp.name!r} calibrate batch-size with --dataset-size")
     results = C.sweep(fn, "epsilon", args.epsilon, **common)
+    assumed = {"sampler": "none" if smp is None else smp.name, "relation": relation.value,
+               "sensitivity": sens, "delta": args.delta}
     if args.json:
-        out = [r.as_dict() for r in results]
+        from ._args import inputs
+        given = inputs(args, calibrate=what, epsilon=args.epsilon, delta=args.delta,
+                       method=args.method)
+        out = [{**r.as_dict(), "inputs": given, "assumed": assumed} for r in results]
         print(json.dumps(out[0] if len(out) == 1 else out))
         return
     for r in results:
         print(r)
-
-
-def _need(args, name):
-    v = getattr(args, name)
-    if v is None:
-        raise ValueError(f"calibrate {args.what} needs --{name}")
-    return v
+    print(f"assumed: sampler {assumed['sampler']}, relation "
+          f"{'add/remove' if relation is ADD_REMOVE else 'substitution'}, sensitivity "
+          f"{sens:g} ({'Laplace scale' if args.laplace else 'Gaussian noise'} relative to it)")
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("calibrate", help="smallest sigma / most steps / largest rate "
-                                                "for a target (epsilon, delta)")
-    p.add_argument("what", choices=WHAT, help="the parameter to calibrate")
+    from ._args import add_plan_args
+    p = subparsers.add_parser("calibrate", help="smallest noise multiplier / most steps or "
+                                                "epochs / largest rate or batch size for a "
+                                                "target (epsilon, delta)")
+    p.add_argument("what", choices=WHAT, help="the parameter to calibrate (sigma and rate are "
+                                              "the older names of noise-multiplier and "
+                                              "sample-rate)")
     p.add_argument("--epsilon", type=float, nargs="+", required=True,
                    help="target epsilon (several values: one calibration each)")
     p.add_argument("--delta", type=float, required=True, help="target delta")
-    p.add_argument("--sigma", type=float, default=None, help="noise (for steps/epochs/rate/"
-                                                             "batch)")
-    p.add_argument("--sensitivity", type=float, default=None)
+    add_plan_args(p)
     p.add_argument("--laplace", action="store_true",
-                   help="Laplace noise (sigma is its scale) instead of Gaussian")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--poisson", type=float, metavar="Q", help="Poisson sampling rate")
-    g.add_argument("--batch", type=int, metavar="M", help="batch size, sampling without "
-                   "replacement (needs --population)")
-    p.add_argument("--population", type=int, metavar="N", help="dataset size")
-    c = p.add_mutually_exclusive_group()
-    c.add_argument("--steps", type=int, default=None)
-    c.add_argument("--epochs", type=float, default=None)
-    p.add_argument("--method", default="auto")
-    p.add_argument("--tol", type=float, default=None, help="tolerance option of the method "
-                                                           "(PLD)")
-    p.add_argument("--json", action="store_true")
+                   help="Laplace noise (the noise multiplier is its scale) instead of Gaussian")
     p.set_defaults(func=cmd_calibrate)

@@ -1,6 +1,11 @@
 """``dpamp compare``: the plan of ``dpamp epsilon`` accounted by every applicable method.
 
-    dpamp compare --sigma 1.1 --poisson 0.0042667 --steps 14062 --delta 1e-5 [--json|--markdown]
+    dpamp compare --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 \\
+                  --delta 1e-5 [--json|--markdown]
+
+Every format states the plan as read (sampler, relation, sensitivity, steps and epochs);
+``--json`` gives the ``inputs`` as given, the plan as read (``assumed``), the mechanism as
+structured JSON (``dp.to_json``'s form, read back by ``dp.from_json``) and every method's row.
 """
 from __future__ import annotations
 
@@ -8,20 +13,26 @@ import json
 
 
 def cmd_compare(args):
-    from ._args import build_mechanism, options as _options
+    from ._args import build_stage, describe, inputs, options as _options
     from ..accounting.compare import compare_rows
-    mech = build_mechanism(args)
+    from ..io.plan import Plan
+    stage = build_stage(args)
+    mech = stage.mechanism
     rows = compare_rows(mech, args.delta, **_options(args))
+    plan = Plan((stage,), args.delta, title="The plan below", source="command line")
     if args.markdown:
         from ..io.report import markdown
-        print(markdown(rows, args.delta, mechanism=mech))
+        print(markdown(rows, args.delta, plan=plan))
         return
     if args.json:
         from ..io.report import result_dicts
-        print(json.dumps({"mechanism": repr(mech), "delta": args.delta,
-                          "results": result_dicts(rows)}))
+        from ..io.serialize import to_dict
+        print(json.dumps({"inputs": inputs(args, delta=args.delta),
+                          "assumed": dict(stage.assumed), "mechanism": to_dict(mech),
+                          "delta": args.delta, "results": result_dicts(rows)}))
         return
     from ..core._rounding import round_down, round_up
+    print(f"plan: {describe(stage, args.delta)}")
     print(f"{'method':14s} {'epsilon':>12s} {'lower':>12s} {'time':>11s}  source")
     for name, g, s in rows:
         if isinstance(g, str):

@@ -10,8 +10,17 @@ import sys
 
 #: modules that add sub-commands, in the order `dpamp --help` lists them: each defines
 #: add_parser(subparsers) -> None
-SUBCOMMAND_MODULES = tuple(f"dpamp.cli.{name}" for name in (
-    "query", "report", "methods", "compare", "calibrate", "plot", "bernoulli", "sweep"))
+SUBCOMMAND_MODULES = (
+    "dpamp.cli.query",
+    "dpamp.cli.dpsgd",
+    "dpamp.cli.report",
+    "dpamp.cli.methods",
+    "dpamp.cli.compare",
+    "dpamp.cli.calibrate",
+    "dpamp.cli.plot",
+    "dpamp.cli.bernoulli",
+    "dpamp.cli.sweep",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

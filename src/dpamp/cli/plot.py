@@ -1,9 +1,11 @@
 """``dpamp plot``: figures of a plan (needs the ``plot`` extra: matplotlib).
 
     dpamp plot epsilon-vs-steps --plan PLAN.toml -o eps.png
-    dpamp plot profile  --sigma 1.1 --poisson 0.0042667 --steps 14062 -o profile.svg
-    dpamp plot rdp      --sigma 1.1 --poisson 0.0042667 --steps 14062 -o rdp.png
-    dpamp plot tradeoff --sigma 2 -o tradeoff.png
+    dpamp plot epsilon-vs-steps --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 \\
+                                --epochs 60 -o eps.png
+    dpamp plot profile  --noise-multiplier 1.1 --sample-rate 0.0042667 --steps 14062 -o p.svg
+    dpamp plot rdp      --noise-multiplier 1.1 --sample-rate 0.0042667 --steps 14062 -o rdp.png
+    dpamp plot tradeoff --noise-multiplier 2 --steps 1 -o tradeoff.png
     dpamp plot frontier results.jsonl -o frontier.png   # a sweep's results (dpamp sweep)
 
 The plan comes from ``--plan`` (a TOML plan, docs/plans.md) or from the flags of
@@ -40,27 +42,33 @@ def cmd_plot(args):
     if args.results is not None:
         raise ValueError("a results file is for 'dpamp plot frontier RESULTS' only")
     from ..io._files import check_target
-    from ._args import build_mechanism, options as _options
+    from ._args import build_stage, describe, inputs, plan_given, options as _options
     from ..io.plot import _check_output
     from ..io import plot
     out = check_target(_check_output(args.output))
     options = _options(args)
     delta = args.delta
     if args.plan is not None:
-        if args.sigma is not None:
-            raise ValueError("give either --plan or --sigma (with its flags), not both")
+        if plan_given(args):
+            raise ValueError("give either --plan or the plan's flags (--noise-multiplier, ...), "
+                             "not both")
         from ..io.plan import load_plan
         p = load_plan(args.plan)
         x = p.mechanism
         delta = p.delta if delta is None else delta
         options = {**p.options, **options}
         methods = p.methods
+        stated = {"plan": p.as_dict()}
     else:
-        if args.sigma is None:
-            raise ValueError("give --plan PLAN.toml or --sigma (with --poisson/--batch, "
-                             "--steps)")
-        x = build_mechanism(args)
+        if not plan_given(args):
+            raise ValueError("give --plan PLAN.toml or the plan's flags (--noise-multiplier Z, "
+                             "--batch-size B --dataset-size N, --epochs E or --steps T)")
+        stage = build_stage(args)
+        x = stage.mechanism
         methods = None
+        stated = {"inputs": inputs(args), "assumed": dict(stage.assumed)}
+        if not args.json:
+            print(f"plan: {describe(stage)}", file=sys.stderr)
     delta = 1e-5 if delta is None else delta
     if args.methods:
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -73,8 +81,8 @@ def cmd_plot(args):
         data = plot.rdp(x, output=out)
     else:
         data = plot.tradeoff(x, method=args.method, output=out, **options)
-    if args.json:
-        print(json.dumps(_jsonable(data)))
+    if args.json:  # the plotted data, and the plan it is of
+        print(json.dumps(_jsonable({**data, **stated} if isinstance(data, dict) else data)))
     else:
         print(f"figure: {out} ({args.kind})", file=sys.stderr)
 
@@ -87,9 +95,6 @@ def add_parser(subparsers) -> None:
                    help="frontier: the results file of `dpamp sweep` (.jsonl or .csv)")
     p.add_argument("--plan", metavar="PLAN.toml", default=None, help="a TOML plan")
     _add_plan_args(p)
-    for action in p._actions:  # --sigma is optional here: --plan may describe the plan
-        if action.dest == "sigma":
-            action.required = False
     p.add_argument("--delta", type=float, default=None,
                    help="delta for epsilon-vs-steps (default: the plan's, else 1e-5)")
     p.add_argument("--methods", default=None,

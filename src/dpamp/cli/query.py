@@ -1,40 +1,52 @@
 """``dpamp epsilon`` and ``dpamp delta``: one query of one plan.
 
-    dpamp epsilon --sigma 1.1 --poisson 0.0042667 --steps 14062 --delta 1e-5 [--method rdp] [--json]
-    dpamp delta   --sigma 1.1 --batch 256 --population 60000 --steps 14062 --epsilon 2.0
+    dpamp epsilon --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 \\
+                  --delta 1e-5 [--sampler poisson] [--method rdp] [--json]
+    dpamp delta   --noise-multiplier 1.1 --batch-size 256 --dataset-size 60000 --epochs 60 \\
+                  --epsilon 2.0 --sampler without-replacement
+
+The answer is followed by what was assumed (mechanism and sensitivity, sampler and rate, steps
+and epochs, relation, delta); ``--json`` prints the Guarantee's fields, the ``inputs`` as given
+and the plan as read (``assumed``).
 """
 from __future__ import annotations
 
 import json
 import time
 
-from ._args import add_plan_args, build_mechanism, options
+from ._args import add_plan_args, build_stage, describe, fmt_delta, inputs, options
 
 
-def _print_guarantee(g, as_json: bool, seconds: float):
-    if as_json:
+def print_guarantee(g, args, stage, seconds: float, **query):
+    if args.json:
         d = g.as_dict()
-        d["seconds"] = seconds
+        d.update(query=g.query, seconds=seconds, inputs=inputs(args, **query),
+                 assumed=dict(stage.assumed))
         print(json.dumps(d))
-    else:
-        from ..core._rounding import round_down, round_up
-        low = "" if g.lower is None else f"  lower bound {round_down(g.lower, 6)}"
-        print(f"epsilon {round_up(g.epsilon, 6)}  delta {round_up(g.delta, 6)}{low}  "
-              f"method {g.method}  ({seconds * 1e3:.2f} ms)")
+        return
+    from ..core._rounding import round_down, round_up
+    low = "" if g.lower is None else f"  lower bound {round_down(g.lower, 6)}"
+    # the given value as given; the computed one rounded up (a weaker, still proven claim)
+    delta = fmt_delta(g.delta) if g.query == "epsilon" else round_up(g.delta, 6)
+    print(f"epsilon {round_up(g.epsilon, 6)}  delta {delta}{low}  "
+          f"method {g.method}  ({seconds * 1e3:.2f} ms)")
+    print(f"assumed: {describe(stage)}")
 
 
 def cmd_epsilon(args):
-    mech = build_mechanism(args)
+    stage = build_stage(args)
     t0 = time.perf_counter()
-    g = mech.epsilon(args.delta, method=args.method, **options(args))
-    _print_guarantee(g, args.json, time.perf_counter() - t0)
+    g = stage.mechanism.epsilon(args.delta, method=args.method, **options(args))
+    print_guarantee(g, args, stage, time.perf_counter() - t0, delta=args.delta,
+                    method=args.method)
 
 
 def cmd_delta(args):
-    mech = build_mechanism(args)
+    stage = build_stage(args)
     t0 = time.perf_counter()
-    g = mech.delta(args.epsilon, method=args.method, **options(args))
-    _print_guarantee(g, args.json, time.perf_counter() - t0)
+    g = stage.mechanism.delta(args.epsilon, method=args.method, **options(args))
+    print_guarantee(g, args, stage, time.perf_counter() - t0, epsilon=args.epsilon,
+                    method=args.method)
 
 
 def add_parser(sub) -> None:

@@ -4,12 +4,15 @@
     [[stage]]
     mechanism = "gaussian"
     noise_multiplier = 1.1
-    sampling = "poisson"
+    sampler = "poisson"
     batch_size = 256
     dataset_size = 60000
     epochs = 60
 
-The full format is documented in docs/plans.md. ``load_plan`` reads and validates a whole plan
+The full format is documented in docs/plans.md. The words are DP-SGD's, the same as on the
+command line and in ``dp.dpsgd``: a sampler from core/samplers.py's table (Poisson at rate
+batch_size / dataset_size when none is named), its relation and the sensitivity of a clipped
+sum under it, and ``epochs`` counted as ceil(epochs x dataset_size / batch_size) steps. ``load_plan`` reads and validates a whole plan
 before anything is computed or written; every error names the stage (1-based) and the key:
 ``plan.toml: stage 2, key 'rate': must be in (0, 1] (got 3)``.
 """
@@ -17,13 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 import os
 import sys
 from fractions import Fraction
 
 from ..core import _validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation
+from ..core import samplers
+from ..core import sampling as smp
 from ..core.sampling import clip_sensitivity
 from ._files import read_text
 
@@ -32,7 +36,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["Plan", "Stage", "PlanError", "load_plan", "parse_plan", "default_plan",
+__all__ = ["Plan", "Stage", "PlanError", "load_plan", "parse_plan", "parse_stage", "default_plan",
            "DEFAULT_PLAN_PATH"]
 
 
@@ -49,34 +53,33 @@ _MECHANISM_KEYS = {
     "zcdp": ("rho",),
     "eps_delta": ("epsilon", "delta"),
 }
-_SAMPLING_KEYS = {
-    "none": (),
-    "poisson": ("rate", "batch_size", "dataset_size"),
-    "without_replacement": ("batch_size", "dataset_size"),
-    "with_replacement": ("batch_size", "dataset_size"),
-}
-_COMMON_KEYS = ("name", "mechanism", "sampling", "relation", "steps", "epochs")
+#: the sampling words of a stage; "sampling" and "rate" are the older spellings of "sampler"
+#: and "sample_rate" (same meaning); the samplers themselves are core/samplers.py's table
+_SAMPLING_WORDS = ("sampler", "sampling", "sample_rate", "rate", "batch_size", "dataset_size")
+_COMMON_KEYS = ("name", "mechanism", "relation", "steps", "epochs")
 _TOP_KEYS = ("title", "delta", "methods", "tol", "stage")
-_ALL_STAGE_KEYS = sorted(set(_COMMON_KEYS).union(*_MECHANISM_KEYS.values(),
-                                                 *_SAMPLING_KEYS.values()))
+_ALL_STAGE_KEYS = sorted(set(_COMMON_KEYS + _SAMPLING_WORDS).union(*_MECHANISM_KEYS.values()))
 
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
-    """One stage of a plan: ``step`` run ``steps`` times; ``params`` are the keys as written."""
+    """One stage of a plan: ``step`` run ``steps`` times; ``params`` are the keys as written,
+    ``assumed`` what they were read as (sampler, relation, sensitivity, rate, steps, epochs)."""
 
     name: str
     step: object  # a dpamp Mechanism: one step of this stage
     steps: int
     params: dict = dataclasses.field(compare=False, hash=False)
+    assumed: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     @property
     def mechanism(self):
         return self.step * self.steps
 
     def describe(self) -> dict:
-        """Human-readable columns: mechanism, sampling, steps, relation."""
-        return _describe_stage(self.params, self.steps, self.step.relation)
+        """Human-readable columns: mechanism (with its sensitivity), sampling (the sampler and
+        its rate), steps (and epochs), relation."""
+        return _describe_stage(self.params, self.assumed, self.steps, self.step.relation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,30 +117,35 @@ class Plan:
         return {} if self.tol is None else {"tol": self.tol}
 
     def as_dict(self) -> dict:
+        """The plan as JSON: each stage's keys as written, its steps, and under "assumed" what
+        they were read as (sampler, relation, sensitivity, sample rate, steps, epochs)."""
         return {"title": self.title, "delta": self.delta, "source": self.source,
                 "relation": str(self.relation),
                 "methods": None if self.methods is None else list(self.methods),
-                "stages": [{**s.params, "name": s.name, "steps": s.steps} for s in self.stages]}
+                "stages": [{**s.params, "name": s.name, "steps": s.steps,
+                            "assumed": dict(s.assumed)} for s in self.stages]}
 
 
 # --- reading ---------------------------------------------------------------------------------
 
-def _where(stage: int | None, key: str | None) -> str:
-    parts = []
-    if stage is not None:
-        parts.append(f"stage {stage}")
-    if key is not None:
-        parts.append(f"key {key!r}")
-    return ", ".join(parts)
-
-
 class _Reader:
-    def __init__(self, origin: str):
-        self.origin = origin
+    """Errors name the origin, the stage and the key, as a TOML key (``key 'batch_size'``) or,
+    for a stage given on the command line, as its flag (``--batch-size``)."""
+
+    def __init__(self, origin: str, cli: bool = False):
+        self.origin, self.cli = origin, cli
+
+    def k(self, key: str) -> str:
+        return "--" + key.replace("_", "-") if self.cli else repr(key)
 
     def fail(self, stage, key, msg):
-        where = _where(stage, key)
-        raise PlanError(f"{self.origin}: {where + ': ' if where else ''}{msg}")
+        if self.cli:
+            where = "" if key is None else self.k(key)
+        else:
+            where = ", ".join(([f"stage {stage}"] if stage is not None else []) +
+                              ([f"key {key!r}"] if key is not None else []))
+        origin = f"{self.origin}: " if self.origin else ""
+        raise PlanError(f"{origin}{where + ': ' if where else ''}{msg}")
 
     def check(self, stage, key, fn, *args, **kw):
         """Run a _validate helper and re-label its error with the stage and key."""
@@ -151,7 +159,7 @@ class _Reader:
 
     def unknown(self, stage, key, allowed, what):
         close = difflib.get_close_matches(key, allowed, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = f" (did you mean {self.k(close[0])}?)" if close else ""
         self.fail(stage, key, f"unknown key{hint}; {what}: {', '.join(sorted(allowed))}")
 
 
@@ -231,160 +239,196 @@ def _check_methods(r, methods):
     return tuple(methods)
 
 
+def parse_stage(s: dict, origin: str = "command line", cli: bool = True, index: int = 1) -> Stage:
+    """One stage from its keys (the TOML words, e.g. ``{"mechanism": "gaussian",
+    "noise_multiplier": 1.1, "batch_size": 256, "dataset_size": 60000, "epochs": 60}``); with
+    ``cli`` its errors name the keys as command-line flags. The command line, ``dp.dpsgd`` and
+    plan files all read a stage here, so a word means one thing everywhere."""
+    if not isinstance(s, dict):
+        raise PlanError(f"{origin}: a stage must be a table of keys")
+    return _parse_stage(_Reader(origin, cli), index, s)
+
+
+def _one_of(r, i, s, *keys, needed=True):
+    """The one key of ``keys`` present in ``s`` (None if none and not ``needed``)."""
+    given = [k for k in keys if k in s]
+    if len(given) > 1:
+        r.fail(i, given[1], f"give only one of {', '.join(map(r.k, keys))}")
+    if not given and needed:
+        r.fail(i, keys[0], f"missing: give one of {', '.join(map(r.k, keys))}")
+    return given[0] if given else None
+
+
 def _parse_stage(r: _Reader, i: int, s: dict) -> Stage:
-    from .. import mechanisms as mech
-    from ..core import sampling as smp
     for key in s:
         if key not in _ALL_STAGE_KEYS:
             r.unknown(i, key, _ALL_STAGE_KEYS, "stage keys are")
     name = s.get("name", f"stage {i}")
     if not isinstance(name, str):
         r.fail(i, "name", f"must be a string (got {name!r})")
-
     kind = s.get("mechanism")
     if kind is None:
         r.fail(i, "mechanism", f"missing; one of {', '.join(_MECHANISM_KEYS)}")
     if kind not in _MECHANISM_KEYS:
         r.fail(i, "mechanism", f"must be one of {', '.join(_MECHANISM_KEYS)} (got {kind!r})")
-    scheme_kind = s.get("sampling", "none")
-    if scheme_kind not in _SAMPLING_KEYS:
-        r.fail(i, "sampling", f"must be one of {', '.join(_SAMPLING_KEYS)} "
-                              f"(got {scheme_kind!r})")
-    # keys that belong to neither the mechanism nor the sampling scheme chosen
-    mine = set(_COMMON_KEYS) | set(_MECHANISM_KEYS[kind]) | set(_SAMPLING_KEYS[scheme_kind])
-    for key in s:
-        if key not in mine:
-            if any(key in keys for keys in _SAMPLING_KEYS.values()):
-                what = f"sampling {scheme_kind!r}"
-                allowed = _SAMPLING_KEYS[scheme_kind]
-            else:
-                what = f"mechanism {kind!r}"
-                allowed = _MECHANISM_KEYS[kind]
-            r.fail(i, key, f"not a parameter of {what} (its keys: "
-                           f"{', '.join(allowed) if allowed else 'none'})")
-
-    # the relation: given, or the one the sampling scheme needs
-    needs = {"none": ADD_REMOVE, "poisson": ADD_REMOVE, "without_replacement": SUBSTITUTION,
-             "with_replacement": SUBSTITUTION}[scheme_kind]
-    relation = needs
-    if "relation" in s:
-        rel = s["relation"]
-        if rel not in ("add_remove", "substitution"):
-            r.fail(i, "relation", f"must be 'add_remove' or 'substitution' (got {rel!r})")
-        relation = Relation(rel)
-        if scheme_kind in ("without_replacement", "with_replacement") and relation is ADD_REMOVE:
-            r.fail(i, "relation", f"sampling {scheme_kind!r} needs the substitution relation "
-                   "(replace one record; the dataset size is public); use sampling = "
-                   "'poisson' for add/remove")
-
-    def need(key):
-        if key not in s:
-            r.fail(i, key, f"missing: mechanism {kind!r} needs it")
-        return s[key]
-
-    def one_of(*keys):
-        given = [k for k in keys if k in s]
-        if len(given) != 1:
-            if not given:
-                r.fail(i, keys[0], f"missing: mechanism {kind!r} needs one of "
-                                   f"{', '.join(map(repr, keys))}")
-            r.fail(i, given[1], f"give only one of {', '.join(map(repr, keys))}")
-        return given[0]
-
-    # one step of the mechanism, under ``relation``
-    if kind in ("gaussian", "laplace"):
-        scale_key = "sigma" if kind == "gaussian" else "scale"
-        key = one_of("noise_multiplier", scale_key)
-        value = r.check(i, key, V.positive, s[key])
-        if key == "noise_multiplier":
-            if "sensitivity" in s:
-                r.fail(i, "sensitivity", f"not used with 'noise_multiplier' (the noise is "
-                       f"relative to the clipping norm); give {scale_key!r} and 'sensitivity'")
-            # a record of norm <= C moves a sum by C (add/remove) or 2C (substitution)
-            sens = clip_sensitivity(relation)
-        else:
-            sens = r.check(i, "sensitivity", V.positive, s.get("sensitivity", 1.0))
-        cls = mech.Gaussian if kind == "gaussian" else mech.Laplace
-        step = cls(value, sensitivity=sens, relation=relation)
-    elif kind == "randomized_response":
-        key = one_of("p", "epsilon")
-        if key == "p":
-            p = r.check(i, "p", V.probability, s["p"], low_open=True, high_open=True)
-            step = mech.RandomizedResponse(p, relation=relation)
-        else:
-            e = r.check(i, "epsilon", V.nonnegative, s["epsilon"])
-            try:
-                step = mech.RandomizedResponse.from_epsilon(e, relation=relation)
-            except ValueError as err:
-                r.fail(i, "epsilon", str(err))
-    elif kind == "pure_dp":
-        step = mech.PureDP(r.check(i, "epsilon", V.nonnegative, need("epsilon")),
-                           relation=relation)
-    elif kind == "zcdp":
-        step = mech.ZCDP(r.check(i, "rho", V.nonnegative, need("rho")), relation=relation)
-    else:  # eps_delta
-        from ..mechanisms.eps_delta import EpsDelta
-        e = r.check(i, "epsilon", V.nonnegative, need("epsilon"))
-        d = r.check(i, "delta", V.real, need("delta"), low=0.0, high=1.0, high_open=True)
-        step = EpsDelta(e, d, relation=relation)
-
-    # the sampling scheme; rate_exact is the sampling rate as an exact fraction (for epochs)
-    rate_exact = None
-    if scheme_kind == "poisson":
-        if "rate" in s:
-            for k in ("batch_size", "dataset_size"):
-                if k in s:
-                    r.fail(i, k, "give either 'rate' or 'batch_size' + 'dataset_size'")
-            q = r.check(i, "rate", V.probability, s["rate"], low_open=True)
-            rate_exact = Fraction(repr(q))
-        else:
-            m, n = _batch(r, i, s, "poisson")
-            q = m / n
-            rate_exact = Fraction(m, n)
-        scheme = smp.Poisson(q, relation=relation)
-    elif scheme_kind in ("without_replacement", "with_replacement"):
-        m, n = _batch(r, i, s, scheme_kind)
-        cls = smp.WithoutReplacement if scheme_kind == "without_replacement" else \
-            smp.WithReplacement
-        scheme = cls(m, n)
-        rate_exact = Fraction(m, n)
-    else:
-        scheme = None
+    for key in s:  # a key of another mechanism
+        if key not in _COMMON_KEYS + _SAMPLING_WORDS and key not in _MECHANISM_KEYS[kind]:
+            r.fail(i, key, f"not a parameter of mechanism {kind!r} (its keys: "
+                           f"{', '.join(_MECHANISM_KEYS[kind])})")
+    sampler = _sampler_of(r, i, s)
+    relation = _relation_of(r, i, s, sampler)
+    step, assumed = _mechanism_of(r, i, s, kind, relation)
+    scheme, rate, sizes = _scheme_of(r, i, s, sampler, relation)
     if scheme is not None:
         try:
             step = step.subsample(scheme)
         except ValueError as e:
             r.fail(i, "relation", str(e))
-
-    # how many times
-    if "steps" in s and "epochs" in s:
-        r.fail(i, "epochs", "give either 'steps' or 'epochs'")
-    if "epochs" in s:
-        if rate_exact is None:
-            r.fail(i, "epochs", "needs a sampling scheme with a rate (one epoch = 1/rate steps); "
-                                "give 'steps' instead")
-        epochs = r.check(i, "epochs", V.positive, s["epochs"])
-        # floor(epochs / rate) in exact decimal arithmetic, so that e.g. 0.3 epochs at rate
-        # 0.1 is 3 steps (in floating point 0.3 / 0.1 = 2.9999999999999996)
-        steps = math.floor(Fraction(repr(epochs)) / rate_exact)
-        if steps < 1:
-            r.fail(i, "epochs", f"{epochs:g} epochs at rate {float(rate_exact):g} is less than "
-                                "one step")
-    else:
-        steps = r.check(i, "steps", V.integer, s.get("steps", 1), low=1)
+    steps = _steps_of(r, i, s, scheme)
+    assumed.update(sampler="none" if sampler is None else sampler.name,
+                   relation=relation.value, **sizes)
+    if scheme is not None:
+        assumed["sample_rate"] = float(rate)
+    assumed.update(steps=steps, epochs=samplers.epochs_of_steps(steps, rate))
     params = {k: v for k, v in s.items() if k != "name"}
-    return Stage(name, step, steps, params)
+    return Stage(name, step, steps, params, assumed)
 
 
-def _batch(r, i, s, scheme_kind):
+def _sampler_of(r, i, s):
+    """The stage's sampler (core/samplers.py), None for no sampling: the one named by
+    'sampler' (or its older spelling 'sampling'), else Poisson when a batch size or a rate is
+    given (as in opacus, dp-accounting and TF-Privacy), else none."""
+    key = _one_of(r, i, s, "sampler", "sampling", needed=False)
+    if key is None:
+        sized = any(k in s for k in ("batch_size", "dataset_size", "sample_rate", "rate"))
+        return samplers.sampler(samplers.DEFAULT_SAMPLER) if sized else None
+    if s[key] == "none":
+        for k in ("batch_size", "dataset_size", "sample_rate", "rate"):
+            if k in s:
+                r.fail(i, k, f"not used without a sampler ({r.k(key)} is 'none')")
+        return None
+    try:
+        return samplers.sampler(s[key])
+    except ValueError as e:
+        r.fail(i, key, f"must be 'none' or one of {', '.join(map(repr, samplers.SAMPLERS))}"
+                       f" ({str(e).rpartition('(')[2][:-1]})")
+
+
+def _relation_of(r, i, s, sampler) -> Relation:
+    """The relation given, or the one the sampler's guarantee is under (add/remove without
+    sampling). Poisson sampling may be restated under substitution (000 Thm 14)."""
+    needs = ADD_REMOVE if sampler is None else sampler.relation
+    if "relation" not in s:
+        return needs
+    rel = s["relation"]
+    if rel not in ("add_remove", "substitution"):
+        r.fail(i, "relation", f"must be 'add_remove' or 'substitution' (got {rel!r})")
+    relation = Relation(rel)
+    if needs is SUBSTITUTION and relation is ADD_REMOVE:
+        r.fail(i, "relation", f"sampler {sampler.name!r} needs the substitution relation "
+               "(replace one record; the dataset size is public); use the 'poisson' sampler "
+               "for add/remove")
+    return relation
+
+
+def _mechanism_of(r, i, s, kind, relation):
+    """One step of the mechanism under ``relation``, and what was assumed of it."""
+    from .. import mechanisms as mech
+    if kind in ("gaussian", "laplace"):
+        scale_key = "sigma" if kind == "gaussian" else "scale"
+        key = _one_of(r, i, s, "noise_multiplier", scale_key)
+        value = r.check(i, key, V.positive, s[key])
+        if key == "noise_multiplier":
+            if "sensitivity" in s:
+                r.fail(i, "sensitivity", f"not used with {r.k('noise_multiplier')} (the noise "
+                       f"is relative to the clipping norm); give {r.k(scale_key)} and "
+                       f"{r.k('sensitivity')}")
+            # a record of norm <= C moves a sum by C (add/remove) or 2C (substitution)
+            sens = clip_sensitivity(relation)
+        elif "sensitivity" in s:
+            sens = r.check(i, "sensitivity", V.positive, s["sensitivity"])
+        elif relation is SUBSTITUTION:
+            # sigma alone once meant a noise multiplier (sensitivity 2) on the command line and
+            # the noise with sensitivity 1 in plans: neither is assumed any more
+            r.fail(i, scale_key, f"under substitution give {r.k('sensitivity')} too (a "
+                   f"record clipped to norm C moves a sum by 2C), or give "
+                   f"{r.k('noise_multiplier')} (noise relative to the clipping norm; the "
+                   "sensitivity then follows from the relation)")
+        else:
+            sens = 1.0
+        cls = mech.Gaussian if kind == "gaussian" else mech.Laplace
+        return cls(value, sensitivity=sens, relation=relation), \
+            {"mechanism": kind, key: value, "sensitivity": sens}
+    if kind == "randomized_response":
+        key = _one_of(r, i, s, "p", "epsilon")
+        if key == "p":
+            p = r.check(i, "p", V.probability, s["p"], low_open=True, high_open=True)
+            return mech.RandomizedResponse(p, relation=relation), {"mechanism": kind, "p": p}
+        e = r.check(i, "epsilon", V.nonnegative, s["epsilon"])
+        try:
+            return mech.RandomizedResponse.from_epsilon(e, relation=relation), \
+                {"mechanism": kind, "epsilon": e}
+        except ValueError as err:
+            r.fail(i, "epsilon", str(err))
+    need = {"pure_dp": ("epsilon",), "zcdp": ("rho",), "eps_delta": ("epsilon", "delta")}[kind]
+    for key in need:
+        if key not in s:
+            r.fail(i, key, f"missing: mechanism {kind!r} needs it")
+    if kind == "pure_dp":
+        e = r.check(i, "epsilon", V.nonnegative, s["epsilon"])
+        return mech.PureDP(e, relation=relation), {"mechanism": kind, "epsilon": e}
+    if kind == "zcdp":
+        rho = r.check(i, "rho", V.nonnegative, s["rho"])
+        return mech.ZCDP(rho, relation=relation), {"mechanism": kind, "rho": rho}
+    from ..mechanisms.eps_delta import EpsDelta
+    e = r.check(i, "epsilon", V.nonnegative, s["epsilon"])
+    d = r.check(i, "delta", V.real, s["delta"], low=0.0, high=1.0, high_open=True)
+    return EpsDelta(e, d, relation=relation), {"mechanism": kind, "epsilon": e, "delta": d}
+
+
+def _scheme_of(r, i, s, sampler, relation):
+    """(per-step sampling scheme or None, exact rate, {batch_size, dataset_size} given)."""
+    if sampler is None:
+        return None, Fraction(1), {}
+    rate_key = _one_of(r, i, s, "sample_rate", "rate", needed=False)
+    if rate_key is not None:
+        if not sampler.rate_alone:
+            r.fail(i, rate_key, f"sampler {sampler.name!r} takes {r.k('batch_size')} and "
+                                f"{r.k('dataset_size')}, not a rate")
+        for k in ("batch_size", "dataset_size"):
+            if k in s:
+                r.fail(i, k, f"give either {r.k(rate_key)} or {r.k('batch_size')} + "
+                             f"{r.k('dataset_size')}")
+        q = r.check(i, rate_key, V.probability, s[rate_key], low_open=True)
+        return smp.Poisson(q, relation=relation), samplers.exact(q), {}
     for k in ("batch_size", "dataset_size"):
         if k not in s:
-            r.fail(i, k, f"missing: sampling {scheme_kind!r} needs 'batch_size' and "
-                         "'dataset_size'" + (" (or 'rate')" if scheme_kind == "poisson" else ""))
+            alt = f" (or {r.k('sample_rate')})" if sampler.rate_alone else ""
+            r.fail(i, k, f"missing: sampler {sampler.name!r} needs {r.k('batch_size')} and "
+                         f"{r.k('dataset_size')}{alt}")
     n = r.check(i, "dataset_size", V.integer, s["dataset_size"], low=1)
-    high = n if scheme_kind != "with_replacement" else None
+    high = None if sampler.name == "with-replacement" else n
     m = r.check(i, "batch_size", V.integer, s["batch_size"], low=1, high=high)
-    return m, n
+    if relation is not sampler.relation:  # Poisson restated under substitution
+        scheme = smp.Poisson(m / n, relation=relation)
+    else:
+        scheme = sampler.scheme(m, n)
+    return scheme, Fraction(m, n), {"batch_size": m, "dataset_size": n}
+
+
+def _steps_of(r, i, s, scheme) -> int:
+    """The stage's steps from 'steps' or 'epochs' (both: they must agree): core/samplers.py's
+    count, ceil(epochs x N / B) in exact arithmetic."""
+    steps = r.check(i, "steps", V.integer, s["steps"], low=1) if "steps" in s else None
+    epochs = r.check(i, "epochs", V.positive, s["epochs"]) if "epochs" in s else None
+    if steps is None and epochs is None:
+        r.fail(i, "steps", f"missing: give {r.k('steps')} (the number of steps; 1 for a "
+                           f"single release) or {r.k('epochs')} (passes over the dataset)")
+    try:
+        names = ("--steps", "--epochs") if r.cli else ("steps", "epochs")
+        return samplers.count(steps, epochs, scheme, steps_name=names[0], epochs_name=names[1])
+    except ValueError as e:
+        r.fail(i, "epochs", str(e))
 
 
 # --- describing ----------------------------------------------------------------------------
@@ -393,16 +437,18 @@ def _g(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def _describe_stage(p: dict, steps: int, relation: Relation) -> dict:
+def _describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     kind = p["mechanism"]
     if kind in ("gaussian", "laplace"):
         name = "Gaussian" if kind == "gaussian" else "Laplace"
+        norm = "L2" if kind == "gaussian" else "L1"
+        sens = a.get("sensitivity", p.get("sensitivity", 1.0))
         if "noise_multiplier" in p:
             mech = f"{name}, noise multiplier {_g(p['noise_multiplier'])}"
         else:
             key = "sigma" if kind == "gaussian" else "scale"
-            mech = (f"{name}, {'σ' if kind == 'gaussian' else 'scale'} {_g(p[key])}, "
-                    f"sensitivity {_g(p.get('sensitivity', 1.0))}")
+            mech = f"{name}, {'σ' if kind == 'gaussian' else 'scale'} {_g(p[key])}"
+        mech += f", {norm} sensitivity {_g(float(sens))}"
     elif kind == "randomized_response":
         mech = ("randomized response, " +
                 (f"p = {_g(p['p'])}" if "p" in p else f"ε = {_g(p['epsilon'])}"))
@@ -412,19 +458,18 @@ def _describe_stage(p: dict, steps: int, relation: Relation) -> dict:
         mech = f"ρ-zCDP mechanism, ρ = {_g(p['rho'])}"
     else:
         mech = f"(ε, δ)-DP mechanism, ε = {_g(p['epsilon'])}, δ = {_g(p['delta'])}"
-    sk = p.get("sampling", "none")
-    if sk == "none":
+    sampler = a.get("sampler", "none")
+    if sampler == "none":
         samp = "none (full dataset)"
-    elif sk == "poisson":
-        if "rate" in p:
-            samp = f"Poisson, rate {_g(p['rate'])}"
-        else:
-            samp = (f"Poisson, rate {p['batch_size']}/{p['dataset_size']} "
-                    f"≈ {p['batch_size'] / p['dataset_size']:.6g}")
+    elif "batch_size" in a:
+        b, n = a["batch_size"], a["dataset_size"]
+        samp = (f"{sampler}, rate {b}/{n} ≈ {b / n:.6g}" if sampler == "poisson" else
+                f"{sampler}, {b} of {n}")
     else:
-        how = "without" if sk == "without_replacement" else "with"
-        samp = f"{p['batch_size']} of {p['dataset_size']}, {how} replacement"
-    count = f"{steps} steps" + (f" ({_g(p['epochs'])} epochs)" if "epochs" in p else "")
+        samp = f"{sampler}, rate {_g(a['sample_rate'])}"
+    count = f"{steps} step{'s' if steps != 1 else ''}"
+    if "epochs" in p:
+        count += f" ({_g(p['epochs'])} epoch{'s' if p['epochs'] != 1 else ''})"
     return {"mechanism": mech, "sampling": samp, "steps": count,
             "relation": "add/remove" if relation is ADD_REMOVE else "substitution"}
 
@@ -436,7 +481,7 @@ DEFAULT_PLAN_PATH = os.path.join(os.path.dirname(__file__), "data", "default_pla
 
 def default_plan() -> Plan:
     """The plan of ``make run``: DP-SGD, Poisson rate 256/60000, noise multiplier 1.1,
-    60 epochs (= floor(60 * 60000 / 256) = 14062 steps), delta 1e-5."""
+    60 epochs (= ceil(60 * 60000 / 256) = 14063 steps), delta 1e-5."""
     from importlib import resources
     try:
         text = resources.files("dpamp").joinpath("data", "default_plan.toml").read_text("utf-8")

@@ -1,0 +1,162 @@
+"""Samplers by name, and how epochs become steps: the one table behind ``--sampler`` on the
+command line, ``sampler =`` in a TOML plan and ``dp.dpsgd(sampler=...)``.
+
+DP-SGD's vocabulary (opacus, dp-accounting, TF-Privacy) is a noise multiplier z, a batch size
+B, a dataset size N, epochs and a sampler. Each step adds Gaussian noise of standard deviation
+z·C to a sum of per-record gradients clipped to norm C; the sampler says how the step's batch is
+drawn, and with it the neighbouring relation the guarantee is under and the sensitivity of the
+clipped sum (C under add/remove: one record more or less; 2C under substitution: one record
+replaced):
+
+| name                  | each step                            | relation     | sensitivity | source |
+|-----------------------|--------------------------------------|--------------|-------------|--------|
+| "poisson" (default)   | every record independently, rate B/N | add/remove   | 1 (x C)     | 004 Thm 34, 000 Thm 8 |
+| "without-replacement" | a uniform subset of exactly B of N   | substitution | 2 (x C)     | 003 Thms 9, 19; 000 Thm 9 |
+| "with-replacement"    | B draws with replacement from N      | substitution | 2 (x C)     | 000 Thm 10 |
+
+Poisson sampling at rate B/N is what opacus, dp-accounting and TF-Privacy account for; the
+others are asked for by name. ``_`` and ``-`` are the same in a name ("without_replacement").
+A sampler is one entry of :data:`SAMPLERS`: a name, the relation, and a function of (B, N)
+that returns the per-step sampling scheme (a :class:`~dpamp.core.sampling.SamplingScheme`);
+samplers defined by other schemes of ``core/sampling.py`` (random allocation, shuffling) are
+entries of the same shape, and every caller (CLI, plans, ``dp.dpsgd``) offers them at once.
+
+**Epochs to steps** (:func:`count`): one epoch is N/B steps (1/q for a rate q alone; one step
+when nothing is sampled), and E epochs are ``ceil(E · N / B)`` steps, computed in exact rational
+arithmetic: a fractional last epoch counts as whole steps, the partial one included (TF-Privacy's
+``compute_dp_sgd_privacy`` counts the same way). Rounding up never under-counts the steps run,
+so the guarantee stays an upper bound. A float stands for the simplest fraction that rounds to
+it (:func:`exact`): 0.768 is 96/125, and the double nearest 256/60000 is 8/1875, so
+``dp.Poisson(256 / 60000)`` and ``batch_size = 256, dataset_size = 60000`` give the same steps
+(for every dataset size up to 2^26 the simplest fraction is B/N itself: two fractions with
+denominators below 2^26 are more than an ulp apart).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+from typing import Callable
+
+from . import _validate as V
+from .relations import ADD_REMOVE, SUBSTITUTION, Relation
+from .sampling import Poisson, SamplingScheme, WithReplacement, WithoutReplacement, \
+    clip_sensitivity
+
+__all__ = ["Sampler", "SAMPLERS", "DEFAULT_SAMPLER", "sampler", "exact", "rate_of", "count",
+           "steps_of_epochs", "epochs_of_steps"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampler:
+    """One way of drawing each step's batch.
+
+    ``relation``: the neighbouring relation of the inner mechanism and of the guarantee;
+    ``scheme(batch_size, dataset_size)``: the per-step sampling scheme; ``rate_alone``: whether a
+    sampling rate alone (without B and N) describes it; ``summary`` and ``source`` for people."""
+
+    name: str
+    relation: Relation
+    scheme: Callable[[int, int], SamplingScheme]
+    summary: str
+    source: str
+    rate_alone: bool = False
+
+    @property
+    def sensitivity(self) -> float:
+        """Sensitivity of a sum of records clipped to norm 1 under this sampler's relation."""
+        return clip_sensitivity(self.relation)
+
+
+#: name -> Sampler; the first is the default
+SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
+    Sampler("poisson", ADD_REMOVE, lambda b, n: Poisson(b / n),
+            "each record independently with probability B/N (the rate)",
+            "004 Thm 34 (RDP), 000 Thm 8 (profile)", rate_alone=True),
+    Sampler("without-replacement", SUBSTITUTION, lambda b, n: WithoutReplacement(b, n),
+            "a uniformly random subset of exactly B of the N records",
+            "003 Thms 9, 19 (RDP), 000 Thm 9 (profile)"),
+    Sampler("with-replacement", SUBSTITUTION, lambda b, n: WithReplacement(b, n),
+            "B records drawn independently and uniformly, with replacement",
+            "000 Thm 10 (profile)"),
+)}
+DEFAULT_SAMPLER = "poisson"
+
+
+def sampler(name: str) -> Sampler:
+    """The sampler called ``name`` (``_`` and ``-`` alike); an error lists the names."""
+    key = str(name).strip().lower().replace("_", "-") if isinstance(name, str) else None
+    if key not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(map(repr, SAMPLERS))} "
+                         f"(got {name!r})")
+    return SAMPLERS[key]
+
+
+def _simplest_in(lo: Fraction, hi: Fraction) -> Fraction:
+    """The fraction with the smallest denominator in [lo, hi], 0 <= lo <= hi (the
+    Stern-Brocot descent, written on continued fractions)."""
+    whole = math.floor(lo)
+    if whole == lo or whole + 1 <= hi:
+        return Fraction(whole if whole == lo else whole + 1)
+    # lo, hi lie strictly inside (whole, whole + 1): recurse on the reciprocals of the parts
+    return whole + 1 / _simplest_in(1 / (hi - whole), 1 / (lo - whole))
+
+
+def exact(x) -> Fraction:
+    """The exact rational a positive number stands for: an int or Fraction itself; a float the
+    simplest fraction among the reals that round to it (0.1 -> 1/10, 256/60000 -> 8/1875)."""
+    if isinstance(x, (int, Fraction)) and not isinstance(x, bool):
+        return Fraction(x)
+    x = V.positive("value", x)
+    below = Fraction(math.nextafter(x, 0.0))
+    above = Fraction(math.nextafter(x, math.inf))
+    f = Fraction(x)
+    return _simplest_in((below + f) / 2, (f + above) / 2)
+
+
+def rate_of(scheme: SamplingScheme | None) -> Fraction:
+    """The exact sampling rate of a scheme: B/N from its batch and population where it has
+    them, else the simplest fraction its float rate stands for; 1 without sampling."""
+    if scheme is None:
+        return Fraction(1)
+    batch, population = getattr(scheme, "batch", None), getattr(scheme, "population", None)
+    if isinstance(batch, int) and isinstance(population, int) and \
+            not isinstance(scheme, Poisson):
+        return Fraction(batch, population)
+    return exact(float(scheme.rate))
+
+
+def steps_of_epochs(epochs, rate) -> int:
+    """ceil(epochs / rate) in exact arithmetic (>= 1 for epochs > 0); ``rate`` a scheme, a
+    Fraction or a float."""
+    e = exact(V.positive("epochs", epochs))
+    q = rate if isinstance(rate, Fraction) else \
+        exact(rate) if isinstance(rate, (int, float)) else rate_of(rate)
+    return max(1, math.ceil(e / q))
+
+
+def epochs_of_steps(steps: int, rate) -> float:
+    """How many epochs ``steps`` steps are (steps x rate), as a float for reports."""
+    q = rate if isinstance(rate, Fraction) else \
+        exact(rate) if isinstance(rate, (int, float)) else rate_of(rate)
+    return float(steps * q)
+
+
+def count(steps=None, epochs=None, scheme: SamplingScheme | None = None, *,
+          steps_name: str = "steps", epochs_name: str = "epochs") -> int:
+    """The number of steps of a run given ``steps``, ``epochs`` or both (then they must agree).
+    Neither is an error naming both (no silent single step). Used by the CLI, TOML plans,
+    ``dp.dpsgd`` and ``dp.calibrate`` alike; ``*_name`` name the parameters in errors."""
+    if steps is None and epochs is None:
+        raise ValueError(f"give the length of the run: {steps_name} (number of steps) or "
+                         f"{epochs_name} (passes over the dataset)")
+    n = None if steps is None else V.integer(steps_name, steps, low=1)
+    if epochs is None:
+        return n
+    e = V.positive(epochs_name, epochs)
+    m = steps_of_epochs(e, scheme)
+    if n is not None and n != m:
+        q = rate_of(scheme)
+        raise ValueError(f"{steps_name} {n} and {epochs_name} {e:g} disagree: {e:g} epochs at "
+                         f"rate {q} are ceil({e:g} x {1 / q}) = {m} steps; give one of them")
+    return m
