@@ -15,8 +15,11 @@ def eps_of(x, delta, method, **options):
     return x.epsilon(delta, method=method, **options).epsilon
 
 
-def sampled(sigma, sampling, steps, sensitivity=1.0, relation=None):
+def sampled(sigma, sampling, steps, sensitivity=None, relation=None):
+    # calibrate's default sensitivity is that of a clipped sum: 1 add/remove, 2 substitution
     rel = relation or (sampling.needs if sampling is not None else dp.ADD_REMOVE)
+    if sensitivity is None:
+        sensitivity = 1.0 if rel is dp.ADD_REMOVE else 2.0
     g = dp.Gaussian(sigma, sensitivity, rel)
     return (g if sampling is None else g.subsample(sampling)) * steps
 
@@ -139,7 +142,8 @@ def test_batch_size_is_the_largest(scheme):
         if scheme == "poisson":
             x = dp.Gaussian(1.1).subsample(dp.Poisson(b / n))
         else:
-            x = dp.Gaussian(1.1, relation=dp.SUBSTITUTION).subsample(dp.WithoutReplacement(b, n))
+            # the default sensitivity under substitution is that of a clipped sum, 2
+            x = dp.Gaussian(1.1, 2.0, dp.SUBSTITUTION).subsample(dp.WithoutReplacement(b, n))
         return eps_of(x * 2000, 1e-5, "rdp")
     assert e(m) <= 3.0 < e(m + 1)
 

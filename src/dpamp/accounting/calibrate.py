@@ -272,6 +272,16 @@ def _count(steps, epochs, sampling) -> int:
     return _samplers.count(steps, epochs, sampling)
 
 
+def _sensitivity(sensitivity, relation):
+    """The sensitivity given, or by default that of a sum of records clipped to norm 1 under
+    ``relation`` (1 under add/remove, 2 under substitution: DP-SGD's noise multiplier is
+    relative to the clipping norm, whatever the sampler), as ``--sampler`` reads it."""
+    if sensitivity is None:
+        from ..core.sampling import clip_sensitivity
+        return clip_sensitivity(relation)
+    return V.positive("sensitivity", sensitivity)
+
+
 def _build_step(family, noise, sensitivity, relation, sampling):
     base = family(noise, sensitivity=sensitivity, relation=relation)
     return base if sampling is None else base.subsample(sampling)
@@ -280,16 +290,18 @@ def _build_step(family, noise, sensitivity, relation, sampling):
 # --- public functions ---------------------------------------------------------------------
 
 def sigma(epsilon: float, delta: float, sampling=None, steps: int | None = None,
-          epochs: float | None = None, method: str = "auto", sensitivity: float = 1.0,
+          epochs: float | None = None, method: str = "auto", sensitivity: float | None = None,
           relation=None, family=None, rtol: float = 1e-4, **options) -> Calibration:
     """The smallest noise ``sigma`` such that ``steps`` runs of
     ``family(sigma, sensitivity=sensitivity, relation=relation)`` on samples drawn by
     ``sampling`` are (epsilon, delta)-DP under ``method``'s upper bound.
 
-    ``family`` defaults to :class:`dpamp.Gaussian` (sigma = noise std; the noise multiplier
-    when sensitivity = 1); ``dp.Laplace`` calibrates its scale. ``sensitivity`` refers to the
-    relation the sampling scheme needs (add/remove for Poisson, substitution for sampling
-    without replacement, where a record clipped to norm C moves a sum by 2C). ``epochs``
+    ``family`` defaults to :class:`dpamp.Gaussian` (sigma = noise std in units of the
+    clipping norm, i.e. the noise multiplier); ``dp.Laplace`` calibrates its scale.
+    ``sensitivity`` refers to the relation the sampling scheme needs (add/remove for Poisson,
+    substitution for sampling without replacement); by default it is that of a sum of records
+    clipped to norm 1: 1 under add/remove, 2 under substitution (one record replaced moves the
+    sum by up to twice the clipping norm), as ``--sampler`` on the command line reads it. ``epochs``
     instead of ``steps``: steps = ceil(epochs / rate). ``rtol``: the returned sigma is at most
     (1 + rtol) times the smallest one that meets the target under the method (monotone
     bisection); it is certified: its own epsilon was evaluated and is <= ``epsilon``.
@@ -297,8 +309,8 @@ def sigma(epsilon: float, delta: float, sampling=None, steps: int | None = None,
     eps_t, d = _check_targets(epsilon, delta)
     sampling = _check_sampling(sampling)
     T = _count(steps, epochs, sampling)
-    sens = V.positive("sensitivity", sensitivity)
     rel = _relation(relation, sampling)
+    sens = _sensitivity(sensitivity, rel)
     fam = _family(family)
     rtol = V.real("rtol", rtol, low=1e-12, high=1.0)
 
@@ -328,7 +340,7 @@ def sigma(epsilon: float, delta: float, sampling=None, steps: int | None = None,
 
 
 def steps(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
-          mechanism=None, method: str = "auto", sensitivity: float = 1.0, relation=None,
+          mechanism=None, method: str = "auto", sensitivity: float | None = None, relation=None,
           family=None, **options) -> Calibration:
     """The largest number of steps T >= 1 such that T runs of one step are (epsilon, delta)-DP
     under ``method``'s upper bound. One step is ``family(sigma, ...)`` on samples drawn by
@@ -341,7 +353,7 @@ def steps(epsilon: float, delta: float, sigma: float | None = None, sampling=Non
 
 
 def epochs(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
-           mechanism=None, method: str = "auto", sensitivity: float = 1.0, relation=None,
+           mechanism=None, method: str = "auto", sensitivity: float | None = None, relation=None,
            family=None, **options) -> Calibration:
     """The largest whole number of epochs E >= 1 (E epochs = ceil(E / rate) steps of the
     sampled mechanism) that meets (epsilon, delta) under ``method``'s upper bound; see
@@ -376,7 +388,7 @@ def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibrat
 
 
 def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int | None = None,
-         scheme: str = "poisson", method: str = "auto", sensitivity: float = 1.0,
+         scheme: str = "poisson", method: str = "auto", sensitivity: float | None = None,
          relation=None, family=None, rtol: float = 1e-4, **options) -> Calibration:
     """The largest sampling rate (or batch size) such that ``steps`` runs of
     ``family(sigma, ...)`` on the samples meet (epsilon, delta) under ``method``'s upper bound.
@@ -391,7 +403,6 @@ def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int
     eps_t, d = _check_targets(epsilon, delta)
     s = V.positive("sigma", sigma)
     T = V.integer("steps", steps, low=1)
-    sens = V.positive("sensitivity", sensitivity)
     fam = _family(family)
     rtol = V.real("rtol", rtol, low=1e-12, high=1.0)
     if scheme not in ("poisson", "without_replacement"):
@@ -409,6 +420,7 @@ def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int
         def make(m):
             return WithoutReplacement(m, n)
         rel = as_relation(relation) if relation is not None else WithoutReplacement.needs
+    sens = _sensitivity(sensitivity, rel)
 
     if n is None:
         def build(q):
@@ -456,8 +468,8 @@ def _one_step(sigma, sampling, mechanism, sensitivity, relation, family):
     if sigma is None:
         raise ValueError("give sigma (the noise of one step) or a mechanism")
     s = V.positive("sigma", sigma)
-    return _build_step(_family(family), s, V.positive("sensitivity", sensitivity),
-                       _relation(relation, sampling), sampling)
+    rel = _relation(relation, sampling)
+    return _build_step(_family(family), s, _sensitivity(sensitivity, rel), rel, sampling)
 
 
 def sweep(function: Callable[..., Calibration], over: str, values, **kwargs) -> list:
