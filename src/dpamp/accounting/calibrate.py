@@ -31,6 +31,7 @@ from typing import Callable
 
 from ..core import _validate as V
 from ..core import samplers as _samplers
+from ..core._progress import open_bar
 from ..core.guarantee import Guarantee
 from ..core.relations import ADD_REMOVE, as_relation
 
@@ -114,12 +115,15 @@ class _Oracle:
         self.method, self.options = method, {"budget": EVALUATION_BUDGET, **options}
         self.seen: dict = {}
         self.evaluations = 0
+        # one tick per evaluated plan, on a terminal once the search has lasted a second
+        self.bar = open_bar("calibrate", unit="plan", delay=1.0)
 
     def guarantee(self, x) -> Guarantee:
         if x not in self.seen:
             self.evaluations += 1
             mech = self.build(x)
             self.seen[x] = (mech.epsilon(self.delta, method=self.method, **self.options), mech)
+            self.bar.update()
         return self.seen[x][0]
 
     def ok(self, x) -> bool:
@@ -127,6 +131,7 @@ class _Oracle:
 
     def result(self, parameter, x, steps=None) -> Calibration:
         g = self.guarantee(x)
+        self.bar.close()
         if not g.epsilon <= self.eps:  # the certificate: the returned value was evaluated
             raise RuntimeError(f"calibration bug: {x!r} does not meet the target "
                                f"({g.epsilon!r} > {self.eps!r})")  # pragma: no cover

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from ..core import _validate as V
+from ..core._progress import progress
 from ..core.errors import OutOfReach
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, PartPMF, compose, grid_log_mgf
@@ -230,7 +231,9 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
             return res
     deadline = time.monotonic() + budget
     h, tilt, best, grid_tol = None, TILT, None, tol
-    for rounds in range(1, MAX_ROUNDS + 1):
+    # one tick per round, drawn on a terminal once the refinement has lasted a second
+    for rounds in progress(iter(range(1, MAX_ROUNDS + 1)), None, f"PLD {what}", unit="round",
+                           delay=1.0):
         try:
             state = compute(h, tilt, grid_tol)
             _CACHE.put(key, state)

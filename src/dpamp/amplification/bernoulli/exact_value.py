@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...core import _validate as V
+from ...core._progress import ticks
 from ._d1_search import certify_d1
 from ._local_search import local_search
 from ._moments import statistic_channel
@@ -114,23 +115,28 @@ def exact(epsilon, alpha, c, d, k=1, *, rtol=None, atol=1e-12, max_cells=None, s
             value[todo] = np.maximum(best / scale * (1.0 - 4e-16), low[todo])
             upper[todo] = np.minimum(top / scale * (1.0 + 4e-16), up[todo])
         else:
-            for i in zip(*np.nonzero(todo)) if todo.ndim else [()]:
-                value[i], upper[i] = _exact_multi(float(eps[i]), float(a[i]), c, d, k,
-                                                  float(low[i]), float(up[i]), rtol, atol,
-                                                  max_cells, starts)
+            # three searches per (epsilon, alpha), one tick each, shown after a second
+            with ticks("Bernoulli exact", 3 * int(todo.sum()), unit="search", delay=1.0) as bar:
+                for i in zip(*np.nonzero(todo)) if todo.ndim else [()]:
+                    value[i], upper[i] = _exact_multi(float(eps[i]), float(a[i]), c, d, k,
+                                                      float(low[i]), float(up[i]), rtol, atol,
+                                                      max_cells, starts, bar.update)
     # (a little slack for the final roundings of the search's own stopping test)
     certified = upper - value <= (atol + rtol * value) * (1.0 + 1e-9) + 1e-15 * upper
     return Certified(_out(value), _out(upper), certified if certified.ndim else bool(certified))
 
 
-def _exact_multi(eps, a, c, d, k, low, up, rtol, atol, max_cells, starts):
+def _exact_multi(eps, a, c, d, k, low, up, rtol, atol, max_cells, starts,
+                 tick=lambda n=1: None):
     """(value, upper) of Post for d = 2, 3 at one (epsilon, alpha): see :func:`exact` and
     :mod:`dpamp.amplification.bernoulli._support_search` (module docstring (2) for why the three
     searches cover every candidate maximiser)."""
     scale = a - 1.0
     # lower end: proven-feasible pairs only
     best = max(low, local_search(eps, a, c, d, k, starts) / scale * (1.0 - 4e-16))
+    tick()
     if scale * eps > MAX_E:
+        tick(2)
         return best, up
     # supports of 2 corners: the d = 1 problem with d k samples (its own cell budget)
     e1, a1 = np.array([eps]), np.array([a])
@@ -139,10 +145,12 @@ def _exact_multi(eps, a, c, d, k, low, up, rtol, atol, max_cells, starts):
                            max(max_cells, 20_000))
     best = max(best, float(b1[0]) / scale * (1.0 - 4e-16))
     top = float(t1[0]) / scale * (1.0 + 4e-16)
+    tick()
     # supports of 3 and 4 corners, one per symmetry orbit, under one shared budget
     logw = statistic_channel(c, d, k)
     searches = [SupportSearch(eps, a, logw[:, list(sub)], chain, best, rtol, atol, up)
                 for m in (3, 4) for sub, chain in support_orbits(d, m)]
     search_supports(searches, max_cells)
+    tick()
     top = max([top] + [s.upper for s in searches])
     return best, min(max(top, best), up)

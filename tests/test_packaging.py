@@ -1,0 +1,35 @@
+"""The package ships its PEP 561 marker (py.typed) and its data: the imported package has them,
+and setuptools' build_py (what a wheel is made of) copies them from a copy of the source tree."""
+from __future__ import annotations
+
+import importlib.resources
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dpamp
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_imported_package_is_typed():
+    root = importlib.resources.files("dpamp")
+    assert root.joinpath("py.typed").is_file()
+    assert root.joinpath("data", "default_plan.toml").is_file()
+    assert Path(dpamp.__file__).with_name("py.typed").is_file()
+
+
+def test_built_package_ships_py_typed(tmp_path):
+    # a copy, so that build_py's egg-info does not land in the work tree
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "src" / "dpamp", tmp_path / "src" / "dpamp",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-c", "import setuptools; setuptools.setup()", "-q",
+                    "build_py", "--build-lib", "out"], cwd=tmp_path, check=True,
+                   capture_output=True)
+    built = tmp_path / "out" / "dpamp"
+    assert (built / "py.typed").is_file()
+    assert (built / "data" / "default_plan.toml").is_file()
+    assert (built / "core" / "_progress.py").is_file()
