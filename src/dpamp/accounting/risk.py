@@ -34,6 +34,9 @@ from ..profiles import tradeoff as T
 METHODS = ("auto", "gaussian", "profile", "pld", "rdp")
 #: the false-positive rates of a summary
 DEFAULT_FPR = (1e-3, 1e-2, 1e-1)
+#: the range of false-positive rates over which a summary also reports a GDP mu (mu-GDP on
+#: all of [0, 1] cannot be certified where the computed profile does not vanish)
+MID_RANGE = (1e-6, 1.0 - 1e-6)
 _CACHE: "OrderedDict" = OrderedDict()
 _CACHE_SIZE = 16
 
@@ -265,11 +268,17 @@ def gdp_mu(mechanism, fpr_range=(0.0, 1.0), method: str = "auto", **options) -> 
         low = T.gdp_mu_lower(grid, T.beta_upper(grid, c.eps, c.up, c.low))
     note = c.note
     if not math.isfinite(up):
-        note = ((note + "; ") if note else "") + (
-            "no Gaussian trade-off lies below the proven curve on this range (the bound on "
-            "beta reaches 0 before alpha = 1 or stays below 1 at alpha = 0: mass at infinity, "
-            "or a privacy profile that does not vanish); try a narrower fpr_range")
+        note = _join(note, "no Gaussian trade-off lies below the proven curve on this range "
+                     "(the bound on beta reaches 0 before alpha = 1, or stays below 1 at "
+                     "alpha = 0: mass at infinity, or a privacy profile that does not "
+                     "vanish), so try a narrower fpr_range")
     return RiskBound(up, min(low, up), c.method, note)
+
+
+def _join(*notes) -> str:
+    """Notes joined by "; ", each clause once."""
+    parts = [p for n in notes if n for p in n.split("; ")]
+    return "; ".join(dict.fromkeys(parts))
 
 
 def _probe_alphas(lo, hi):
@@ -285,11 +294,14 @@ def summary(mechanism, fpr=DEFAULT_FPR, method: str = "auto", **options) -> dict
     tpr = t.tpr
     adv = advantage(mechanism, method, **options)
     mu = gdp_mu(mechanism, method=method, **options)
+    mid = mu if math.isfinite(mu.upper) else gdp_mu(mechanism, MID_RANGE, method, **options)
     return {
         "method": t.method,
-        "note": "; ".join(dict.fromkeys(n for n in (t.note, mu.note) if n)),
+        "note": t.note,
         "tpr_at_fpr": [{"fpr": float(a), "tpr_upper": float(u), "tpr_lower": float(lo)}
                        for a, u, lo in zip(f, np.atleast_1d(tpr.upper), np.atleast_1d(tpr.lower))],
         "advantage": {"upper": float(adv.upper), "lower": float(adv.lower)},
-        "gdp_mu": {"upper": float(mu.upper), "lower": float(mu.lower)},
+        "gdp_mu": {"upper": float(mu.upper), "lower": float(mu.lower), "note": mu.note},
+        "gdp_mu_range": {"fpr_range": list(MID_RANGE), "upper": float(mid.upper),
+                         "lower": float(mid.lower)},
     }

@@ -11,7 +11,8 @@ import sys
 #: modules that add sub-commands, in the order `dpamp --help` lists them: each defines
 #: add_parser(subparsers) -> None
 SUBCOMMAND_MODULES = tuple(f"dpamp.cli.{name}" for name in (
-    "query", "report", "methods", "compare", "calibrate", "plot", "bernoulli", "sweep"))
+    "query", "report", "methods", "compare", "calibrate", "plot", "bernoulli", "sweep",
+    "risk"))
 
 
 def build_parser() -> argparse.ArgumentParser:
