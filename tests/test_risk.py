@@ -307,3 +307,25 @@ def test_cli_risk_errors(capsys):
     assert main(["risk", "--sigma", "1", "--fpr", "2"]) == 2
     assert "fpr" in capsys.readouterr().err
     assert main(["risk", "--sigma", "1", "--method", "kov"]) == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.2, 4.0), st.integers(2, 40), st.floats(0.05, 12.0), st.booleans())
+def test_any_grid_gives_valid_bounds(mu, n, top, with_inf):
+    """The conjugate bounds hold for ANY finite grid (coarse, truncated, with or without the
+    point at infinity), not only for the fine default one: the Gaussian's rows from its
+    closed-form profile, checked against G_mu in mpmath."""
+    from dpamp.profiles import profile_pair, profile_pair_lower
+    from dpamp.profiles import tradeoff as T
+    m = dp.Gaussian(1 / mu)
+    eps = np.linspace(0.0, top, n)
+    if with_inf:
+        eps = np.append(eps, np.inf)
+    up, low = profile_pair(m, eps), profile_pair_lower(m, eps)
+    a = np.array([0.0, 1e-8, 1e-4, 1e-2, 0.1, 0.3, 0.5, 0.8, 0.99, 1.0])
+    lo, hi = T.beta_lower(a, eps, up), T.beta_upper(a, eps, up, low)
+    for x, l, u in zip(a, lo, hi):
+        v = _gauss_beta(x, mu)
+        assert l <= v <= u, (x, l, float(v), u)
+    mu_up, _ = T.gdp_mu_upper(eps, up, 1e-3, 0.5)
+    assert mu_up >= mu * (1 - 1e-12)
