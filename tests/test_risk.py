@@ -329,3 +329,13 @@ def test_any_grid_gives_valid_bounds(mu, n, top, with_inf):
         assert l <= v <= u, (x, l, float(v), u)
     mu_up, _ = T.gdp_mu_upper(eps, up, 1e-3, 0.5)
     assert mu_up >= mu * (1 - 1e-12)
+
+
+def test_bracket_tight_when_pure_epsilon_far_beyond_the_grid():
+    """Subsampled Laplace composed: the pure epsilon (38.7) is a lone knot far beyond the
+    others (x = 6e16); the rounding pads must not swamp the cell before it (they did: the
+    upper bound on beta was the trivial 1 - alpha)."""
+    m = dp.Laplace(2.0).subsample(dp.Poisson(0.02)) * 3000
+    tpr = m.tpr_at_fpr([1e-3, 1e-2, 0.1])
+    assert np.all(tpr.upper - tpr.lower < 1e-4)
+    assert np.all(tpr.lower > [4e-3, 3e-2, 0.2])

@@ -23,8 +23,8 @@ import numpy as np
 
 from ..core.errors import OutOfReach
 from .engine import compose
-from .query import (_align, _directions, _discretize, _has_lower, _initial_h, _lower_proven,
-                    _pure_epsilon)
+from .query import (_align, _directions, _discretize, _exact_parts, _has_lower, _initial_h,
+                    _lower_proven, _pure_epsilon)
 
 #: the P-mass the grids may leave out (it moves delta by at most that much)
 TAIL = 1e-14
@@ -36,7 +36,7 @@ def curves(mechanism, eps=None, budget: float = 10.0, gap: float = GAP, points: 
     """(eps, upper rows, lower rows or None, h), rows of shape (2, eps.size). ``eps`` (>= 0,
     +inf allowed) defaults to ``points`` equally spaced values from 0 to where both upper rows
     fall below 1e-13 (or the pure epsilon), then the pure epsilon and +inf. The loss grid is
-    refined (h halved, at most 4 rounds) until the largest gap between the rows is <= ``gap``
+    refined (h halved, at most 4 rounds; 2 with profile-only parts) until the largest gap between the rows is <= ``gap``
     or the time budget is spent; every round's rows are proven bounds."""
     dirs = _directions(mechanism)
     if eps is None:
@@ -47,7 +47,9 @@ def curves(mechanism, eps=None, budget: float = 10.0, gap: float = GAP, points: 
     h = min(_initial_h(d, 1e-4) for d in dirs)
     deadline = time.monotonic() + budget
     best = None
-    for _ in range(4):
+    # profile-only parts have a gap of their own that a finer grid does not close
+    rounds = 4 if _exact_parts(dirs) else 2
+    for _ in range(rounds):
         try:
             up, low = _rows(dirs, eps, h, lower_ok)
         except MemoryError:

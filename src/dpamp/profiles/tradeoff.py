@@ -47,6 +47,8 @@ _U = 2.0 ** -53
 #: accurate to a few ulps; padded by ~10^5 of that)
 _PHI_PAD = 1e-10
 _CHUNK = 256
+#: relative rounding pad of the conjugate's few operations per value (~450 ulps)
+_R = 1e-13
 
 
 def _lines(eps: np.ndarray, up: np.ndarray, order: int, zero: bool = True):
@@ -176,9 +178,8 @@ def beta_upper(alpha, eps, up, low) -> np.ndarray:
     on the cell too, and F(x) >= 1 - x gives g(x) <= (1 - alpha) x_{k+1}. The maximum over the cell of the minimum of the two lines is at an end or at
     their crossing, all evaluated. Beyond x_K, g(x) <= 1 - F(inf) - alpha x_K, and <= G_K when
     S_L <= 0 there. So the maximum over cells bounds T(alpha); it is exact up to second order in
-    the knot spacing where ell = u. Each candidate is padded by 1e-13 (1 + alpha x) for
-    rounding (each is a handful of operations on numbers of that size). Capped at 1 - alpha
-    (the test ignoring the data)."""
+    the knot spacing where ell = u. Each candidate is padded for rounding (see
+    :func:`_sup_concave`). Capped at 1 - alpha (the test ignoring the data)."""
     alpha = np.asarray(alpha, dtype=float)
     flat = alpha.ravel()
     res = []
@@ -190,6 +191,10 @@ def beta_upper(alpha, eps, up, low) -> np.ndarray:
 
 
 def _sup_concave(alpha, x, ell, u, l_inf):
+    """:func:`beta_upper`'s bound for one order. Rounding: every value is padded by _R times
+    the magnitudes it is computed from (mG, mg bound |G|, |g| and their rounding: 1 + bound +
+    alpha x), a chord's slope carries (mG + mg) / dx of them, times the distance it is
+    extended over."""
     K = x.size - 1
     out = np.empty(alpha.size)
     dx = np.diff(x)                                     # K cells
@@ -199,32 +204,42 @@ def _sup_concave(alpha, x, ell, u, l_inf):
             ax = a * x[None, :]
             G = 1.0 - ell[None, :] - ax                 # >= g at the knots
             g = 1.0 - u[None, :] - ax                   # <= g at the knots
+            mG, mg = 1.0 + ell[None, :] + ax, 1.0 + u[None, :] + ax
             SL = np.full((a.shape[0], K), np.inf)
+            EL = np.zeros((a.shape[0], K))              # rounding of SL, per unit extended
             SL[:, 1:] = (G[:, 1:K] - g[:, :K - 1]) / dx[None, :K - 1]
+            EL[:, 1:] = _R * (mG[:, 1:K] + mg[:, :K - 1]) / dx[None, :K - 1]
             SR = np.full((a.shape[0], K), np.inf)
+            ER = np.zeros((a.shape[0], K))
             SR[:, :K - 1] = (G[:, 1:K] - g[:, 2:]) / dx[None, 1:]
+            ER[:, :K - 1] = _R * (mG[:, 1:K] + mg[:, 2:]) / dx[None, 1:]
             xl, xr = x[None, :K], x[None, 1:]
             GL, GR = G[:, :K], G[:, 1:]
+            mL, mR = mG[:, :K], mG[:, 1:]
 
             def both(xx):
-                l1 = np.where(np.isinf(SL), np.inf, GL + SL * (xx - xl))
-                l2 = np.where(np.isinf(SR), np.inf, GR + SR * (xr - xx))
+                dl, dr = xx - xl, xr - xx
+                l1 = np.where(np.isinf(SL), np.inf,
+                              GL + SL * dl + _R * (mL + np.abs(SL) * dl) + EL * dl)
+                l2 = np.where(np.isinf(SR), np.inf,
+                              GR + SR * dr + _R * (mR + np.abs(SR) * dr) + ER * dr)
                 return np.minimum(l1, l2)
             den = SL + SR
             cross = np.where(np.isfinite(den) & (den > 0),
                              (GR - GL + SL * xl + SR * xr) / den, xl)
+            # (any point of the cell is a valid place to evaluate the two lines; the maximum
+            # of their minimum is at an end or the crossing, wherever rounding puts it)
             cross = np.clip(np.nan_to_num(cross, nan=0.0), xl, xr)
             peak = np.maximum(np.maximum(both(xl), both(xr)), both(cross))
-            step = 1.0 - ell[None, 1:] - a * xl
+            step = 1.0 - ell[None, 1:] - a * xl + _R * (1.0 + a * xl)
             # F(x) >= 1 - x: g(x) <= (1 - alpha) x <= (1 - alpha) x_{k+1}
-            origin = (1.0 - a) * xr
+            origin = (1.0 - a) * xr * (1 + _R) + _R
             cell = np.minimum(np.minimum(np.nan_to_num(peak, nan=np.inf), step), origin)
-            cell = cell + 1e-13 * (1.0 + a * xr)
-            # slope bound right of x_K from the chord (x_{K-1}, x_K)
-            last_sl = (G[:, K] - g[:, K - 1]) / dx[K - 1]
+            # beyond x_K: F >= F(inf), and g falls if the chord (x_{K-1}, x_K) surely falls
+            last_sl = (G[:, K] - g[:, K - 1] + _R * (mG[:, K] + mg[:, K - 1])) / dx[K - 1]
             tail = 1.0 - l_inf - a[:, 0] * x[-1]
-            tail = np.where(last_sl <= 0, np.minimum(tail, G[:, -1]), tail)
-            tail = tail + 1e-13 * (1.0 + a[:, 0] * x[-1])
+            tail = np.where(last_sl < 0, np.minimum(tail, G[:, -1]), tail)
+            tail = tail + _R * (2.0 + a[:, 0] * x[-1])
         out[k0:k0 + _CHUNK] = np.maximum(np.nan_to_num(cell, nan=np.inf).max(axis=1), tail)
     return out
 
