@@ -339,3 +339,18 @@ def test_bracket_tight_when_pure_epsilon_far_beyond_the_grid():
     tpr = m.tpr_at_fpr([1e-3, 1e-2, 0.1])
     assert np.all(tpr.upper - tpr.lower < 1e-4)
     assert np.all(tpr.lower > [4e-3, 3e-2, 0.2])
+
+
+def test_report_has_a_risk_section(tmp_path, capsys):
+    assert main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "privacy risk" in out and "TPR <=" in out and "advantage" in out
+    assert main(["report", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    r = d["risk"]
+    assert [x["fpr"] for x in r["tpr_at_fpr"]] == list(risk.DEFAULT_FPR)
+    for x in r["tpr_at_fpr"]:
+        assert x["fpr"] <= x["tpr_lower"] <= x["tpr_upper"] <= 1
+    assert main(["report", "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "#### Privacy risk" in md and "| FPR | TPR (upper bound) | TPR reached |" in md
