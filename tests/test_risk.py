@@ -354,3 +354,14 @@ def test_report_has_a_risk_section(tmp_path, capsys):
     assert main(["report", "--markdown"]) == 0
     md = capsys.readouterr().out
     assert "#### Privacy risk" in md and "| FPR | TPR (upper bound) | TPR reached |" in md
+
+
+def test_tradeoff_bracket_figure(tmp_path):
+    pytest.importorskip("matplotlib")
+    from dpamp.io import plot
+    out = tmp_path / "risk.png"
+    d = plot.tradeoff_bracket(dp.Gaussian(1.0) * 4, output=out)
+    assert out.stat().st_size > 0
+    assert np.all(d["tpr_lower"] <= d["tpr_upper"]) and np.all(d["tpr_upper"] >= d["alpha"])
+    with pytest.raises(ValueError, match="alphas"):
+        plot.tradeoff_bracket(dp.Gaussian(1.0), alphas=[0.0, 0.5])
