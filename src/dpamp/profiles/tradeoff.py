@@ -52,33 +52,36 @@ _R = 1e-13
 
 
 def _lines(eps: np.ndarray, up: np.ndarray, order: int, zero: bool = True):
-    """Lines beta >= w (c - s alpha), valid for every test of the ordered pair (rows ``order``,
-    ``1 - order``) from upper rows: family 1 (x = e^eps >= 1) w = 1, c = 1 - u_a, s = e^eps;
-    family 2 (x = e^-eps) w = e^-eps, c = 1 - u_b, s = 1. c is rounded down, s up, w down
+    """Lines beta >= w (1 - u - s alpha), valid for every test of the ordered pair (rows
+    ``order``, ``1 - order``) from upper rows u: family 1 (x = e^eps >= 1) w = 1, u = u_a,
+    s = e^eps; family 2 (x = e^-eps) w = e^-eps, u = u_b, s = 1. s is rounded up and w down
     (w multiplies a value that matters only where it is >= 0), so each is a valid line as a
-    real function; family 2 keeps its zero at alpha = c exactly (c = 1 where u_b = 0).
-    Returns (w, c, s, c_inf) with the zero line (0, 0, 0) appended if ``zero``; c_inf is the
-    eps = inf column's constant at alpha = 0 (1 - mass at infinity), or None."""
+    real function; u is kept as given (1 - u rounds to 1 for u below an ulp, and a line
+    through (1 - u, 0) must stay positive before it: family 2's zero is exactly at 1 - u).
+    Returns (w, u, s, c_inf) with the zero line (w = 0) appended if ``zero``; c_inf is the
+    eps = inf column's constant at alpha = 0 (1 - mass at infinity, rounded down), or None."""
     a, b = up[order], up[1 - order]
     fin = np.isfinite(eps)
-    e, ua, ub = eps[fin], np.minimum(a[fin], 1.0), np.minimum(b[fin], 1.0)
-    one_minus = lambda u: np.where(u > 0, np.nextafter(1.0 - u, -np.inf), 1.0)  # noqa: E731
+    e, ua, ub = eps[fin], np.clip(a[fin], 0.0, 1.0), np.clip(b[fin], 0.0, 1.0)
     with np.errstate(over="ignore"):
         sa = _up(np.exp(e))
     z = [[0.0]] if zero else []
     w = np.concatenate([np.ones(e.size), _down(np.exp(-e))] + z)
-    c = np.concatenate([one_minus(ua), one_minus(ub)] + z)
+    u = np.concatenate([ua, ub] + z)
     s = np.concatenate([sa, np.ones(e.size)] + z)
-    c_inf = float(one_minus(np.minimum(a[~fin], 1.0)).max()) if (~fin).any() else None
+    c_inf = None
+    if (~fin).any():
+        ui = float(np.clip(a[~fin], 0.0, 1.0).max())
+        c_inf = 1.0 if ui == 0 else math.nextafter(1.0 - ui, -math.inf)
     ok = np.isfinite(s)
-    return w[ok], c[ok], s[ok], c_inf
+    return w[ok], u[ok], s[ok], c_inf
 
 
-def _line_at(w, c, s, t):
-    """w (c - s t) rounded down (t >= 0; exact at t = 0 and where the value is 0)."""
-    d = c - s * t
-    d = d - np.where(t > 0, 2 * _U * (np.abs(c) + s * t), 0.0)
-    return np.where(d > 0, w * d * (1 - 2 * _U), np.where(d == 0, 0.0, w * d * (1 + 2 * _U)))
+def _line_at(w, u, s, t):
+    """w (1 - u - s t) rounded down (t >= 0): 1 - s t - u carries at most 2 ulps of 1 + s t."""
+    d = (1.0 - s * t) - u
+    d = d - np.where(t > 0, 2 * _U * (1.0 + s * t), _U * u)
+    return np.where(d > 0, w * d * (1 - 2 * _U), w * d * (1 + 2 * _U))
 
 
 def _up(x):
@@ -89,15 +92,15 @@ def _down(x):
     return np.maximum(np.nextafter(np.nextafter(x, -np.inf), -np.inf), 0.0)
 
 
-def _line_exact(w, c, s, t) -> float:
-    """w (c - s t) for floats, computed in rationals and rounded down to a float."""
-    v = Fraction(float(w)) * (Fraction(float(c)) - Fraction(float(s)) * Fraction(float(t)))
+def _line_exact(w, u, s, t) -> float:
+    """w (1 - u - s t) for floats, computed in rationals and rounded down to a float."""
+    v = Fraction(float(w)) * (1 - Fraction(float(u)) - Fraction(float(s)) * Fraction(float(t)))
     f = float(v)
     return f if Fraction(f) <= v else math.nextafter(f, -math.inf)
 
 
 def _eval_lines(w, c, s, alpha):
-    """max_i w_i (c_i - s_i alpha) at each alpha, rounded down (:func:`_line_at`)."""
+    """max_i w_i (1 - c_i - s_i alpha) at each alpha, rounded down (:func:`_line_at`)."""
     out = np.empty(alpha.size)
     for k in range(0, alpha.size, _CHUNK):
         a = alpha[k:k + _CHUNK, None]
@@ -312,14 +315,27 @@ def gdp_mu_upper(eps, up, lo: float = 0.0, hi: float = 1.0) -> tuple[float, floa
     for every test), G_mu - line is convex, so G_mu <= line on [a, b] iff it holds at a and b;
     there it holds iff mu >= Phi^-1(1 - alpha) - Phi^-1(c - s alpha) (G_mu is decreasing in mu).
     The pieces share their (floating-point) ends and cover [lo, hi] exactly; the lines are
-    evaluated there in rationals. Returns (mu, the alpha that needs it)."""
+    evaluated there in rationals. A last piece [a, 1] whose line is below 0 at 1 (the line of
+    the pure epsilon overtakes it within an ulp of 1) is covered by that line: G_mu lies below
+    its chord to (1, 0). Returns (mu, the alpha that needs it)."""
     from scipy.special import ndtri
+
+    def mu_for(t, val):
+        """mu with G_mu(t) <= val, 0 < t < 1 (inf if val <= 0)."""
+        if val <= 0.0:
+            return math.inf
+        zl = float(ndtri(min(val, 1.0)))
+        za = float(_z_upper(t))
+        return za - zl + _PHI_PAD * (1.0 + abs(za) + abs(zl))
     need, where = 0.0, lo
     for order in (0, 1):
-        w, c, s, c_inf = _lines(eps, up, order, zero=False)
-        for a, b, i in _hull_pieces(w * c, w * s, lo, hi):
+        w, u, s, c_inf = _lines(eps, up, order, zero=False)
+        # the steepest line through (1, 0): family 2 with u = 0 (the pure epsilon), if any
+        zero_at_1 = np.nonzero((u == 0) & (s == 1.0))[0]
+        p = int(zero_at_1[np.argmax(w[zero_at_1])]) if zero_at_1.size else None
+        for a, b, i in _hull_pieces(w * (1.0 - u), w * s, lo, hi):
             for t in (a, b):
-                val = _line_exact(w[i], c[i], s[i], t)
+                val = _line_exact(w[i], u[i], s[i], t)
                 if t == 0.0:
                     if c_inf is not None:
                         val = max(val, c_inf)
@@ -327,14 +343,17 @@ def gdp_mu_upper(eps, up, lo: float = 0.0, hi: float = 1.0) -> tuple[float, floa
                         return math.inf, t
                     continue
                 if t >= 1.0:
-                    if val < 0.0:
-                        return math.inf, t
-                    continue
-                if val <= 0.0:
+                    if val >= 0.0 or a >= 1.0:
+                        continue
+                    # a line below 0 at 1 crossed by the line p only within an ulp of 1: on
+                    # [a, 1], G_mu lies below its chord from (a, G_mu(a)) to (1, 0), which lies
+                    # below line p if G_mu(a) <= p(a) (both linear, both 0 at 1)
+                    v = math.inf if p is None else mu_for(a, _line_exact(w[p], 0.0, 1.0, a))
+                    t = a
+                else:
+                    v = mu_for(t, val)
+                if v == math.inf:
                     return math.inf, t
-                zl = float(ndtri(min(val, 1.0)))
-                za = float(_z_upper(t))
-                v = za - zl + _PHI_PAD * (1.0 + abs(za) + abs(zl))
                 if v > need:
                     need, where = v, t
     return need, where
