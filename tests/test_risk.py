@@ -405,3 +405,33 @@ def test_global_mu_of_subsampled_laplace_composition():
     m = dp.Laplace(2.0).subsample(dp.Poisson(0.02)) * 300
     g, mid = m.gdp_mu(), m.gdp_mu((1e-6, 1 - 1e-6))
     assert g.upper < math.inf and mid.upper <= g.upper
+
+
+def _eps_delta_pair(e, d):
+    """The worst-case (eps, delta) pair (Kairouz, Oh & Viswanath 2015, Thm 2.1): 4 outcomes."""
+    x = Fraction(math.exp(e))
+    d = Fraction(d)
+    P = [d, (1 - d) * x / (1 + x), (1 - d) / (1 + x), Fraction(0)]
+    Q = [Fraction(0), (1 - d) / (1 + x), (1 - d) * x / (1 + x), d]
+    return P, Q
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_eps_delta_with_mass_at_infinity(k):
+    """beta(0) = 1 - (mass at infinity) < 1: the bound at alpha = 0 must say so (it claimed 1
+    when an infinite pure epsilon zeroed the column at eps = inf)."""
+    P, Q = _eps_delta_pair(1.0, 1e-3)
+    P, Q = _product(P, k), _product(Q, k)
+    m = dp.EpsDelta(1.0, 1e-3) * k
+    t = m.tradeoff(ALPHAS)
+    truth = [float(_mech_tradeoff(P, Q, Fraction(float(a)))) for a in ALPHAS]
+    _contains(t, truth, slack=1e-12)
+    assert t.lower[0] <= 1 - (1 - (1 - 1e-3) ** k) + 1e-12
+
+
+def test_pld_out_of_reach_falls_back_to_rdp():
+    m = dp.Laplace(0.0015) * 2                       # losses beyond the PLD's range
+    t = m.tradeoff([0.0, 0.5, 1.0])
+    assert t.method == "rdp" and "pld" in t.note
+    assert t.lower[0] == 1.0                         # pure DP: no mass at infinity
+    assert np.all(t.lower <= t.upper)

@@ -119,11 +119,17 @@ def _profile_grid(mechanism, points):
 def _rdp_curves(mechanism, points=60):
     """Upper rows from the mechanism's (epsilon, delta) bounds (method auto), both orders."""
     g = mechanism.epsilon(1e-13)
-    top = min(float(g.epsilon), 650.0)
+    pure = mechanism.pure_epsilon()
+    top = min(float(g.epsilon), 650.0, pure)
     top = top if math.isfinite(top) and top > 0 else 50.0
-    eps = np.concatenate([np.linspace(0.0, top, points), [np.inf]])
-    vals = [min(float(mechanism.delta(e).delta), 1.0) for e in eps[:-1]] + [1.0]
-    vals[-1] = vals[-2] if vals[-2] == 0.0 else 1.0   # mass at infinity: unknown, 1 is safe
+    eps = np.linspace(0.0, top, points)
+    vals = [min(float(mechanism.delta(e).delta), 1.0) for e in eps]
+    if math.isfinite(pure):
+        # no loss exceeds the pure epsilon (a proven upper bound): delta is 0 there and at inf
+        eps, vals = np.append(eps, [pure, np.inf]), vals + [0.0, 0.0]
+    else:
+        # the mass at infinity is unknown: 1 is safe (0 if the curve already reached 0)
+        eps, vals = np.append(eps, np.inf), vals + [vals[-1] if vals[-1] == 0.0 else 1.0]
     up = np.array([vals, vals])
     return _Curves("rdp", eps, up, None,
                    note="no lower profile: the upper bound on beta is 1 - alpha")
@@ -142,7 +148,10 @@ def _compute(mechanism, method, points, budget):
     if method in ("auto", "profile") and has_profile(single):
         eps = _profile_grid(single, points)
         # the pure epsilon is a proven upper bound: no privacy loss exceeds it, delta is 0
-        up = np.where(eps >= single.pure_epsilon(), 0.0, profile_pair(single, eps))
+        up = profile_pair(single, eps)
+        pure = single.pure_epsilon()
+        if math.isfinite(pure):        # (an infinite one says nothing about eps = inf)
+            up = np.where(eps >= pure, 0.0, up)
         return _Curves("profile", eps, up, profile_pair_lower(single, eps))
     if method == "profile":
         raise ValueError(f"method 'profile' needs a mechanism with a closed-form privacy "

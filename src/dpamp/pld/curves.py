@@ -57,7 +57,8 @@ def curves(mechanism, eps=None, budget: float = 10.0, gap: float = GAP, points: 
                 raise OutOfReach("the PLD grid the trade-off curve needs exceeds the largest "
                                  "grid; use a coarser tolerance") from None
             break
-        up = np.where(eps >= pure, 0.0, up)
+        if math.isfinite(pure):        # (an infinite one says nothing about eps = inf)
+            up = np.where(eps >= pure, 0.0, up)
         if best is not None:
             up = np.minimum(up, best[1])
             if low is not None:
