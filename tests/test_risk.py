@@ -435,3 +435,44 @@ def test_pld_out_of_reach_falls_back_to_rdp():
     assert t.method == "rdp" and "pld" in t.note
     assert t.lower[0] == 1.0                         # pure DP: no mass at infinity
     assert np.all(t.lower <= t.upper)
+
+
+_PART = st.one_of(
+    st.tuples(st.just("rr"), st.floats(0.55, 0.95), st.just(0.0)),
+    st.tuples(st.just("srr"), st.floats(0.55, 0.95), st.floats(0.05, 0.9)),
+    st.tuples(st.just("ed"), st.floats(0.1, 2.0), st.floats(1e-4, 0.05)))
+
+
+def _part(kind, a, b):
+    """(mechanism, exact pair) of one part."""
+    if kind == "rr":
+        return dp.RandomizedResponse(a), _rr_pair(Fraction(a))
+    if kind == "srr":
+        P, Q = _rr_pair(Fraction(a))
+        q = Fraction(b)
+        return (dp.RandomizedResponse(a).subsample(dp.Poisson(b)),
+                ([(1 - q) * y + q * x for x, y in zip(P, Q)], Q))
+    return dp.EpsDelta(a, b), _eps_delta_pair(a, b)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.tuples(_PART, st.integers(1, 2)), min_size=1, max_size=2),
+       st.lists(st.floats(0.0, 1.0), min_size=3, max_size=8))
+def test_random_discrete_plans_against_neyman_pearson(parts, alphas):
+    """Plans of randomized response, Poisson-subsampled RR and (eps, delta) pairs, composed:
+    the bracket contains the exact curve (the product pair, both orders, in fractions), and
+    the advantage bracket the exact total variation."""
+    mech, P, Q = None, [Fraction(1)], [Fraction(1)]
+    for (kind, a, b), c in parts:
+        m, (p1, q1) = _part(kind, a, b)
+        mech = m * c if mech is None else mech + m * c
+        for _ in range(c):
+            P = [x * y for x in P for y in p1]
+            Q = [x * y for x in Q for y in q1]
+    al = np.array(sorted(alphas))
+    t = mech.tradeoff(al)
+    truth = [float(_mech_tradeoff(P, Q, Fraction(float(a)))) for a in al]
+    _contains(t, truth, slack=1e-12)
+    tv = float(sum(abs(x - y) for x, y in zip(P, Q)) / 2)
+    adv = mech.advantage()
+    assert adv.lower - 1e-12 <= tv <= adv.upper + 1e-12
