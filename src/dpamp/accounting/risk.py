@@ -106,9 +106,10 @@ def _gaussian_mu(mechanism):
 
 
 def _profile_grid(mechanism, points):
-    from ..profiles import epsilon_for_delta
+    from ..profiles import epsilon_for_delta, privacy_profile
     pure = mechanism.pure_epsilon()
-    top = epsilon_for_delta(mechanism, 1e-13)[0]
+    # where the profile comes within 1e-13 of its mass at infinity
+    top = epsilon_for_delta(mechanism, min(privacy_profile(mechanism, np.inf) + 1e-13, 1.0))[0]
     top = min(top, pure, 650.0)
     if not (math.isfinite(top) and top > 0):
         top = 50.0
@@ -228,7 +229,6 @@ def tradeoff(mechanism, alpha, method: str = "auto", **options) -> TradeOff:
         lo = T.beta_lower(flat, c.eps, c.up)
         up = (T.beta_upper(flat, c.eps, c.up, c.low) if c.low is not None
               else np.clip(1.0 - flat + 2.0 ** -53, 0.0, 1.0))
-    up = np.maximum(up, lo)        # both proven; equal where the bracket is exact
     return TradeOff(_out(a, np.shape(a)), _out(lo, np.shape(a)), _out(up, np.shape(a)),
                     c.method, c.note)
 

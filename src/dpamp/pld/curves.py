@@ -71,13 +71,15 @@ def curves(mechanism, eps=None, budget: float = 10.0, gap: float = GAP, points: 
 
 
 def _default_eps(dirs, pure, points):
-    """0 .. E in ``points`` steps, E where the coarse pessimistic curves fall below 1e-13."""
+    """0 .. E in ``points`` steps, E where the coarse pessimistic curves come within 1e-13 of
+    their mass at infinity."""
     h = 4 * min(_initial_h(d, 1e-3) for d in dirs)
     top = 0.0
     for d in dirs:
         pp = _discretize(d, h, TAIL, optimistic=False)
         pm = compose(pp, h, 0.0, kinds=(True,), target=(0.0, math.log(1e-12)))
-        top = max(top, pm[True].epsilon(1e-13))
+        # (above the mass at infinity: an (eps, delta) part keeps delta > 1e-13 for ever)
+        top = max(top, pm[True].epsilon(min(pm[True].inf + 1e-13, 1.0)))
     top = min(top, pure, 650.0)
     if not (math.isfinite(top) and top > 0):
         top = min(pure, 650.0) if math.isfinite(pure) and pure > 0 else 50.0
