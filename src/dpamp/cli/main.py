@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = (
     "dpamp.cli.plot",
     "dpamp.cli.bernoulli",
     "dpamp.cli.sweep",
+    "dpamp.cli.risk",
 )
 
 

@@ -11,6 +11,7 @@ numpy arrays, so the numbers behind a figure can be checked or re-plotted.
 | ``epsilon_vs_steps``| steps (log)     | epsilon(delta), per method | first T steps, ``.epsilon(delta, m)`` |
 | ``rdp``             | order alpha (log) | RDP epsilon(alpha)       | ``x.rdp(alpha)`` per curve       |
 | ``tradeoff``        | type I error alpha | type II error beta      | the (eps, delta(eps)) family     |
+| ``tradeoff_bracket``| FPR alpha (log) | attack TPR 1 - beta (log)  | ``x.tradeoff(alpha)``: both bounds |
 
 Trade-off curve from a privacy profile (Kairouz, Oh, Viswanath 2015; Dong, Roth, Su 2019,
 Prop. 2.5): a mechanism that is (eps, delta)-DP for every pair of a family has, for every test
@@ -34,7 +35,7 @@ from ..core import _validate as V
 from ..core._progress import progress
 
 __all__ = ["profile", "epsilon_vs_steps", "rdp", "tradeoff", "tradeoff_from_profile",
-           "FORMATS"]
+           "tradeoff_bracket", "FORMATS"]
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -275,4 +276,30 @@ def tradeoff(x, method: str = "auto", epsilons=None, alphas=None, output=None,
     ax.set_aspect("equal")
     _finish(fig, ax, out_path, "type I error α", "type II error β(α)  (lower bound)",
             "Hypothesis-testing trade-off", grid_which="major")
+    return data
+
+
+def tradeoff_bracket(x, alphas=None, output=None, method: str = "auto") -> dict:
+    """The attack's view of the trade-off curve (docs/risk.md): the largest true-positive rate
+    1 - beta(alpha) of any membership-inference attack against its false-positive rate alpha,
+    log-log as in the attack literature, with both proven bounds of ``x.tradeoff`` (the upper
+    is the guarantee, the lower is reached by some attack) and the random guess TPR = FPR.
+    ``alphas``: default 121 points from 1e-6 to 1. Returns {"alpha", "tpr_upper",
+    "tpr_lower", "method"}."""
+    out_path = _check_output(output)
+    a = np.geomspace(1e-6, 1.0, 121) if alphas is None else np.asarray(alphas, dtype=float)
+    if a.ndim != 1 or np.isnan(a).any() or (a <= 0).any() or (a > 1).any():
+        raise ValueError("alphas must be false-positive rates in (0, 1]")
+    t = x.tradeoff(a, method=method)
+    tpr = t.tpr
+    data = {"alpha": a, "tpr_upper": np.asarray(tpr.upper), "tpr_lower": np.asarray(tpr.lower),
+            "method": t.method}
+    fig, ax = _figure()
+    ax.plot(a, a, ":", color="grey", label="random guess")
+    ax.plot(a, data["tpr_upper"], label=f"TPR upper bound (proven, {t.method})")
+    ax.plot(a, data["tpr_lower"], "--", label="TPR reached by some attack")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _finish(fig, ax, out_path, "false-positive rate α", "true-positive rate 1 − β(α)",
+            "Membership-inference risk")
     return data

@@ -106,6 +106,8 @@ def text(rows, delta: float, plan=None, mechanism=None) -> str:
     if top is not None:
         lo = "" if low is None else f"; true epsilon >= {round_down(low, 6)}"
         lines.append(f"best: ({round_up(top.epsilon, 6)}, {_d(delta)})-DP by {top.method}{lo}")
+    if plan is not None:
+        lines += risk_section(plan.mechanism)
     return "\n".join(lines)
 
 
@@ -124,7 +126,7 @@ def as_json(rows, delta: float, plan=None, mechanism=None) -> str:
                                              "method": top.method, "lower": low},
            "results": results}
     if plan is not None:
-        out = {"plan": plan.as_dict(), **out}
+        out = {"plan": plan.as_dict(), **out, "risk": _risk_summary(plan.mechanism)}
     else:
         from .serialize import to_dict
         try:
@@ -164,4 +166,76 @@ def markdown(rows, delta: float, plan=None, mechanism=None) -> str:
         else:
             low_s = "–" if g.lower is None else round_down(g.lower)
             out.append(f"| {name} | {round_up(g.epsilon)} | {low_s} | {_d(delta)} | {g.source} |")
+    if plan is not None:
+        out += risk_markdown(plan.mechanism)
     return "\n".join(out)
+
+
+# --- privacy risk (docs/risk.md) -------------------------------------------------------------
+
+def risk_assumed(mech) -> list[str]:
+    """One line per part: mechanism (with its sensitivity), sampling, count, relation."""
+    rel = "add/remove" if str(mech.relation) == "add_remove" else "substitution"
+    return [f"{describe_mechanism(m)}; {c} steps; {rel} neighbours" for m, c in mech.parts()]
+
+
+def _risk_summary(mechanism):
+    """:func:`dpamp.accounting.risk.summary`, or the reason it is not available (a string)."""
+    from ..accounting import risk
+    from ..core.errors import OutOfReach
+    try:
+        return risk.summary(mechanism)
+    except (ValueError, NotImplementedError, OutOfReach, MemoryError) as e:
+        return f"not available: {e}"
+
+
+def risk_lines(s: dict, assumed: list[str]) -> list[str]:
+    """The human lines of a risk summary, rounded outwards (upper bounds up, lower down)."""
+    out = ["privacy risk (any membership-inference attack, any pair of neighbours)"]
+    out += [f"  assumed: {a}" for a in assumed]
+    out.append(f"  {'FPR':>8s}  {'TPR <=':>10s}  {'TPR reached':>11s}")
+    for r in s["tpr_at_fpr"]:
+        out.append(f"  {r['fpr']:>8g}  {round_up(r['tpr_upper'], 4):>10s}  "
+                   f"{round_down(r['tpr_lower'], 4):>11s}")
+    adv = s["advantage"]
+    out.append(f"  advantage (max TPR - FPR) <= {round_up(adv['upper'], 4)} "
+               f"(reached: {round_down(adv['lower'], 4)})")
+    mu, mid = s["gdp_mu"], s["gdp_mu_range"]
+    if mu["upper"] != float("inf"):
+        out.append(f"  Gaussian DP: mu <= {round_up(mu['upper'], 6)} "
+                   f"(no mu below {round_down(mu['lower'], 6)})")
+    else:
+        out.append(f"  Gaussian DP: no mu certified for every FPR (needs at least "
+                   f"{round_down(mu['lower'], 4)})")
+        if mid["upper"] != float("inf"):
+            a, b = mid["fpr_range"]
+            out.append(f"  Gaussian DP for FPR in [{a:g}, 1 - {1 - b:.0e}]: mu <= "
+                       f"{round_up(mid['upper'], 4)} (no mu below {round_down(mid['lower'], 4)})")
+    out.append(f"  method: {s['method']}" + (f"; {s['note']}" if s["note"] else ""))
+    return out
+
+
+def risk_section(mechanism) -> list[str]:
+    """The privacy-risk lines of a plain-text report."""
+    s = _risk_summary(mechanism)
+    return [f"privacy risk: {s}"] if isinstance(s, str) else risk_lines(s, risk_assumed(mechanism))
+
+
+def risk_markdown(mechanism) -> list[str]:
+    """The privacy-risk block of a Markdown report."""
+    s = _risk_summary(mechanism)
+    out = ["", "#### Privacy risk", ""]
+    if isinstance(s, str):
+        return out + [f"Privacy risk: {s}."]
+    adv = s["advantage"]
+    out.append("Any membership-inference attack against any pair of neighbouring datasets has "
+               "a true-positive rate (TPR) at most the bound below at each false-positive rate "
+               "(FPR), from the trade-off curve of f-DP (Dong, Roth & Su, arXiv:1905.02383); "
+               f"its advantage TPR − FPR is at most **{round_up(adv['upper'], 4)}**. The best "
+               "attack on some pair of neighbours reaches the last column: no analysis can "
+               "certify a bound below it.")
+    out += ["", "| FPR | TPR (upper bound) | TPR reached |", "|---|---|---|"]
+    for r in s["tpr_at_fpr"]:
+        out.append(f"| {r['fpr']:g} | {round_up(r['tpr_upper'], 4)} | "
+                   f"{round_down(r['tpr_lower'], 4)} |")
+    return out

@@ -108,6 +108,27 @@ class Mechanism:
         from ..accounting import registry as methods
         return methods.delta(self, epsilon, method=method, **options)
 
+    # --- operational risk (dpamp.accounting.risk, docs/risk.md) --------------------------------
+    def tradeoff(self, alpha, method: str = "auto", **options):
+        """Proven bracket on the trade-off curve beta(alpha) (f-DP), vectorised over alpha."""
+        from ..accounting import risk
+        return risk.tradeoff(self, alpha, method=method, **options)
+
+    def tpr_at_fpr(self, fpr, method: str = "auto", **options):
+        """Bracket on any membership-inference attack's true-positive rate at ``fpr``."""
+        from ..accounting import risk
+        return risk.tpr_at_fpr(self, fpr, method=method, **options)
+
+    def gdp_mu(self, fpr_range=(0.0, 1.0), method: str = "auto", **options):
+        """Bracket on the smallest Gaussian-DP mu whose trade-off lies below this one."""
+        from ..accounting import risk
+        return risk.gdp_mu(self, fpr_range, method=method, **options)
+
+    def advantage(self, method: str = "auto", **options):
+        """Bracket on the membership advantage max (TPR - FPR) = delta(0)."""
+        from ..accounting import risk
+        return risk.advantage(self, method=method, **options)
+
     # --- serialisation -----------------------------------------------------------------------
     def to_json(self, indent: int | None = None) -> str:
         """JSON text ``{"type": ClassName, ...constructor arguments}``, recursively; read it
