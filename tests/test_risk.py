@@ -284,14 +284,14 @@ def test_validation():
 # --- the command line --------------------------------------------------------------------------
 
 def test_cli_risk_text(capsys):
-    assert main(["risk", "--sigma", "2", "--steps", "4"]) == 0
+    assert main(["risk", "--noise-multiplier", "2", "--steps", "4"]) == 0
     out = capsys.readouterr().out
     assert "TPR" in out and "advantage" in out and "mu <= 1.00001" in out
     assert "add/remove" in out and "L2 sensitivity 1" in out and "4 steps" in out
 
 
 def test_cli_risk_json_and_fpr(capsys):
-    assert main(["risk", "--sigma", "1", "--poisson", "0.1", "--steps", "10",
+    assert main(["risk", "--noise-multiplier", "1", "--sample-rate", "0.1", "--steps", "10",
                  "--fpr", "0.001", "0.2", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [r["fpr"] for r in d["tpr_at_fpr"]] == [0.001, 0.2]
@@ -300,13 +300,17 @@ def test_cli_risk_json_and_fpr(capsys):
     assert d["method"] == "pld" and d["mechanism"]["type"] == "Composition"
     assert d["advantage"]["lower"] <= d["advantage"]["upper"]
     assert d["gdp_mu_range"]["upper"] < math.inf
-    assert "Poisson" in d["assumed"][0]
+    # what it assumed and what it was given, as every query command states them
+    assert d["assumed"]["sampler"] == "poisson" and d["assumed"]["relation"] == "add_remove"
+    assert d["inputs"]["sample_rate"] == 0.1 and d["inputs"]["steps"] == 10
 
 
 def test_cli_risk_errors(capsys):
-    assert main(["risk", "--sigma", "1", "--fpr", "2"]) == 2
+    assert main(["risk", "--noise-multiplier", "1", "--steps", "1", "--fpr", "2"]) == 2
     assert "fpr" in capsys.readouterr().err
-    assert main(["risk", "--sigma", "1", "--method", "kov"]) == 2
+    assert main(["risk", "--noise-multiplier", "1", "--steps", "1", "--method", "kov"]) == 2
+    assert main(["risk", "--noise-multiplier", "1"]) == 2          # no steps / epochs
+    assert "--epochs" in capsys.readouterr().err
 
 
 @settings(max_examples=40, deadline=None)
