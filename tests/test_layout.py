@@ -41,12 +41,26 @@ def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _type_checking_only(node) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): a block only type checkers run."""
+    if not isinstance(node, ast.If):
+        return False
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
 def _eager_imports(tree: ast.AST):
-    """Import statements executed at import time (not inside a function or lambda)."""
+    """Import statements executed at import time (not inside a function or lambda, nor in
+    an ``if TYPE_CHECKING:`` block, which holds imports for annotations only; its ``else``
+    branch does run)."""
     stack = list(ast.iter_child_nodes(tree))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if _type_checking_only(node):
+            stack.extend(node.orelse)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
@@ -132,3 +146,7 @@ def test_the_checks_can_fail():
     g = {"dpamp.core.a": {"dpamp.pld.b"}, "dpamp.pld.b": {"dpamp.core.a"}, "dpamp.io.c": set()}
     assert _cycles(g) == [["dpamp.core.a", "dpamp.pld.b"]]
     assert _layer("dpamp.core.a") < _layer("dpamp.pld.b")
+    # an import for annotations only does not run; one beside it does
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n"
+                     "else:\n    import b\nif x:\n    import c\n")
+    assert sorted(n.names[0].name for n in _eager_imports(tree)) == ["TYPE_CHECKING", "b", "c"]

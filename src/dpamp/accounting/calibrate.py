@@ -1,8 +1,7 @@
 """Calibration: the inverse problems of accounting (DESIGN "calibrate σ, T, q").
 
     dp.calibrate.sigma(epsilon=3.0, delta=1e-5, sampling=dp.Poisson(0.01), steps=10_000)
-    dp.calibrate.steps(epsilon=3.0, delta=1e-5, sigma=1.1, sampling=dp.Poisson(0.01))
-    dp.calibrate.epochs(...), dp.calibrate.rate(...)
+    dp.calibrate.steps(...), dp.calibrate.epochs(...), dp.calibrate.rate(...)
 
 Each returns a :class:`Calibration`: the value, and the :class:`~dpamp.Guarantee` of the plan at
 that value under the chosen method. The answer is **certified**: the returned value was itself
@@ -27,13 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..core import _validate as V
 from ..core import samplers as _samplers
 from ..core._progress import open_bar
 from ..core.guarantee import Guarantee
-from ..core.relations import ADD_REMOVE, as_relation
+from ..core.relations import ADD_REMOVE, Relation, as_relation
+
+if TYPE_CHECKING:
+    from ..core.sampling import SamplingScheme
+    from ..mechanisms.base import Mechanism
 
 __all__ = ["Calibration", "sigma", "steps", "epochs", "rate", "sweep"]
 
@@ -279,8 +282,7 @@ def _count(steps, epochs, sampling) -> int:
 
 def _sensitivity(sensitivity, relation):
     """The sensitivity given, or by default that of a sum of records clipped to norm 1 under
-    ``relation`` (1 under add/remove, 2 under substitution: DP-SGD's noise multiplier is
-    relative to the clipping norm, whatever the sampler), as ``--sampler`` reads it."""
+    ``relation`` (1 add/remove, 2 substitution), as ``--sampler`` reads it."""
     if sensitivity is None:
         from ..core.sampling import clip_sensitivity
         return clip_sensitivity(relation)
@@ -294,9 +296,11 @@ def _build_step(family, noise, sensitivity, relation, sampling):
 
 # --- public functions ---------------------------------------------------------------------
 
-def sigma(epsilon: float, delta: float, sampling=None, steps: int | None = None,
-          epochs: float | None = None, method: str = "auto", sensitivity: float | None = None,
-          relation=None, family=None, rtol: float = 1e-4, **options) -> Calibration:
+def sigma(epsilon: float, delta: float, sampling: SamplingScheme | None = None,
+          steps: int | None = None, epochs: float | None = None, method: str = "auto",
+          sensitivity: float | None = None, relation: Relation | str | None = None,
+          family: type[Mechanism] | None = None, rtol: float = 1e-4,
+          **options: Any) -> Calibration:
     """The smallest noise ``sigma`` such that ``steps`` runs of
     ``family(sigma, sensitivity=sensitivity, relation=relation)`` on samples drawn by
     ``sampling`` are (epsilon, delta)-DP under ``method``'s upper bound.
@@ -344,9 +348,11 @@ def sigma(epsilon: float, delta: float, sampling=None, steps: int | None = None,
     return solve(name, x0=warm.value, factor=1.25)
 
 
-def steps(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
-          mechanism=None, method: str = "auto", sensitivity: float | None = None, relation=None,
-          family=None, **options) -> Calibration:
+def steps(epsilon: float, delta: float, sigma: float | None = None,
+          sampling: SamplingScheme | None = None, mechanism: Mechanism | None = None,
+          method: str = "auto", sensitivity: float | None = None,
+          relation: Relation | str | None = None, family: type[Mechanism] | None = None,
+          **options: Any) -> Calibration:
     """The largest number of steps T >= 1 such that T runs of one step are (epsilon, delta)-DP
     under ``method``'s upper bound. One step is ``family(sigma, ...)`` on samples drawn by
     ``sampling`` (see :func:`sigma`), or any ``mechanism`` given instead. Exact: T meets the
@@ -357,9 +363,11 @@ def steps(epsilon: float, delta: float, sigma: float | None = None, sampling=Non
     return _largest_count("step", lambda n: step * n, lambda n: n, eps_t, d, method, options)
 
 
-def epochs(epsilon: float, delta: float, sigma: float | None = None, sampling=None,
-           mechanism=None, method: str = "auto", sensitivity: float | None = None, relation=None,
-           family=None, **options) -> Calibration:
+def epochs(epsilon: float, delta: float, sigma: float | None = None,
+           sampling: SamplingScheme | None = None, mechanism: Mechanism | None = None,
+           method: str = "auto", sensitivity: float | None = None,
+           relation: Relation | str | None = None, family: type[Mechanism] | None = None,
+           **options: Any) -> Calibration:
     """The largest whole number of epochs E >= 1 (E epochs = ceil(E / rate) steps of the
     sampled mechanism) that meets (epsilon, delta) under ``method``'s upper bound; see
     :func:`steps`. ``result.steps`` is the number of steps."""
@@ -394,7 +402,8 @@ def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibrat
 
 def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int | None = None,
          scheme: str = "poisson", method: str = "auto", sensitivity: float | None = None,
-         relation=None, family=None, rtol: float = 1e-4, **options) -> Calibration:
+         relation: Relation | str | None = None, family: type[Mechanism] | None = None,
+         rtol: float = 1e-4, **options: Any) -> Calibration:
     """The largest sampling rate (or batch size) such that ``steps`` runs of
     ``family(sigma, ...)`` on the samples meet (epsilon, delta) under ``method``'s upper bound.
 
@@ -477,7 +486,8 @@ def _one_step(sigma, sampling, mechanism, sensitivity, relation, family):
     return _build_step(_family(family), s, _sensitivity(sensitivity, rel), rel, sampling)
 
 
-def sweep(function: Callable[..., Calibration], over: str, values, **kwargs) -> list:
+def sweep(function: Callable[..., Calibration], over: str, values: Iterable[Any],
+          **kwargs: Any) -> list[Calibration]:
     """Run a calibration for each value of one argument, with a progress bar on a terminal:
     ``sweep(dp.calibrate.sigma, "epsilon", [1, 2, 4, 8], delta=1e-5, sampling=..., steps=...)``.
     Returns the list of :class:`Calibration` results in order."""

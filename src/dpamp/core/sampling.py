@@ -73,11 +73,11 @@ class Poisson(SamplingScheme):
                                V.integer("population", self.population, low=1))
 
     @property
-    def needs(self):
+    def needs(self) -> Relation:
         return self.relation
 
     @property
-    def gives(self):
+    def gives(self) -> Relation:
         return self.relation
 
 
@@ -126,7 +126,7 @@ class WithReplacement(SamplingScheme):
                              f"the subsampled guarantee (got {self.outer!r})") from None
 
     @property
-    def gives(self):
+    def gives(self) -> Relation:
         return self.outer
 
     @property

@@ -18,7 +18,7 @@ The arguments are read exactly as a TOML plan's stage and the command line's fla
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from ..core.guarantee import Guarantee
@@ -48,7 +48,7 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
           dataset_size: int | None = None, epochs: float | None = None,
           steps: int | None = None, delta: float | None = None, epsilon: float | None = None,
           sampler: str = "poisson", sample_rate: float | None = None, method: str = "auto",
-          **options) -> Guarantee:
+          **options: Any) -> Guarantee:
     """The (epsilon, delta) guarantee of a DP-SGD run (module docstring): epsilon at ``delta``
     (or delta at ``epsilon``), a :class:`~dpamp.Guarantee` whose ``note`` states what was
     assumed. Give ``batch_size`` and ``dataset_size`` (or ``sample_rate`` for the Poisson

@@ -24,7 +24,13 @@ so opacus' answer is 9% above the true epsilon, which the PLD pins down to 0.06%
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Iterable
+
 from ..core import _validate as V
+
+if TYPE_CHECKING:
+    from ..core.guarantee import Guarantee
+    from ..mechanisms.base import Mechanism
 
 __all__ = ["OpacusAccountant"]
 
@@ -56,7 +62,7 @@ class OpacusAccountant:
     def __len__(self) -> int:
         return len(self.history)
 
-    def mechanism(self):
+    def mechanism(self) -> Mechanism:
         """The dpamp composition of every step taken so far."""
         from ..mechanisms import Gaussian, compose
         from ..core.sampling import Poisson
@@ -70,19 +76,21 @@ class OpacusAccountant:
             parts.append((g if q == 1.0 else g.subsample(Poisson(q))) * n)
         return compose(*parts)
 
-    def get_guarantee(self, delta: float, method: str | None = None, **options):
+    def get_guarantee(self, delta: float, method: str | None = None,
+                      **options: Any) -> Guarantee:
         """The full :class:`dpamp.Guarantee` (epsilon, lower bound, method, theorem)."""
         return self.mechanism().epsilon(delta, method=method or self.method, **options)
 
-    def get_epsilon(self, delta: float, method: str | None = None, **options) -> float:
+    def get_epsilon(self, delta: float, method: str | None = None, **options: Any) -> float:
         """epsilon(delta) of the steps so far (0 before the first step, as in opacus)."""
         V.delta(delta)
         if not self.history:
             return 0.0
         return float(self.get_guarantee(delta, method, **options).epsilon)
 
-    def get_privacy_spent(self, delta: float, alphas=None, method: str | None = None,
-                          **options) -> tuple[float, float | None]:
+    def get_privacy_spent(self, delta: float, alphas: Iterable[float] | None = None,
+                          method: str | None = None,
+                          **options: Any) -> tuple[float, float | None]:
         """``(epsilon, best_alpha)``, opacus' ``RDPAccountant.get_privacy_spent(delta, alphas)``.
 
         With ``alphas`` (a list of orders > 1, as in opacus): the RDP bound minimised over those

@@ -23,6 +23,7 @@ import difflib
 import os
 import sys
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ..core import _validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation
@@ -30,6 +31,9 @@ from ..core import samplers
 from ..core import sampling as smp
 from ..core.sampling import clip_sensitivity
 from ._files import read_text
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,7 +77,7 @@ class Stage:
     assumed: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     @property
-    def mechanism(self):
+    def mechanism(self) -> Mechanism:
         return self.step * self.steps
 
     def describe(self) -> dict:
@@ -94,7 +98,7 @@ class Plan:
     source: str = "<plan>"
 
     @property
-    def mechanism(self):
+    def mechanism(self) -> Mechanism:
         """The composition of every stage (all stages must share one neighbouring relation)."""
         from ..mechanisms.composition import compose_counts
         return compose_counts([(s.step, s.steps) for s in self.stages])
@@ -107,7 +111,7 @@ class Plan:
     def total_steps(self) -> int:
         return sum(s.steps for s in self.stages)
 
-    def prefix(self, steps: int):
+    def prefix(self, steps: int) -> Plan:
         """The composition of the first ``steps`` steps of the plan, stages in order."""
         from ..mechanisms.composition import compose_prefix
         return compose_prefix([(s.step, s.steps) for s in self.stages], steps)
@@ -163,7 +167,7 @@ class _Reader:
         self.fail(stage, key, f"unknown key{hint}; {what}: {', '.join(sorted(allowed))}")
 
 
-def load_plan(path) -> Plan:
+def load_plan(path: str | os.PathLike) -> Plan:
     """Read and validate a TOML plan file (see docs/plans.md)."""
     path = os.fspath(path)
     try:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ..core.guarantee import Guarantee
+    from ..accounting.risk import RiskBound, TradeOff
     from ..core.sampling import SamplingScheme
 
 
@@ -109,22 +110,23 @@ class Mechanism:
         return methods.delta(self, epsilon, method=method, **options)
 
     # --- operational risk (dpamp.accounting.risk, docs/risk.md) --------------------------------
-    def tradeoff(self, alpha, method: str = "auto", **options):
+    def tradeoff(self, alpha: ArrayLike, method: str = "auto", **options: Any) -> TradeOff:
         """Proven bracket on the trade-off curve beta(alpha) (f-DP), vectorised over alpha."""
         from ..accounting import risk
         return risk.tradeoff(self, alpha, method=method, **options)
 
-    def tpr_at_fpr(self, fpr, method: str = "auto", **options):
+    def tpr_at_fpr(self, fpr: ArrayLike, method: str = "auto", **options: Any) -> RiskBound:
         """Bracket on any membership-inference attack's true-positive rate at ``fpr``."""
         from ..accounting import risk
         return risk.tpr_at_fpr(self, fpr, method=method, **options)
 
-    def gdp_mu(self, fpr_range=(0.0, 1.0), method: str = "auto", **options):
+    def gdp_mu(self, fpr_range: tuple[float, float] = (0.0, 1.0), method: str = "auto",
+               **options: Any) -> RiskBound:
         """Bracket on the smallest Gaussian-DP mu whose trade-off lies below this one."""
         from ..accounting import risk
         return risk.gdp_mu(self, fpr_range, method=method, **options)
 
-    def advantage(self, method: str = "auto", **options):
+    def advantage(self, method: str = "auto", **options: Any) -> RiskBound:
         """Bracket on the membership advantage max (TPR - FPR) = delta(0)."""
         from ..accounting import risk
         return risk.advantage(self, method=method, **options)

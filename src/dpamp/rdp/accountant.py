@@ -39,7 +39,7 @@ class Accountant:
         return self
 
     @property
-    def composition(self):
+    def composition(self) -> Mechanism:
         if not self._counts:
             raise ValueError("the accountant is empty: compose a mechanism first")
         return compose_counts(list(self._counts.items()))
