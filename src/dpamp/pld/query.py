@@ -20,6 +20,8 @@ from ..core import _validate as V
 from ..core.errors import OutOfReach
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, PartPMF, compose, grid_log_mgf
+from .caps import atomic_cap
+from .grid import align as _align, initial_h as _initial_h
 from .sources import SymmetricCurve, discretize_source, parts_of
 
 #: most grid refinements tried; then (or when the time budget or the largest grid is reached)
@@ -138,79 +140,6 @@ def saddle_for_epsilon(pparts, eps):
     return float(_S[i]), float(min(v[i], 0.0))
 
 
-def _initial_h(direction_parts, tol_abs, z=4.0):
-    """A first grid step from the model gap ~ 0.2 z h^2 (sum of counts) / sd (second-order
-    discretisation errors add up in variance over the steps); refined by measurement."""
-    counts = sum(c for _, c in direction_parts)
-    var = sum(c * max(src.var, 0.0) for src, c in direction_parts)
-    sd = math.sqrt(max(var, 1e-30))
-    h = math.sqrt(0.8 * tol_abs * sd / (0.2 * max(z, 1.0) * counts))
-    # never coarser than a fraction of the spread of a single step of any part
-    for src, _ in direction_parts:
-        h = min(h, max(math.sqrt(max(src.var, 0.0)), 1e-12) / 4.0)
-    return _align(direction_parts, max(h, 1e-7))
-
-
-def _align(direction_parts, h):
-    """If every finite atom of every part is a multiple of one loss a (randomized response,
-    Laplace, the worst-case (eps, delta) pair), use a step that divides a, so the atoms fall on
-    the grid and cost nothing."""
-    if not (math.isfinite(h) and h > 0):
-        raise OutOfReach("the PLD cannot size a grid for this query (the spread of the "
-                         "privacy losses is beyond the range of floating point)")
-    # an anchor inside the first cell stays there (fitting h to it would shrink h to it)
-    anchors = [a for a in _anchors(direction_parts) if a >= h]
-    if 1 <= len(anchors) <= MAX_ANCHORS:
-        return _near_common_divisor(anchors, h)
-    return h
-
-
-#: most distinct anchors a grid step is fitted to (beyond, the step is left alone)
-MAX_ANCHORS = 4
-
-
-def _anchors(direction_parts) -> list:
-    """The magnitudes |loss| where the loss curve F has a kink or a near-kink: finite atoms,
-    and finite ends of a continuous part's support (a Poisson-subsampled pair's losses pile
-    up just above log(1 - q) when its base pair is far apart, i.e. small sigma). Off the grid,
-    such a point costs the optimistic polygon a first-order lowering (its offset from the grid
-    times its mass, per step; for a pile inside a cell whose far knot is on the curve's floor,
-    up to the whole cell's curve), on a grid point nothing (an atom) or a defect of the
-    pile's width times its mass (see polygon.FAR_KINK)."""
-    found = []
-    for src, _ in direction_parts:
-        loss = getattr(src, "atom_loss", np.zeros(0))
-        p = getattr(src, "atom_p", np.ones(loss.size))
-        q = getattr(src, "atom_q", np.ones(loss.size))
-        big = np.isfinite(loss) & (loss != 0) & (np.maximum(p, q) > 1e-9)
-        found += [float(v) for v in np.abs(loss[big])]
-        if getattr(src, "cdf", None) is not None:
-            found += [abs(float(e)) for e in getattr(src, "support", ())
-                      if math.isfinite(e) and e != 0]
-    out = []                      # anchors equal up to rounding are one
-    for a in sorted(found):
-        if not out or a > out[-1] * (1 + 1e-12):
-            out.append(a)
-    return out
-
-
-def _near_common_divisor(anchors, h: float) -> float:
-    """A step h' <= h dividing the largest anchor a_0 that puts every other anchor nearest to
-    a multiple of h' (n = a_0 / h' scanned over [a_0/h, 1.5 a_0/h]: a simultaneous
-    Diophantine approximation; among M candidates the best misfit is ~ h'/M^(1/(k-1)))."""
-    a0 = anchors[-1]
-    n0 = max(1, math.ceil(a0 / h))
-    if len(anchors) == 1:
-        return a0 / n0
-    n = np.arange(n0, n0 + max(8, min(20000, n0 // 2)))
-    hs = a0 / n
-    off = np.zeros(n.size)
-    for a in anchors[:-1]:
-        r = a / hs
-        off = np.maximum(off, np.abs(r - np.rint(r)) * hs)
-    return float(hs[int(np.argmin(off))])
-
-
 _CACHE = PLDCache()
 
 
@@ -237,7 +166,7 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
         raise OutOfReach(f"delta={delta:g} is below what the PLD grids resolve "
                          f"({1e-300 / TAIL_FRACTION:g}); use method='rdp'")
     # the pure epsilon caps the upper bound: it decides tiny deltas
-    pure = _pure_epsilon(mechanism)
+    pure = min(_pure_epsilon(mechanism), atomic_cap(dirs, delta))
     return _proven(dirs, _refine(
         dirs, _key(mechanism), tol, budget, "epsilon",
         lambda h, tilt, grid_tol: _compute_for_eps(dirs, delta, grid_tol, h, tail_total, tilt),
@@ -362,10 +291,15 @@ def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query):
 
 def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
     if h is None:
-        e0 = max(_gaussian_guess(d, delta) for d in dirs)
+        # the grid is sized for the direction that looks the worse (the others are first
+        # accounted at COARSE h and redone only if they could be the worse one): the swap of
+        # a small-sigma subsampled pair is a near-atom whose tiny spread would ask for a grid
+        # thousands of times finer than the answer needs
+        guesses = [_gaussian_guess(d, delta) for d in dirs]
+        e0 = max(guesses)
         target = tol if tol is not None else 1e-3 * e0
-        h = min(_initial_h(d, target, z=max(1.0, math.sqrt(2 * math.log(1 / delta))))
-                for d in dirs)
+        worst = dirs[int(np.argmax(guesses))]
+        h = _initial_h(worst, target, z=max(1.0, math.sqrt(2 * math.log(1 / delta))))
 
     def saddle(pp):
         e_est, lam = saddle_for_delta(pp, delta)
@@ -451,8 +385,10 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None,
 
 def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     if h is None:
-        h = min(_initial_h(d, 1e-3 * max(epsilon, 0.1)) for d in dirs)
-    tail_total = 1e-15
+        # sized for the direction that looks the worse, as for epsilon (_compute_for_eps)
+        worst = max(dirs, key=lambda d: _gaussian_guess(d, 1e-6))
+        h = _initial_h(worst, 1e-3 * max(epsilon, 0.1))
+    tail_total = _delta_tail(dirs, epsilon, h)
 
     def saddle(pp):
         lam, log_d = saddle_for_epsilon(pp, epsilon)
@@ -462,6 +398,31 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
         dirs, h, tail_total, tilt, saddle, None,
         lambda pmf: _delta_at(pmf, epsilon))
     return out
+
+
+#: the grids of a delta query leave out P-mass <= this fraction of the (Chernoff) estimate of
+#: the answer (the estimate can exceed the truth by a polynomial factor: hence far below 1e-3)
+DELTA_TAIL_FRACTION = 1e-8
+#: and never more than this (the tail of the query before the estimate)
+DELTA_TAIL = 1e-15
+
+
+def _delta_tail(dirs, epsilon, h) -> float:
+    """The P-mass the grids of a delta(epsilon) query may leave out (it is charged to the upper
+    bound): DELTA_TAIL_FRACTION of the Chernoff bound min_s K(s) - s eps of the composition,
+    from coarse pessimistic PMFs of each direction (upper bounds on the masses, so the MGF and
+    the estimate are too); so that a tiny delta (Gaussian sigma = 100 composed 1e4 times,
+    delta(10) = 9.8e-23) gets a relative bracket rather than the tail as an absolute floor."""
+    est = -math.inf
+    for d in dirs:
+        try:
+            pp = _discretize(d, max(8 * h, 1e-3), DELTA_TAIL, optimistic=False)
+        except (MemoryError, OutOfReach):
+            return DELTA_TAIL
+        est = max(est, saddle_for_epsilon(pp, epsilon)[1])
+    if not math.isfinite(est):
+        return DELTA_TAIL
+    return min(DELTA_TAIL, max(1e-300, math.exp(est) * DELTA_TAIL_FRACTION))
 
 
 def _delta_at(pmf, epsilon):
