@@ -22,6 +22,12 @@ def initial_h(direction_parts, tol_abs, z=4.0):
     # near-atom at -log(1 - q) -- is resolved by the anchors of align, and weighs little in
     # the composition's error otherwise)
     h = min(h, max(sd, 1e-12) / 4.0)
+    # and never coarser than the largest anchor (a cell holding a kink of F off its grid
+    # points costs the lower bound its whole mass times the cell: at small sigma the first
+    # grids proved nothing until h came below |log(1 - q)|)
+    anchors = _anchors(direction_parts)
+    if anchors and anchors[-1] >= 1e-7:
+        h = min(h, anchors[-1])
     return align(direction_parts, max(h, 1e-7))
 
 

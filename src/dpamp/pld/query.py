@@ -202,6 +202,7 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
     deadline = time.monotonic() + budget
     h, tilt, best, grid_tol = None, TILT, None, tol
     for rounds in range(1, MAX_ROUNDS + 1):
+        started = time.monotonic()
         try:
             state = compute(h, tilt, grid_tol)
             _CACHE.put(key, state)
@@ -223,12 +224,18 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
             return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
         if state["error_bound"] and tilt < 1.0:
             tilt, h = 1.0, state["h"]          # the FFT's error budget, not the grid, limits
-            continue
-        up, low = state["last"]
-        target = tol if tol is not None else 1e-3 * max(up, 1e-300)
-        gap = up - low
-        shrink = math.sqrt(0.7 * target / max(gap, 1e-300)) if math.isfinite(gap) else 0.5
-        h = _align(dirs[0], state["h"] * max(0.2, min(0.8, shrink)))
+        else:
+            up, low = state["last"]
+            target = tol if tol is not None else 1e-3 * max(up, 1e-300)
+            gap = up - low
+            shrink = math.sqrt(0.7 * target / max(gap, 1e-300)) if math.isfinite(gap) else 0.5
+            h = _align(dirs[0], state["h"] * max(0.2, min(0.8, shrink)))
+        # a round costs about its grid's size: one that cannot end within the budget is not
+        # started (the budget is kept, not overrun by a whole round)
+        now = time.monotonic()
+        if now + (now - started) * state["h"] / h > deadline:
+            return _not_met(best, rounds, f"the time budget ({budget:g} s) would be spent "
+                                          "before the next grid's round ends")
     return _not_met(best, MAX_ROUNDS, f"{MAX_ROUNDS} grid refinements did not reach tol")
 
 
