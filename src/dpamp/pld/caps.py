@@ -34,10 +34,13 @@ def atomic_cap(dirs, delta: float) -> float:
             p = np.asarray(src.atom_p, dtype=float)
             fin = np.isfinite(loss) & (p > 0)
             top = float(loss[fin].max()) if fin.any() else 0.0
-            if not str(getattr(src, "name", "")).startswith("eps_delta"):
-                top = top + _MARGIN * abs(top)          # a rounded transformation of the atoms
-            terms.append((c, max(top, 0.0)))
             a = float(p[loss == np.inf].sum())
+            if not str(getattr(src, "name", "")).startswith("eps_delta"):
+                # a rounded transformation of the atoms (subsampling): losses and the mass at
+                # +inf (q delta, rounded to nearest) moved outwards
+                top = top + _MARGIN * abs(top)
+                a = a * (1.0 + 4 * 2.0 ** -53)
+            terms.append((c, max(top, 0.0)))
             if a >= 1.0:
                 return math.inf
             steps += c
