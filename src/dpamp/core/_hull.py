@@ -4,7 +4,7 @@ and the CGF projection of user RDP curves (003 Prop. 24).
 The hull is the graph of the greatest convex minorant of the polygon through the points, whose
 slope on each segment is the isotonic (non-decreasing) regression of the segments' slopes
 weighted by their lengths (Barlow, Bartholomew, Bremner and Brunk, *Statistical Inference under
-Order Restrictions*, 1972, Thm 1.1: the isotonic regression is the left derivative of the
+Order Restrictions*, 1972, Ch. 1: the isotonic regression is the left derivative of the
 greatest convex minorant of the cumulative sum diagram; here the diagram is the polygon
 itself). scipy's pool-adjacent-violators (``scipy.optimize.isotonic_regression``, compiled)
 gives its blocks in O(n); the hull's vertices are the blocks' ends."""
