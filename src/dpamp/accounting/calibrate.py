@@ -25,7 +25,6 @@ bracket starts from the "rdp" answer, so only a handful of expensive evaluations
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..core import _validate as V
@@ -33,6 +32,7 @@ from ..core import samplers as _samplers
 from ..core._progress import open_bar
 from ..core.guarantee import Guarantee
 from ..core.relations import ADD_REMOVE, Relation, as_relation
+from ._search import geometric_search, largest_int
 
 if TYPE_CHECKING:
     from ..core.sampling import SamplingScheme
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["Calibration", "sigma", "steps", "epochs", "rate", "sweep"]
 
 _SIGMA_RANGE = (1e-8, 1e8)
-_MAX_STEPS = 2 ** 50
 _MIN_RATE = 1e-15
 
 
@@ -170,75 +169,6 @@ def _warm_start(build, x0, method, solve):
         return None
 
 
-# --- monotone searches ----------------------------------------------------------------------
-
-def _geometric_search(ok, x0: float, lo_limit: float, hi_limit: float, rtol: float,
-                      factor: float, ok_when_large: bool):
-    """Bracket the threshold of a monotone predicate on (lo_limit, hi_limit] by multiplying
-    x0 by ``factor``, then bisect geometrically until hi / lo <= 1 + rtol. Returns (lo, hi):
-    ok(hi) is True when ok_when_large (ok(lo) is True otherwise); None ends mean the limit was
-    reached without a change."""
-    def good(x):
-        return ok(x) if ok_when_large else not ok(x)
-
-    x0 = min(max(x0, lo_limit), hi_limit)
-    if good(x0):
-        hi, lo = x0, x0 / factor
-        while lo > lo_limit and good(lo):
-            hi, lo = lo, lo / factor
-        if lo <= lo_limit:
-            if good(lo_limit):
-                return None, lo_limit
-            lo = lo_limit
-    else:
-        lo, hi = x0, x0 * factor
-        while hi < hi_limit and not good(hi):
-            lo, hi = hi, hi * factor
-        if hi >= hi_limit:
-            if not good(hi_limit):
-                return hi_limit, None
-            hi = hi_limit
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if good(mid):
-            hi = mid
-        else:
-            lo = mid
-    return lo, hi
-
-
-def _largest_int(ok, start: int, high: int | None = None) -> int | None:
-    """Largest integer n in [1, high] with ok(n), for ok true on a prefix. Brackets upward from
-    ``start`` (first by a factor 1.25, then doubling; at least +1) or downward by halving,
-    then bisects.
-    Returns None if ok(1) is False."""
-    limit = _MAX_STEPS if high is None else high
-    n = min(max(int(start), 1), limit)
-    if ok(n):
-        lo = n
-        hi = min(max(n + 1, int(n * 1.25)), limit)
-        while hi > lo and ok(hi):
-            if hi >= limit:
-                return hi
-            lo, hi = hi, min(max(hi + 1, hi * 2), limit)
-        if hi == lo:
-            return lo
-    else:
-        hi = n
-        lo = n // 2
-        while lo >= 1 and not ok(lo):
-            hi, lo = lo, lo // 2
-        if lo < 1:
-            return None
-    while hi - lo > 1:  # ok(lo), not ok(hi)
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 # --- plan construction --------------------------------------------------------------------
 
 def _check_targets(epsilon, delta):
@@ -330,7 +260,7 @@ def sigma(epsilon: float, delta: float, sampling: SamplingScheme | None = None,
 
     def solve(m, x0=sens, factor=2.0):
         oracle = _Oracle(build, eps_t, d, m, options)
-        lo, hi = _geometric_search(oracle.ok, x0, *_SIGMA_RANGE, rtol=rtol, factor=factor,
+        lo, hi = geometric_search(oracle.ok, x0, *_SIGMA_RANGE, rtol=rtol, factor=factor,
                                    ok_when_large=True)
         if hi is None:
             g = oracle.guarantee(_SIGMA_RANGE[1])
@@ -389,7 +319,7 @@ def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibrat
 
     def solve(m, start=1):
         oracle = _Oracle(build, eps_t, d, m, options)
-        n = _largest_int(oracle.ok, start)
+        n = largest_int(oracle.ok, start)
         if n is None:
             g = oracle.guarantee(1)
             raise ValueError(f"even one {unit} exceeds the target: epsilon {g.epsilon:.6g} > "
@@ -453,21 +383,24 @@ def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int
             if oracle.ok(1.0):
                 return oracle.result(param, 1.0, T)
             x0 = 0.5 if start is None else min(start, 0.5)
-            lo, hi = _geometric_search(oracle.ok, x0, _MIN_RATE, 1.0, rtol=rtol,
+            lo, hi = geometric_search(oracle.ok, x0, _MIN_RATE, 1.0, rtol=rtol,
                                        factor=2.0 if start is None else 1.25,
                                        ok_when_large=False)
             if lo is None or not oracle.ok(lo):
                 raise ValueError(f"no rate >= {_MIN_RATE:g} meets epsilon <= {eps_t:g} at "
                                  f"delta {d:g} by {m}")
             return oracle.result(param, lo, T)
-        best = _largest_int(oracle.ok, n if start is None else start, high=n)
+        best = largest_int(oracle.ok, n if start is None else start, high=n)
         if best is None:
             g = oracle.guarantee(1)
             raise ValueError(f"even a batch of 1 exceeds the target: epsilon {g.epsilon:.6g} "
                              f"> {eps_t:g} at delta {d:g} by {m}")
         return oracle.result(param, best, T)
 
-    warm = _warm_start(build, x0, name, solve)
+    # no warm start for a Poisson rate: rdp's answer at small deltas can be orders of magnitude
+    # below the PLD's (its conversion's floor), and the PLD's evaluations at tiny rates are
+    # its slowest; from 0.5 downwards the search stays where they are cheap
+    warm = None if n is None and name != "rdp" else _warm_start(build, x0, name, solve)
     return solve(name) if warm is None else solve(name, start=warm.value)
 
 

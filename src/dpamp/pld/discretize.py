@@ -196,6 +196,17 @@ def _half_hull(half: _Half, h: float, g0: float):
     g = half.f - half.e
     g[0] = g0
     orig = g.copy()
+    if K > 1:
+        # the loop below lowers the end knot onto the line of slope end_slope through the
+        # hull's second-last vertex until the last slope is <= end_slope: its fixed point is
+        # the hull's supporting line of that slope, min_i g_i + end_slope (x_K - x_i) (every
+        # hull vertex is above it and it touches one), reached here at once; the loop then
+        # only confirms it (it took one full hull per vertex given up, K of them at worst)
+        with np.errstate(over="ignore", invalid="ignore"):
+            reach = g[:-1] + half.end_slope * (x[K] - x[:-1])
+        reach = reach[np.isfinite(reach)]
+        if reach.size:
+            g[K] = min(g[K], float(reach.min()))
     for _ in range(K + 2):
         v = lower_hull(x, g)     # rounding can only drop a vertex: lower, still below F
         g = np.minimum(np.interp(x, x[v], g[v]), g)

@@ -94,6 +94,10 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
                       end_slope, optimistic, mid_line)
 
 
+#: a deficit this far along its cell is fixed by the far knot (see the loop in _half_core)
+FAR_KINK = 0.9
+
+
 def _kinks(lines):
     """Pairwise intersections lam in [0, 1] of lines (slope, value at 0) in lam, per cell, and
     the minimum of all the lines there: (lams, values), each (pairs, cells)."""
@@ -196,6 +200,18 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
                 break
             lb = lam[bad]
             d = d[bad] * (1.0 + 1e-12)
+            # a kink near the far end of its cell (a pile of mass just below a grid point whose
+            # knot is on the curve's floor: small sigma) is fixed by the far knot going below
+            # its soft floor to the hard one (d / lam, a defect of about d), not by the near
+            # knot going down by d / (1 - lam), which can be the whole curve
+            need = d / np.maximum(lb, 1e-300)
+            far = ((lb > FAR_KINK) & (cap[bad + 1] - e[bad + 1] < need)
+                   & (cap_hard[bad + 1] - e[bad + 1] >= need))
+            if far.any():
+                fb = bad[far]
+                np.maximum.at(e, fb + 1, e[fb + 1] + need[far])
+                cap[fb + 1] = np.maximum(cap[fb + 1], e[fb + 1])
+                bad, lb, d = bad[~far], lb[~far], d[~far]
             up_l = np.maximum(np.minimum(cap[bad] - e[bad], d / np.maximum(1.0 - lb, 1e-300)),
                               0.0)
             np.maximum.at(e, bad, e[bad] + up_l)

@@ -1,0 +1,83 @@
+"""Monotone searches behind calibration (accounting/calibrate.py): the threshold of a monotone
+predicate by geometric bracketing and bisection on a real range, and the largest integer that
+satisfies a predicate true on a prefix. Neither knows about privacy; calibrate certifies the
+value it returns by evaluating it."""
+from __future__ import annotations
+
+import math
+
+#: the largest count (of steps, epochs, ...) an integer search considers
+MAX_STEPS = 2 ** 50
+
+
+def geometric_search(ok, x0: float, lo_limit: float, hi_limit: float, rtol: float,
+                      factor: float, ok_when_large: bool):
+    """Bracket the threshold of a monotone predicate on (lo_limit, hi_limit] by multiplying
+    x0 by ``factor``, then bisect geometrically until hi / lo <= 1 + rtol. Returns (lo, hi):
+    ok(hi) is True when ok_when_large (ok(lo) is True otherwise); None ends mean the limit was
+    reached without a change."""
+    def good(x):
+        return ok(x) if ok_when_large else not ok(x)
+
+    x0 = min(max(x0, lo_limit), hi_limit)
+    # the factor squares (up to 16) after every step that does not cross the threshold: a
+    # start far off (a warm start by a looser method, e.g. rdp's floor at tiny rates, 1e6 times
+    # too small) costs a few evaluations rather than one per factor (70 at 1.25 in such a case)
+    grow = lambda f: min(f * f, 16.0)  # noqa: E731
+    if good(x0):
+        hi, lo = x0, x0 / factor
+        while lo > lo_limit and good(lo):
+            factor = grow(factor)
+            hi, lo = lo, lo / factor
+        if lo <= lo_limit:
+            if good(lo_limit):
+                return None, lo_limit
+            lo = lo_limit
+    else:
+        lo, hi = x0, x0 * factor
+        while hi < hi_limit and not good(hi):
+            factor = grow(factor)
+            lo, hi = hi, hi * factor
+        if hi >= hi_limit:
+            if not good(hi_limit):
+                return hi_limit, None
+            hi = hi_limit
+    while hi / lo > 1.0 + rtol:
+        mid = math.sqrt(lo * hi)
+        if good(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def largest_int(ok, start: int, high: int | None = None) -> int | None:
+    """Largest integer n in [1, high] with ok(n), for ok true on a prefix. Brackets upward from
+    ``start`` (first by a factor 1.25, then doubling; at least +1) or downward by halving,
+    then bisects.
+    Returns None if ok(1) is False."""
+    limit = MAX_STEPS if high is None else high
+    n = min(max(int(start), 1), limit)
+    if ok(n):
+        lo = n
+        hi = min(max(n + 1, int(n * 1.25)), limit)
+        while hi > lo and ok(hi):
+            if hi >= limit:
+                return hi
+            lo, hi = hi, min(max(hi + 1, hi * 2), limit)
+        if hi == lo:
+            return lo
+    else:
+        hi = n
+        lo = n // 2
+        while lo >= 1 and not ok(lo):
+            hi, lo = lo, lo // 2
+        if lo < 1:
+            return None
+    while hi - lo > 1:  # ok(lo), not ok(hi)
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
