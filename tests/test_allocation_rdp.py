@@ -58,7 +58,6 @@ def _mp_moment(mu, alpha, power_sign):
 
 @pytest.mark.parametrize("alpha", [2.0, 2.5, 3.0, 4.5])
 def test_t2_against_quadrature(alpha):
-    mp.mp.dps = 20
     mu = 1.0
     g = dp.Gaussian(1 / mu)
     rem = float(mp.log(_mp_moment(mu, alpha, +1)) / (alpha - 1))
