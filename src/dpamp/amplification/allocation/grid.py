@@ -58,6 +58,9 @@ class Cells:
     dv: np.ndarray = None  # its error bound
     put: np.ndarray = None   # put function E[(a_k - X)_+] at the knots
     dput: np.ndarray = None
+    o: float = 0.0           # offset: the knots are o + k dx (p, v, put are of X - o)
+    q_gap: np.ndarray = None  # per cell: the Q0-mass strictly inside (for the lowering)
+    q_ends: tuple = (0.0, 0.0)  # Q0-mass of atoms on knot 0 and on knot K (from below)
 
     @property
     def K(self) -> int:
@@ -72,14 +75,18 @@ class Cells:
         # C_Y(b_k) = E(a_K - b_k - X)_+ = put(a_{K-k}); put_Y(b_k) = C(a_{K-k})
         return Cells(self.dx, p, q, ep, self.eq[::-1].copy(), 0.0, self.p_tail, self.q_tail,
                      self.p_inf, self.put[::-1].copy(), self.dput[::-1].copy(),
-                     self.v[::-1].copy(), self.dv[::-1].copy())
+                     self.v[::-1].copy(), self.dv[::-1].copy(), 0.0, self.q_gap[::-1].copy(),
+                     self.q_ends[::-1])
 
 
-def cells(loss, dx: float, K: int) -> Cells:
+def cells(loss, dx: float, K: int, o: float = 0.0) -> Cells:
     """p, q per cell for a :class:`~dpamp.pld.loss.LossDistribution` ``loss`` (cdf / sf of
-    its continuous part and its atoms). Differences of the cdf on the left of 0 and of the sf
-    on the right keep relative precision; each value is charged FUNC_ULPS ulps."""
-    a = dx * np.arange(1, K + 1)
+    its continuous part and its atoms) on the knots o + k dx. Differences of the cdf on the
+    left of 0 and of the sf on the right keep relative precision; each value is charged
+    FUNC_ULPS ulps. With an offset o > 0, X must be >= o (the caller checks the support):
+    every quantity is then of X - o. Atoms within 1e-9 dx of a knot are counted there: they
+    cost the lowering only their distance to it."""
+    a = o + dx * np.arange(1, K + 1)
     with np.errstate(divide="ignore"):
         lk = np.log(a)                                       # log a_1 .. log a_K
     p = np.zeros(K)
@@ -116,9 +123,22 @@ def cells(loss, dx: float, K: int) -> Cells:
         with np.errstate(over="ignore"):
             x = np.exp(l[fin])
         ap, aq = loss.atom_p[fin], loss.atom_q[fin]
-        c = np.floor(x / dx).astype(np.int64)
-        inside = x <= a[-1]
-        cc = np.clip(c[inside] - (x[inside] == c[inside] * dx), 0, K - 1)   # on a_c: cell c-1
+        r = (x - o) / dx
+        near = np.rint(r)
+        on = np.abs(r - near) <= 1e-9
+        c = np.where(on, near - 1, np.floor(r)).astype(np.int64)   # on knot c: cell c-1
+        inside = x <= a[-1] * (1 + 1e-12)
+        cc = np.clip(c[inside], 0, K - 1)
+        on_in = on[inside]
+        # the atoms on knots: their Q0-mass does not bend C inside a cell, but their distance
+        # to the knot (with 8 ulps of x) does, by at most q times it: as mass of a cell, 4 q
+        # dist / dx gives the lowering dx q_gap / 4 >= that
+        dist = np.abs(x[inside] - (o + near[inside] * dx)) + 8 * _U * x[inside]
+        q_on = np.bincount(cc, np.where(on_in, aq[inside], 0.0), K)
+        q_on_gap = np.bincount(cc, np.where(on_in, 4 * aq[inside] * dist / dx, 0.0), K)
+        knot = np.where(on_in, near[inside], -1)
+        q_ends = (float(np.sum(aq[inside][knot == 0])) * (1 - 4 * _U),
+                  float(np.sum(aq[inside][knot == K])) * (1 - 4 * _U))
         p += np.bincount(cc, ap[inside], K)
         q += np.bincount(cc, aq[inside], K)
         # an atom's X = e^l is known to a few ulps only: its cell's split is charged for it
@@ -126,17 +146,25 @@ def cells(loss, dx: float, K: int) -> Cells:
         eq += np.bincount(cc, aq[inside], K) * 8 * _U
         p_tail += float(np.sum(ap[~inside]))
         q_tail += float(np.sum(aq[~inside]))
-    v, dv, put, dput = _knots(loss, dx, K, lk, zero)
+    else:
+        q_on = q_on_gap = np.zeros(K)
+        q_ends = (0.0, 0.0)
+    v, dv, put, dput = _knots(loss, dx, K, lk, zero, o)
+    q_gap = np.maximum(q - q_on, 0.0) + q_on_gap
+    if o:
+        # of X - o: E[X - o; cell] = p - o q
+        ep = ep + o * eq + 4 * _U * (p + o * q)
+        p = np.maximum(p - o * q, 0.0)
     return Cells(dx, p, q, ep, eq, zero, p_tail * (1 + 4 * _U), q_tail * (1 + 4 * _U), p_inf,
-                 v, dv, put, dput)
+                 v, dv, put, dput, o, q_gap, q_ends)
 
 
-def _knots(loss, dx, K, lk, zero):
+def _knots(loss, dx, K, lk, zero, o=0.0):
     """Call C(a_k) = E[(X - a_k)_+; X <= a_K] = P0[l_k < l <= l_K] - a_k Q0[same] and put
     E[(a_k - X)_+] = a_k Q0[l <= l_k] - P0[l <= l_k] (l finite), straight from the sf / cdf
     (no long sums), each with its error bound (FUNC_ULPS per value, 4 ulps per operation)."""
     rel = FUNC_ULPS * _U
-    a = dx * np.arange(K + 1)
+    a = o + dx * np.arange(K + 1)
     l = np.concatenate([[-np.inf], lk])
     sfp = np.zeros(K + 1)
     sfq = np.zeros(K + 1)
@@ -174,11 +202,13 @@ def _knots(loss, dx, K, lk, zero):
     etp = esf_p + esf_p[-1] + _U * tp
     etq = esf_q + esf_q[-1] + _U * tq
     v = np.maximum(tp - a * tq, 0.0)
-    dv = etp + a * etq + 4 * _U * (tp + a * tq)
+    # (an atom within rounding of a knot may be counted on either side: it adds at most its
+    # mass times the distance, 16 ulps of a)
+    dv = etp + a * etq + 4 * _U * (tp + a * tq) + 16 * _U * a * (tq[0] + cdq[-1])
     v[-1], dv[-1] = 0.0, 0.0
     lq = cdq + zero
     put = np.maximum(a * lq - cdp, 0.0)
-    dput = a * ecd_q + ecd_p + 4 * _U * (a * lq + cdp)
+    dput = a * ecd_q + ecd_p + 4 * _U * (a * lq + cdp) + 16 * _U * a * (tq[0] + cdq[-1])
     put[0], dput[0] = 0.0, 0.0
     return v, dv, put, dput
 
@@ -211,9 +241,10 @@ def lowered_masses(c: Cells) -> np.ndarray:
     v, dv = c.v, c.dv
     # total mass Q0[X <= a_K] from below, and Q0[X > 0] from above
     M = max(float(np.sum(c.q) + c.zero) - float(np.sum(c.eq)) - (K + 4) * _U, 0.0)
-    Qpos = (float(np.sum(c.q)) + float(np.sum(c.eq))) * (1 + (K + 4) * _U)
+    # Q0[X > a_0]: the atoms on knot 0 are not above it
+    Qpos = max(float(np.sum(c.q)) + float(np.sum(c.eq)) - c.q_ends[0], 0.0) * (1 + (K + 4) * _U)
     a = dx * np.arange(K + 1)
-    qq = c.q + c.eq
+    qq = (c.q if c.q_gap is None else c.q_gap) + c.eq
     # Lowering e_k of knot k. On cell c a chord of the convex C exceeds it by at most
     # min(alpha (z - a_c), beta (a_{c+1} - z)) dx-scaled, alpha + beta <= q_c, whose largest value
     # at lam = (z - a_c)/dx is dx q_c lam (1 - lam); the lowered chord (1 - lam) e_c + lam e_{c+1}

@@ -58,7 +58,7 @@ CUT_TAIL = 1e-20
 #: small for deltas between about 1e-3 and 1e-12)
 DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
-MAX_K = 1 << 21
+MAX_K = 1 << 20
 
 
 def allocation_parts(base, k: int, t: int):
@@ -103,6 +103,20 @@ class _Epoch:
         self.l_cut = G.truncation_point(loss, CUT_TAIL)
         self.a_cut = math.exp(min(self.l_cut, 600.0))
         self._cache: dict = {}
+        # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
+        # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the
+        # atoms on knots, where they cost the lower bound nothing (off a knot an atom of mass q
+        # would cost it dx q / 4: first order)
+        self.span = None
+        fin = np.isfinite(loss.atom_loss) & (np.maximum(loss.atom_p, loss.atom_q) > 0)
+        if fin.any() and loss.neg_inf_mass == 0.0:
+            xs = np.exp(loss.atom_loss[fin])
+            lo_x, hi_x = float(xs.min()), float(xs.max())
+            inside = loss.cdf is None or (math.exp(loss.support[0]) >= lo_x * (1 - 1e-12)
+                                          and math.exp(loss.support[1]) <= hi_x * (1 + 1e-12))
+            if inside and hi_x > lo_x:
+                self.span = (lo_x, hi_x)
+                self.a_cut = hi_x
         # moments of X (sizing only), from a coarse split
         c = self._cells(self.a_cut / 4096)
         m = G.split_masses(c)
@@ -111,6 +125,14 @@ class _Epoch:
         self._coarse = (c.dx, m)
 
     def _cells(self, dx):
+        if self.span is not None:
+            lo_x, hi_x = self.span
+            K = max(2, int(math.ceil((hi_x - lo_x) / dx)))
+            # the last knot o + K dx must not fall below hi_x in floating point
+            step = (hi_x - lo_x) / K
+            while lo_x + K * step < hi_x:
+                step = math.nextafter(step, math.inf)
+            return G.cells(self.loss, step, K, lo_x)
         K = max(2, int(math.ceil(self.a_cut / dx)))
         return G.cells(self.loss, dx, K)
 
@@ -122,30 +144,48 @@ class _Epoch:
 
     # --- the convolutions -------------------------------------------------------------------
     def compute(self, dx: float) -> dict:
+        """The compositions at step dx, or at a coarser one when the epoch's FFT would exceed
+        the engine's largest grid (coarser is as sound, only wider)."""
         hit = self._cache.get(dx)
         if hit is not None:
             return hit
-        from ...pld.discretize import Discretized
-        from ...pld.engine import PartPMF
-        c = self._cells(dx)
-        K, t = c.K, self.t
-        a = dx * np.arange(K + 1)
-        up, lo = G.split_masses(c), G.lowered_masses(c)
-        parts = []
-        if t > 1:
-            parts.append(PartPMF(Discretized(dx, 0, up, 0.0, lo, 0.0), t - 1))
-        tilt = PartPMF(Discretized(dx, 0, a * up * (1 + 4 * _U), 0.0,
-                                   a * lo * (1 - 4 * _U), 0.0), 1)
-        rem = _compose([tilt] + parts, dx)
-        y = c.reflected()
-        yup, ylo = G.split_masses(y), G.lowered_masses(y)
-        add = _compose([PartPMF(Discretized(dx, 0, yup, 0.0, ylo, 0.0), t)], dx)
-        extra = {"remove": min(c.p_tail + c.p_inf + (t - 1) * c.q_tail, 1.0) * (1 + 8 * _U),
-                 "add": min(t * c.q_tail, 1.0) * (1 + 8 * _U)}
-        out = {"remove": rem, "add": add, "extra": extra, "K": K, "dx": dx}
+        step = dx
+        for _ in range(16):
+            try:
+                out = self._compute(step)
+                break
+            except MemoryError:
+                step *= 2.0
+        else:
+            raise MemoryError("random allocation: no grid fits")
         if len(self._cache) > 4:
             self._cache.pop(next(iter(self._cache)))
         self._cache[dx] = out
+        return out
+
+    def _compute(self, dx: float) -> dict:
+        from ...pld.discretize import Discretized
+        from ...pld.engine import PartPMF
+        c = self._cells(dx)
+        K, t, o = c.K, self.t, c.o
+        step = c.dx
+        a = o + step * np.arange(K + 1)                     # X at the knots
+        up, lo = G.split_masses(c), G.lowered_masses(c)
+        parts = []
+        if t > 1:
+            parts.append(PartPMF(Discretized(step, 0, up, 0.0, lo, 0.0), t - 1))
+        tilt = PartPMF(Discretized(step, 0, a * up * (1 + 4 * _U), 0.0,
+                                   a * lo * (1 - 4 * _U), 0.0), 1)
+        rem = _compose([tilt] + parts, step, t * (1.0 - o))
+        y = c.reflected()
+        yup, ylo = G.split_masses(y), G.lowered_masses(y)
+        add = _compose([PartPMF(Discretized(step, 0, yup, 0.0, ylo, 0.0), t)], step,
+                       t * float(a[-1]) - t)
+        extra = {"remove": min(c.p_tail + c.p_inf + (t - 1) * c.q_tail, 1.0) * (1 + 8 * _U),
+                 "add": min(t * c.q_tail, 1.0) * (1 + 8 * _U)}
+        # S = t o + step x (index): remove's positions; add's S = t a_K - S_Y
+        out = {"remove": rem, "add": add, "extra": extra, "K": K, "step": step,
+               "t_o": t * o, "t_aK": t * float(a[-1])}
         return out
 
     # --- curves and atoms -------------------------------------------------------------------
@@ -155,10 +195,11 @@ class _Epoch:
         pmf = r["remove" if remove else "add"][True]
         t = self.t
         n = pmf.mass.size
-        pos = pmf.h * (pmf.jlo + np.arange(n))
+        idx = pmf.jlo + np.arange(n)
+        pos = r["step"] * idx
         m = np.maximum(pmf.mass, 0.0)
         if remove:
-            s = pos
+            s = r["t_o"] + pos
             with np.errstate(divide="ignore"):
                 inv = np.where(s > 0, 1.0 / np.maximum(s, 1e-300), 0.0)
             A = _suffix(m)
@@ -167,14 +208,15 @@ class _Epoch:
             val = A[k] - x * t * B[k]
             rnd = (n + 8) * _U * (A[k] + x * t * B[k])
         else:
-            s = dx * (t * r["K"] - (pmf.jlo + np.arange(n)))      # S = t a_K - S_Y
+            s = np.maximum(r["t_aK"] - pos, 0.0)              # S = t a_K - S_Y
             A = _suffix(m)
             B = _suffix(m * s)
             with np.errstate(divide="ignore"):
-                ystar = t * r["K"] * dx - np.where(x > 0, t / np.maximum(x, 1e-300), np.inf)
+                ystar = r["t_aK"] - np.where(x > 0, t / np.maximum(x, 1e-300), np.inf)
             k = np.searchsorted(pos, ystar, side="right")
             val = A[k] - (x / t) * B[k]
-            rnd = (n + 8) * _U * (A[k] + (x / t) * B[k])
+            # (S = t a_K - S_Y is known to 4 ulps of t a_K: each weight to x a_K 4 ulps)
+            rnd = (n + 8) * _U * (A[k] + (x / t) * B[k]) + 8 * _U * x * (r["t_aK"] / t) * A[k]
         tot = np.maximum(val, 0.0) + rnd + pmf.err[k] + pmf.inf + r["extra"]["remove" if remove
                                                                          else "add"]
         return np.minimum(tot * (1 + 4 * _U), 1.0)
@@ -191,13 +233,13 @@ class _Epoch:
         keep = m > 0
         m, idx = m[keep], idx[keep]
         if remove:
-            s = dx * idx
+            s = r["t_o"] + r["step"] * idx
             ok = s > 0
             m, s = m[ok], s[ok]
             loss = np.log(s / t)
             p, q = m, m * (t / s)
         else:
-            s = dx * (t * r["K"] - idx)
+            s = np.maximum(r["t_aK"] - r["step"] * idx, 0.0)
             with np.errstate(divide="ignore"):
                 loss = np.where(s > 0, np.log(t / np.maximum(s, 1e-300)), np.inf)
             p, q = m, np.where(s > 0, m * s / t, 0.0)
@@ -230,7 +272,7 @@ def _suffix(x: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
 
 
-def _compose(parts, dx):
+def _compose(parts, dx, center):
     """Both kinds of the composition, tilted at half the Chernoff saddle for DELTA_REF."""
     from ...pld.engine import compose, grid_log_mgf
     mean = var = 0.0
@@ -248,7 +290,11 @@ def _compose(parts, dx):
         Kt += p.count * grid_log_mgf(p.d.upper, 0.0, dx, th)
     s_star = (Kt - math.log(DELTA_REF)) / th
     i = int(np.nanargmin(s_star))
-    lam = 0.5 * float(th[i])
+    # (at most 20 over the standard deviation, as the engine's own tilt cap: beyond it the
+    # values that matter are tiny next to the tilted peak, e.g. when the support ends first)
+    # and at most 25 over the distance from x = 1 (``center``, where S = t) to the target, so
+    # that the budget stays small on the whole half-line x >= 1 whose values are used
+    lam = min(0.5 * float(th[i]), 20.0 / sd, 25.0 / max(float(s_star[i]) - center, sd))
     target = (max(float(s_star[i]), mean), math.log(DELTA_REF))
     return compose(parts, dx, lam, kinds=(True, False), target=target)
 
