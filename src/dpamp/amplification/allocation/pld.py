@@ -53,7 +53,7 @@ from . import grid as G
 
 _U = 2.0 ** -53
 #: the cut point of X: P0 and Q0 mass above it about this (charged at +inf in the upper bound)
-CUT_TAIL = 1e-20
+CUT_TAIL = 1e-14
 #: delta the tilt of the S-domain FFT is aimed at (any tilt is sound; this one keeps the budget
 #: small for deltas between about 1e-3 and 1e-12)
 DELTA_REF = 1e-8
@@ -228,7 +228,8 @@ class _Epoch:
         pmf = r["remove" if remove else "add"][False]
         t = self.t
         n = pmf.mass.size
-        m = np.maximum(pmf.mass - pmf.err[:n], 0.0) * (1 - 4 * _U)
+        # the per-bin budget (dpamp.pld.engine), not the suffix one: the masses go one by one
+        m = np.maximum(pmf.mass - pmf.bin_err, 0.0) * (1 - 4 * _U)
         idx = pmf.jlo + np.arange(n)
         keep = m > 0
         m, idx = m[keep], idx[keep]
