@@ -155,6 +155,8 @@ def _remove_integer(mu: float, m: int, top: int, cache: dict) -> np.ndarray:
     key = (mu, m)
     have = cache.get(key)
     if have is None or have.size <= top:
+        if len(cache) > 512:  # a long sweep over many (sigma, t): keep the memory bounded
+            cache.clear()
         size = 2 * have.size if have is not None else 32
         have = remove_log_moments(mu, m, max(top, min(size, MAX_ORDER + 2)))
         cache[key] = have
