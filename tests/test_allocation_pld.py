@@ -153,3 +153,27 @@ def test_against_pld_accounting(sigma, t, epochs):
     b = epsilon_bracket(m, 1e-6)
     assert b.lower <= up and low <= b.upper
     assert b.upper - b.lower <= up - low
+
+
+def test_laplace_and_bounded_bases_on_the_offset_grid():
+    """Laplace: X = e^loss lives in [e^-t0, e^t0] with atoms at both ends (the grid is offset
+    to put them on knots). One epoch is between nothing and the base; longer epochs amplify
+    more; the bracket is within tol."""
+    lap = dp.Laplace(2.0)
+    base = lap.epsilon(1e-6, method="pld")
+    e10 = lap.subsample(dp.RandomAllocation(1, 10)).epsilon(1e-6, method="pld")
+    e100 = lap.subsample(dp.RandomAllocation(1, 100)).epsilon(1e-6, method="pld")
+    assert 0 < e100.lower <= e100.epsilon < e10.lower <= e10.epsilon < base.lower
+    assert e100.epsilon - e100.lower <= 1e-3 * e100.epsilon
+
+
+def test_k_between_1_and_t_upper_only():
+    g2 = dp.Gaussian(2.0)
+    g = g2.subsample(dp.RandomAllocation(2, 200)).epsilon(1e-6, method="pld")
+    one = g2.subsample(dp.RandomAllocation(1, 100)).epsilon(1e-6, method="pld")
+    assert g.lower is None                              # the block bound is an upper bound
+    # two blocks of 1-out-of-100: the composition of two such epochs (no refinement without
+    # a lower bound, so a slightly coarser upper bound)
+    two = (g2.subsample(dp.RandomAllocation(1, 100)) * 2).epsilon(1e-6, method="pld")
+    assert two.lower <= g.epsilon <= two.epsilon * (1 + 5e-3)
+    assert g.epsilon > one.epsilon

@@ -122,7 +122,7 @@ class _Epoch:
         m = G.split_masses(c)
         tot, m1, m2 = G.moments(m, c.dx)
         self.var_x = max(m2 / tot - (m1 / tot) ** 2, 1e-300)
-        self._coarse = (c.dx, m)
+        self._coarse = (c.dx, m, c.o)
 
     def _cells(self, dx):
         if self.span is not None:
@@ -251,8 +251,8 @@ class _Epoch:
     def tails(self, tail: float, remove: bool):
         """A loss range [lo, hi] outside which the P- and Q-mass is at most about ``tail``
         (Chernoff bounds from the coarse split's moment generating function; sizing only)."""
-        dx, m = self._coarse
-        a = dx * np.arange(m.size)
+        dx, m, o = self._coarse
+        a = o + dx * np.arange(m.size)                 # X; the sums below are of X - o
         t = self.t
         sd = math.sqrt(t * self.var_x)
         th = np.geomspace(1e-3, 1e3, 90) / max(sd, 1e-12)
@@ -264,8 +264,8 @@ class _Epoch:
         with np.errstate(invalid="ignore", over="ignore"):
             s_hi = float(np.nanmin((np.maximum(Kp, Kq) - lt) / th))
             s_lo = float(np.nanmax((lt - np.maximum(Kpn, Kqn)) / th))
-        hi = math.log(max(s_hi, 1e-300) / t)
-        lo = math.log(max(s_lo, 1e-12 * t) / t)
+        hi = math.log(max(s_hi + t * o, 1e-300) / t)
+        lo = math.log(max(s_lo + t * o, 1e-12 * t) / t)
         return (lo, hi) if remove else (-hi, -lo)
 
 
