@@ -52,13 +52,16 @@ import numpy as np
 from . import grid as G
 
 _U = 2.0 ** -53
-#: the cut point of X: P0 and Q0 mass above it about this (charged at +inf in the upper bound)
-CUT_TAIL = 1e-14
+#: the cut points of X tried, finest first: P0 and Q0 mass above it about this (charged at +inf
+#: in the upper bound); a coarser cut is used where the finer one would need more than MAX_K
+#: grid points at the step asked for (small sigma: X = e^loss has a long right tail)
+CUT_TAILS = (1e-14, 1e-12, 1e-10)
+CUT_TAIL = CUT_TAILS[0]
 #: delta the tilt of the S-domain FFT is aimed at (any tilt is sound; this one keeps the budget
 #: small for deltas between about 1e-3 and 1e-12)
 DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
-MAX_K = 1 << 20
+MAX_K = 1 << 19
 
 
 def allocation_parts(base, k: int, t: int):
@@ -100,8 +103,8 @@ class _Epoch:
     def __init__(self, loss, t: int):
         self.loss = loss
         self.t = t
-        self.l_cut = G.truncation_point(loss, CUT_TAIL)
-        self.a_cut = math.exp(min(self.l_cut, 600.0))
+        self.cuts = [math.exp(min(G.truncation_point(loss, c), 600.0)) for c in CUT_TAILS]
+        self.a_cut = self.cuts[0]
         self._cache: dict = {}
         # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
         # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the
@@ -120,11 +123,16 @@ class _Epoch:
         # moments of X (sizing only), from a coarse split
         c = self._cells(self.a_cut / 4096)
         m = G.split_masses(c)
-        tot, m1, m2 = G.moments(m, c.dx)
-        self.var_x = max(m2 / tot - (m1 / tot) ** 2, 1e-300)
+        self.var_x = _var_x(loss, self.cuts[-1])
         self._coarse = (c.dx, m, c.o)
 
     def _cells(self, dx):
+        if self.span is None:
+            # the finest cut that fits MAX_K points at this step (else the coarsest, coarser)
+            fits = [a for a in self.cuts if a / dx <= MAX_K]
+            a_cut = fits[0] if fits else self.cuts[-1]
+            K = max(2, int(math.ceil(a_cut / max(dx, a_cut / MAX_K))))
+            return G.cells(self.loss, a_cut / K, K)
         if self.span is not None:
             lo_x, hi_x = self.span
             K = max(2, int(math.ceil((hi_x - lo_x) / dx)))
@@ -136,11 +144,25 @@ class _Epoch:
         K = max(2, int(math.ceil(self.a_cut / dx)))
         return G.cells(self.loss, dx, K)
 
+    def check_reach(self):
+        """OutOfReach where the linear grid cannot resolve X: a step of 1/20 of X's standard
+        deviation (the split's noise then adds < 1/1000 to the loss variance) must cover X up
+        to the coarsest cut within MAX_K points. Small sigma (X = e^loss has a long right
+        tail) fails this; the RDP route (.rdp) answers those plans."""
+        if self.span is not None:
+            return
+        need = self.cuts[-1] / (0.05 * math.sqrt(self.var_x))
+        if need > MAX_K:
+            from ...core.errors import OutOfReach
+            raise OutOfReach(
+                f"random allocation over {self.t} steps: the likelihood ratio of this base "
+                f"mechanism has too long a tail for the PLD's linear grid ({need:.3g} points "
+                f"> {MAX_K}); use method='rdp'")
+
     def dx_for(self, h: float) -> float:
         """The S-grid step for the engine's loss step h: the split adds variance <= dx^2/4 per
         step, so the loss log(S/t) moves by about dx / (2 sqrt(t)), comparable to h."""
-        dx = h * math.sqrt(self.t) / 2.0
-        return max(dx, self.a_cut / MAX_K)
+        return h * math.sqrt(self.t) / 2.0
 
     # --- the convolutions -------------------------------------------------------------------
     def compute(self, dx: float) -> dict:
@@ -269,6 +291,24 @@ class _Epoch:
         return (lo, hi) if remove else (-hi, -lo)
 
 
+def _var_x(loss, a_cut: float) -> float:
+    """Var_Q0(X) = E_P0[X] - E_Q0[X]^2 for X <= a_cut (sizing only): a fine quadrature of the
+    loss's cdf on a log grid, plus its atoms."""
+    lo, _ = loss.quantile_range(1e-14)
+    hi = math.log(a_cut)
+    e_px, e_qx = 0.0, 0.0
+    if loss.cdf is not None and hi > lo:
+        lk = np.linspace(lo, hi, 20001)
+        cp, cq = loss.cdf(lk)
+        mid = np.exp(0.5 * (lk[1:] + lk[:-1]))
+        e_px += float(np.sum(np.diff(cp) * mid))
+        e_qx += float(np.sum(np.diff(cp)))
+    fin = np.isfinite(loss.atom_loss) & (loss.atom_loss <= hi)
+    e_px += float(np.sum(loss.atom_p[fin] * np.exp(loss.atom_loss[fin])))
+    e_qx += float(np.sum(loss.atom_p[fin]))
+    return max(e_px - e_qx ** 2, 1e-12)
+
+
 def _suffix(x: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
 
@@ -326,6 +366,7 @@ class AllocationSource:
     def discretize(self, h, jlo, jhi, optimistic: bool = True):
         from ...pld.discretize import Discretized, discretize, discretize_profile
         ep = self.epoch
+        ep.check_reach()
         dx = ep.dx_for(h)
         xr = np.exp(h * np.arange(jhi + 1))
         xl = np.exp(h * np.arange(-jlo + 1))
