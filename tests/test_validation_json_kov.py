@@ -197,6 +197,7 @@ def _samples():
                                          lap.post_process(dp.BernoulliSampling(0.2, 3))),
                               "rdp"),
         type(witness): (witness, "rdp"),
+        dp.Allocated: (dp.Gaussian(1.0).subsample(dp.RandomAllocation(1, 100)) * 2, "rdp"),
     }
 
 

@@ -15,11 +15,12 @@ import importlib
 # shared vocabulary: guarantees, neighbouring relations, sampling schemes
 from .core.guarantee import Guarantee
 from .core.relations import ADD_REMOVE, SUBSTITUTION, Relation
-from .core.sampling import Poisson, WithoutReplacement, WithReplacement
+from .core.sampling import (Poisson, RandomAllocation, Shuffled, WithoutReplacement,
+                            WithReplacement)
 
 # describe: mechanisms and their composition
-from .mechanisms import (Composition, Gaussian, Laplace, Mechanism, PureDP, RandomizedResponse,
-                         RDPCurve, Subsampled, ZCDP, compose)
+from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, PureDP,
+                         RandomizedResponse, RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
 
 __version__ = "0.1.0"
@@ -62,7 +63,7 @@ _LAZY = {
 }
 
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
-           "WithReplacement",
+           "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
            "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", *_LAZY]
 

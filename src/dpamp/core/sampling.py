@@ -7,10 +7,20 @@
 | WithoutReplacement(m, n)       | substitution               | substitution  (003 Thm 9/19, 000 Thm 9) |
 | WithReplacement(m, n)          | substitution               | substitution  (000 Thm 10, profiles)    |
 | WithReplacement(m, n, outer=ADD_REMOVE) | substitution      | add/remove    (000 Thm 11, profiles)    |
+| RandomAllocation(k, t)         | add/remove                 | add/remove    (FS25a, FS25b: one epoch) |
+| Shuffled(batch_size, dataset_size) | relation (default add/remove) | the same (one epoch)      |
 
 000 Thm 14 depends on the dataset size n (datasets have equal sizes under substitution), so the
 profile of Poisson sampling under substitution needs ``population``; 000 Thm 11 bounds datasets of
 size n (either member of a pair) and needs none of the inner mechanism's add/remove behaviour.
+
+RandomAllocation and Shuffled describe one *epoch* of t steps, not one step: ``mech.subsample``
+returns :class:`~dpamp.mechanisms.allocated.Allocated`, and ``* epochs`` composes epochs.
+Random allocation (V. Feldman, M. Shenfeld, *Privacy amplification by random allocation*,
+arXiv:2502.08202, "FS25a"; *Efficient privacy loss accounting for subsampling and random
+allocation*, arXiv:2602.17284, "FS25b") compares the record present (in a uniformly random
+k-subset of the t steps) with the record absent: the add/remove relation inside (each step's
+mechanism sees a dataset with or without the record) and outside.
 """
 from __future__ import annotations
 
@@ -132,3 +142,85 @@ class WithReplacement(SamplingScheme):
     @property
     def rate(self) -> float:
         return self.batch / self.population
+
+
+def _apply_epoch(scheme, mechanism):
+    from ..mechanisms.allocated import Allocated
+    from ..mechanisms.base import check_mechanism
+    return Allocated(check_mechanism(mechanism), scheme)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomAllocation(SamplingScheme):
+    """Random k-out-of-t allocation: each record takes part in exactly ``k`` of the ``t`` steps
+    of an epoch, a uniformly random k-subset, independently of the other records (k = 1: the
+    "balls-in-bins" sampler, each record in one uniformly random batch per epoch).
+
+    Add/remove inside and outside (FS25a Sec. 2: the record present in its k steps vs absent).
+    ``mech.subsample(RandomAllocation(k, t))`` is one epoch of t steps; rate k/t is the expected
+    share of steps a record takes part in."""
+
+    k: int
+    t: int
+    needs = ADD_REMOVE
+    gives = ADD_REMOVE
+
+    def __post_init__(self):
+        object.__setattr__(self, "t", V.integer("t", self.t, low=1))
+        object.__setattr__(self, "k", V.integer("k", self.k, low=1, high=self.t))
+
+    @property
+    def rate(self) -> float:
+        return self.k / self.t
+
+    @property
+    def steps(self) -> int:
+        return self.t
+
+    def apply(self, mechanism):
+        """``Allocated(mechanism, self)``: one epoch of t steps."""
+        return _apply_epoch(self, mechanism)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shuffled(SamplingScheme):
+    """Fixed-size batches of a reshuffled dataset: each epoch permutes the ``dataset_size``
+    records uniformly at random and cuts them into t = dataset_size // batch_size batches of
+    ``batch_size`` (the remainder is dropped), so every record is used at most once per epoch
+    (exactly once when batch_size divides dataset_size).
+
+    ``relation`` (default add/remove) is the neighbouring relation the inner mechanism is stated
+    under and the guarantee is given under; which bounds apply under which relation is decided
+    by the accounting (dpamp.amplification.allocation.shuffle). One epoch of t steps."""
+
+    batch_size: int
+    dataset_size: int
+    relation: Relation = ADD_REMOVE
+
+    def __post_init__(self):
+        object.__setattr__(self, "dataset_size",
+                           V.integer("dataset_size", self.dataset_size, low=1))
+        object.__setattr__(self, "batch_size",
+                           V.integer("batch_size", self.batch_size, low=1,
+                                     high=self.dataset_size))
+        object.__setattr__(self, "relation", as_relation(self.relation))
+
+    @property
+    def needs(self):
+        return self.relation
+
+    @property
+    def gives(self):
+        return self.relation
+
+    @property
+    def rate(self) -> float:
+        return self.batch_size / self.dataset_size
+
+    @property
+    def steps(self) -> int:
+        return self.dataset_size // self.batch_size
+
+    def apply(self, mechanism):
+        """``Allocated(mechanism, self)``: one epoch of dataset_size // batch_size steps."""
+        return _apply_epoch(self, mechanism)

@@ -265,7 +265,17 @@ def _compose_kind(parts, h, lam, upper, target):
         rel = mass_margin(parts, h)
         mass = mass * max(1 - rel, 0.0)
         inf = inf * max(1 - rel, 0.0)
-    return GridPMF(h, start, mass, inf, err, upper)
+    out = GridPMF(h, start, mass, inf, err, upper)
+    # the budget of each bin alone (``err`` is that of each suffix): the FFT's error of the
+    # bin, and for the lower PMF the mass that may have wrapped around into it and the parts'
+    # clipped slack (read by dpamp.amplification.allocation, which needs masses bin by bin)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bin_err = ebin * factor
+        if not upper:
+            bin_err = bin_err + alias * factor + sum(p.count * p.d.lower_slack
+                                                     for p in parts) * math.exp(max(tot_log, 0.0))
+    out.bin_err = np.where(np.isnan(bin_err), np.inf, bin_err)
+    return out
 
 
 def mass_margin(parts, h: float) -> float:

@@ -156,6 +156,9 @@ def discretize_source(src, h: float, jlo: int, jhi: int, optimistic: bool = True
     where that saves time; ``lower`` is then zeros)."""
     if isinstance(src, (SymmetricCurve, ProfileSource)):
         return src.discretize(h, jlo, jhi)
+    if not isinstance(src, L.LossDistribution):
+        # a source that discretises itself (random allocation, dpamp.amplification.allocation)
+        return src.discretize(h, jlo, jhi, optimistic)
     return discretize(src, h, jlo, jhi, optimistic)
 
 
@@ -231,11 +234,14 @@ def parts_of(mechanism):
     for part, count in mechanism.parts():
         if count <= 0:
             continue
-        src = loss_distribution(part)
-        if getattr(src, "gaussian_mu", None) is not None:
-            mu2 += int(count) * src.gaussian_mu ** 2
-        else:
-            out.append((src, int(count)))
+        # a mechanism that is a product of parts of its own (an epoch of random allocation:
+        # mechanisms.allocated) lists them; every other one is one source
+        own = getattr(part, "pld_parts", None)
+        for src, c in (own() if callable(own) else [(loss_distribution(part), 1)]):
+            if getattr(src, "gaussian_mu", None) is not None:
+                mu2 += int(count) * int(c) * src.gaussian_mu ** 2
+            else:
+                out.append((src, int(count) * int(c)))
     if mu2 > 0:
         # Gaussian pairs compose exactly into one: N(mu_j, 1) vs N(0, 1) for every j is
         # N((mu_j), I) vs N(0, I), whose loss is that of N(|mu|, 1) vs N(0, 1) (004 Cor. 8);

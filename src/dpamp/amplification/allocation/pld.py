@@ -1,0 +1,379 @@
+"""Certified privacy-loss distributions of one epoch of random allocation.
+
+**The pair** (V. Feldman, M. Shenfeld, *Privacy amplification by random allocation*,
+arXiv:2502.08202, "FS25a", Sec. 2; *Efficient privacy loss accounting for subsampling and random
+allocation*, arXiv:2602.17284, "FS25b", Sec. 3): for a base mechanism with dominating pair
+(P0, Q0) under add/remove, one epoch of 1-out-of-t allocation is dominated by
+
+    P = (1/t) sum_i (P0 in coordinate i, Q0 elsewhere)   vs   Q = Q0^t      ("remove": (P, Q))
+
+and its swap ("add": (Q, P)). With X_i = dP0/dQ0 of coordinate i (independent under Q),
+dP/dQ = S/t, S = X_1 + ... + X_t, so H_x(P||Q) = E[(S/t - x)_+] + P0[l = inf] and
+H_x(Q||P) = E[(1 - x S/t)_+]: the privacy loss log(S/t) is FS25b's log-sum-exp of t independent
+per-step losses, and its law is a t-fold convolution in the exp-loss domain.
+
+**Bounds** (our construction; :mod:`.grid` for the one-step discretisations):
+
+1. X on the linear grid k dx, k <= K (X > a_K cut: the event A that some X_i > a_K is charged
+   to the upper bound at +inf, P(A) <= P0[X > a_K] + (t-1) Q0[X > a_K] for remove and
+   Q(A) <= t Q0[X > a_K] for add, and simply left out of the lower bound, where it only
+   removes mass). Upper: the mean-preserving split (larger in convex order); lower: the
+   lowered-knot polygon (smaller in increasing convex order), for remove; for add the same on
+   Y = a_K - X (so that the add curve is an increasing convex function of sum Y).
+2. The t-fold convolution on that grid by the PLD engine's tilted FFT
+   (:func:`dpamp.pld.engine.compose`, with its proven floating-point budget E_k on every
+   suffix, for weights in [0, 1]). Remove is computed under P (the masses of S tilted by S/t,
+   i.e. one factor x mu(dx) and t - 1 factors mu, FS25b's "P differs in one coordinate"), so
+   that the weights (1 - x t / s)_+ are in [0, 1]; add under Q with weights (1 - x s / t)_+.
+3. Onto the engine's loss grid t_j = j h: the upper curve's values at x = e^{jh} (computed
+   masses + E_k + mass above the window + P(A), both halves) through the lower convex hull
+   (:func:`dpamp.pld.discretize.discretize_profile`, chords of points above a convex curve lie
+   above it); the lower one as the exact pair of atoms log(s/t) with the masses lowered by
+   their per-bin budget E_k, through the optimistic discretisation of :mod:`dpamp.pld`.
+
+Epochs and other parts of a plan then compose in the engine (its upper and lower PMFs stay
+bounds under any number of compositions). Every rounding goes outward: upper masses up, lower
+masses down, curve values up, the cut tails to +inf (upper) or away (lower).
+
+**k > 1** (helper B's block argument, see :mod:`.rdp`, here for hockey-stick divergences, which
+are jointly convex too): k-out-of-t allocation is a mixture over a uniform relabelling of k
+blocks of sizes floor(t/k), ceil(t/k), one step drawn per block; so both of its curves are at
+most those of the product of the k blocks' 1-out-of-m allocations, which the engine composes.
+This is an upper bound only (no lower bound is claimed for 1 < k < t); k = t is the t-fold
+composition of the base (exact).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from . import grid as G
+
+_U = 2.0 ** -53
+#: the cut points of X tried, finest first: P0 and Q0 mass above it about this (charged at +inf
+#: in the upper bound); a coarser cut is used where the finer one would need more than MAX_K
+#: grid points at the step asked for (small sigma: X = e^loss has a long right tail)
+CUT_TAILS = (1e-14, 1e-12, 1e-10)
+CUT_TAIL = CUT_TAILS[0]
+#: delta the tilt of the S-domain FFT is aimed at (any tilt is sound; this one keeps the budget
+#: small for deltas between about 1e-3 and 1e-12)
+DELTA_REF = 1e-8
+#: largest one-step grid (the epoch's FFT is a few times longer)
+MAX_K = 1 << 19
+
+
+def allocation_parts(base, k: int, t: int):
+    """[(source, count)] of one epoch of k-out-of-t random allocation of ``base`` for the PLD
+    engine (see the module docstring)."""
+    from ...pld.loss import LossDistribution
+    from ...pld.sources import loss_distribution
+    src = loss_distribution(base)
+    if not isinstance(src, LossDistribution):
+        raise NotImplementedError(f"random allocation needs an exact privacy-loss distribution "
+                                  f"of the base mechanism; {base!r} has only a profile")
+    if k == t:
+        return [(src, t)]
+    small, n_big = divmod(t, k)
+    out = []
+    for size, count in ((small + 1, n_big), (small, k - n_big)):
+        if count == 0:
+            continue
+        if size == 1:
+            out.append((src, count))
+        else:
+            out.append((_source(base, size, k == 1), count))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _epoch(base, t: int) -> "_Epoch":
+    from ...pld.sources import loss_distribution
+    return _Epoch(loss_distribution(base), t)
+
+
+def _source(base, t, lower):
+    return AllocationSource(_epoch(base, t), remove=True, lower=lower)
+
+
+class _Epoch:
+    """The S-domain computations of one 1-out-of-t epoch, cached per grid step dx."""
+
+    def __init__(self, loss, t: int):
+        self.loss = loss
+        self.t = t
+        self.cuts = [math.exp(min(G.truncation_point(loss, c), 600.0)) for c in CUT_TAILS]
+        self.a_cut = self.cuts[0]
+        self._cache: dict = {}
+        # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
+        # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the
+        # atoms on knots, where they cost the lower bound nothing (off a knot an atom of mass q
+        # would cost it dx q / 4: first order)
+        self.span = None
+        fin = np.isfinite(loss.atom_loss) & (np.maximum(loss.atom_p, loss.atom_q) > 0)
+        if fin.any() and loss.neg_inf_mass == 0.0:
+            xs = np.exp(loss.atom_loss[fin])
+            lo_x, hi_x = float(xs.min()), float(xs.max())
+            inside = loss.cdf is None or (math.exp(loss.support[0]) >= lo_x * (1 - 1e-12)
+                                          and math.exp(loss.support[1]) <= hi_x * (1 + 1e-12))
+            if inside and hi_x > lo_x:
+                self.span = (lo_x, hi_x)
+                self.a_cut = hi_x
+        # moments of X (sizing only), from a coarse split
+        c = self._cells(self.a_cut / 4096)
+        m = G.split_masses(c)
+        self.var_x = _var_x(loss, self.cuts[-1])
+        self._coarse = (c.dx, m, c.o)
+
+    def _cells(self, dx):
+        if self.span is None:
+            # the finest cut that fits MAX_K points at this step (else the coarsest, coarser)
+            fits = [a for a in self.cuts if a / dx <= MAX_K]
+            a_cut = fits[0] if fits else self.cuts[-1]
+            K = max(2, int(math.ceil(a_cut / max(dx, a_cut / MAX_K))))
+            return G.cells(self.loss, a_cut / K, K)
+        if self.span is not None:
+            lo_x, hi_x = self.span
+            K = max(2, int(math.ceil((hi_x - lo_x) / dx)))
+            # the last knot o + K dx must not fall below hi_x in floating point
+            step = (hi_x - lo_x) / K
+            while lo_x + K * step < hi_x:
+                step = math.nextafter(step, math.inf)
+            return G.cells(self.loss, step, K, lo_x)
+        K = max(2, int(math.ceil(self.a_cut / dx)))
+        return G.cells(self.loss, dx, K)
+
+    def check_reach(self):
+        """OutOfReach where the linear grid cannot resolve X: a step of 1/20 of X's standard
+        deviation (the split's noise then adds < 1/1000 to the loss variance) must cover X up
+        to the coarsest cut within MAX_K points. Small sigma (X = e^loss has a long right
+        tail) fails this; the RDP route (.rdp) answers those plans."""
+        if self.span is not None:
+            return
+        need = self.cuts[-1] / (0.05 * math.sqrt(self.var_x))
+        if need > MAX_K:
+            from ...core.errors import OutOfReach
+            raise OutOfReach(
+                f"random allocation over {self.t} steps: the likelihood ratio of this base "
+                f"mechanism has too long a tail for the PLD's linear grid ({need:.3g} points "
+                f"> {MAX_K}); use method='rdp'")
+
+    def dx_for(self, h: float) -> float:
+        """The S-grid step for the engine's loss step h: the split adds variance <= dx^2/4 per
+        step, so the loss log(S/t) moves by about dx / (2 sqrt(t)), comparable to h."""
+        return h * math.sqrt(self.t) / 2.0
+
+    # --- the convolutions -------------------------------------------------------------------
+    def compute(self, dx: float) -> dict:
+        """The compositions at step dx, or at a coarser one when the epoch's FFT would exceed
+        the engine's largest grid (coarser is as sound, only wider)."""
+        hit = self._cache.get(dx)
+        if hit is not None:
+            return hit
+        step = dx
+        for _ in range(16):
+            try:
+                out = self._compute(step)
+                break
+            except MemoryError:
+                step *= 2.0
+        else:
+            raise MemoryError("random allocation: no grid fits")
+        if len(self._cache) > 4:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[dx] = out
+        return out
+
+    def _compute(self, dx: float) -> dict:
+        from ...pld.discretize import Discretized
+        from ...pld.engine import PartPMF
+        c = self._cells(dx)
+        K, t, o = c.K, self.t, c.o
+        step = c.dx
+        a = o + step * np.arange(K + 1)                     # X at the knots
+        up, lo = G.split_masses(c), G.lowered_masses(c)
+        parts = []
+        if t > 1:
+            parts.append(PartPMF(Discretized(step, 0, up, 0.0, lo, 0.0), t - 1))
+        tilt = PartPMF(Discretized(step, 0, a * up * (1 + 4 * _U), 0.0,
+                                   a * lo * (1 - 4 * _U), 0.0), 1)
+        rem = _compose([tilt] + parts, step, t * (1.0 - o))
+        y = c.reflected()
+        yup, ylo = G.split_masses(y), G.lowered_masses(y)
+        add = _compose([PartPMF(Discretized(step, 0, yup, 0.0, ylo, 0.0), t)], step,
+                       t * float(a[-1]) - t)
+        extra = {"remove": min(c.p_tail + c.p_inf + (t - 1) * c.q_tail, 1.0) * (1 + 8 * _U),
+                 "add": min(t * c.q_tail, 1.0) * (1 + 8 * _U)}
+        # S = t o + step x (index): remove's positions; add's S = t a_K - S_Y
+        out = {"remove": rem, "add": add, "extra": extra, "K": K, "step": step,
+               "t_o": t * o, "t_aK": t * float(a[-1])}
+        return out
+
+    # --- curves and atoms -------------------------------------------------------------------
+    def upper_curve(self, dx: float, remove: bool, x: np.ndarray) -> np.ndarray:
+        """Proven upper bounds on H_x of the remove (P, Q) or add (Q, P) pair at x >= 0."""
+        r = self.compute(dx)
+        pmf = r["remove" if remove else "add"][True]
+        t = self.t
+        n = pmf.mass.size
+        idx = pmf.jlo + np.arange(n)
+        pos = r["step"] * idx
+        m = np.maximum(pmf.mass, 0.0)
+        if remove:
+            s = r["t_o"] + pos
+            with np.errstate(divide="ignore"):
+                inv = np.where(s > 0, 1.0 / np.maximum(s, 1e-300), 0.0)
+            A = _suffix(m)
+            B = _suffix(m * inv)
+            k = np.searchsorted(s, x * t, side="right")
+            val = A[k] - x * t * B[k]
+            rnd = (n + 8) * _U * (A[k] + x * t * B[k])
+        else:
+            s = np.maximum(r["t_aK"] - pos, 0.0)              # S = t a_K - S_Y
+            A = _suffix(m)
+            B = _suffix(m * s)
+            with np.errstate(divide="ignore"):
+                ystar = r["t_aK"] - np.where(x > 0, t / np.maximum(x, 1e-300), np.inf)
+            k = np.searchsorted(pos, ystar, side="right")
+            val = A[k] - (x / t) * B[k]
+            # (S = t a_K - S_Y is known to 4 ulps of t a_K: each weight to x a_K 4 ulps)
+            rnd = (n + 8) * _U * (A[k] + (x / t) * B[k]) + 8 * _U * x * (r["t_aK"] / t) * A[k]
+        tot = np.maximum(val, 0.0) + rnd + pmf.err[k] + pmf.inf + r["extra"]["remove" if remove
+                                                                         else "add"]
+        return np.minimum(tot * (1 + 4 * _U), 1.0)
+
+    def lower_pair(self, dx: float, remove: bool):
+        """The lower pair as a LossDistribution of atoms (masses lowered by their budget)."""
+        from ...pld.loss import LossDistribution
+        r = self.compute(dx)
+        pmf = r["remove" if remove else "add"][False]
+        t = self.t
+        n = pmf.mass.size
+        # the per-bin budget (dpamp.pld.engine), not the suffix one: the masses go one by one
+        m = np.maximum(pmf.mass - pmf.bin_err, 0.0) * (1 - 4 * _U)
+        idx = pmf.jlo + np.arange(n)
+        keep = m > 0
+        m, idx = m[keep], idx[keep]
+        if remove:
+            s = r["t_o"] + r["step"] * idx
+            ok = s > 0
+            m, s = m[ok], s[ok]
+            loss = np.log(s / t)
+            p, q = m, m * (t / s)
+        else:
+            s = np.maximum(r["t_aK"] - r["step"] * idx, 0.0)
+            with np.errstate(divide="ignore"):
+                loss = np.where(s > 0, np.log(t / np.maximum(s, 1e-300)), np.inf)
+            p, q = m, np.where(s > 0, m * s / t, 0.0)
+        order = np.argsort(loss)
+        return LossDistribution(loss[order], p[order], q[order], name=f"allocation-lower({t})")
+
+    # --- sizing -----------------------------------------------------------------------------
+    def tails(self, tail: float, remove: bool):
+        """A loss range [lo, hi] outside which the P- and Q-mass is at most about ``tail``
+        (Chernoff bounds from the coarse split's moment generating function; sizing only)."""
+        dx, m, o = self._coarse
+        a = o + dx * np.arange(m.size)                 # X; the sums below are of X - o
+        t = self.t
+        sd = math.sqrt(t * self.var_x)
+        th = np.geomspace(1e-3, 1e3, 90) / max(sd, 1e-12)
+        Kq = t * G.log_mgf(m, dx, th)
+        Kp = G.log_mgf(a * m, dx, th) + (t - 1) * G.log_mgf(m, dx, th)
+        Kqn = t * G.log_mgf(m, dx, -th)
+        Kpn = G.log_mgf(a * m, dx, -th) + (t - 1) * G.log_mgf(m, dx, -th)
+        lt = math.log(max(tail, 1e-300))
+        with np.errstate(invalid="ignore", over="ignore"):
+            s_hi = float(np.nanmin((np.maximum(Kp, Kq) - lt) / th))
+            s_lo = float(np.nanmax((lt - np.maximum(Kpn, Kqn)) / th))
+        hi = math.log(max(s_hi + t * o, 1e-300) / t)
+        lo = math.log(max(s_lo + t * o, 1e-12 * t) / t)
+        return (lo, hi) if remove else (-hi, -lo)
+
+
+def _var_x(loss, a_cut: float) -> float:
+    """Var_Q0(X) = E_P0[X] - E_Q0[X]^2 for X <= a_cut (sizing only): a fine quadrature of the
+    loss's cdf on a log grid, plus its atoms."""
+    lo, _ = loss.quantile_range(1e-14)
+    hi = math.log(a_cut)
+    e_px, e_qx = 0.0, 0.0
+    if loss.cdf is not None and hi > lo:
+        lk = np.linspace(lo, hi, 20001)
+        cp, cq = loss.cdf(lk)
+        mid = np.exp(0.5 * (lk[1:] + lk[:-1]))
+        e_px += float(np.sum(np.diff(cp) * mid))
+        e_qx += float(np.sum(np.diff(cp)))
+    fin = np.isfinite(loss.atom_loss) & (loss.atom_loss <= hi)
+    e_px += float(np.sum(loss.atom_p[fin] * np.exp(loss.atom_loss[fin])))
+    e_qx += float(np.sum(loss.atom_p[fin]))
+    return max(e_px - e_qx ** 2, 1e-12)
+
+
+def _suffix(x: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
+
+
+def _compose(parts, dx, center):
+    """Both kinds of the composition, tilted at half the Chernoff saddle for DELTA_REF."""
+    from ...pld.engine import compose, grid_log_mgf
+    mean = var = 0.0
+    for p in parts:
+        m = p.d.upper
+        z = dx * np.arange(m.size)
+        tot = max(float(np.sum(m)), 1e-300)
+        m1 = float(np.sum(m * z)) / tot
+        mean += p.count * m1
+        var += p.count * float(np.sum(m * (z - m1) ** 2)) / tot
+    sd = math.sqrt(max(var, 1e-300))
+    th = np.geomspace(1e-2, 1e2, 120) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
+    Kt = np.zeros(th.size)
+    for p in parts:
+        Kt += p.count * grid_log_mgf(p.d.upper, 0.0, dx, th)
+    s_star = (Kt - math.log(DELTA_REF)) / th
+    i = int(np.nanargmin(s_star))
+    # (at most 20 over the standard deviation, as the engine's own tilt cap: beyond it the
+    # values that matter are tiny next to the tilted peak, e.g. when the support ends first)
+    # and at most 25 over the distance from x = 1 (``center``, where S = t) to the target, so
+    # that the budget stays small on the whole half-line x >= 1 whose values are used
+    lam = min(0.5 * float(th[i]), 20.0 / sd, 25.0 / max(float(s_star[i]) - center, sd))
+    target = (max(float(s_star[i]), mean), math.log(DELTA_REF))
+    return compose(parts, dx, lam, kinds=(True, False), target=target)
+
+
+class AllocationSource:
+    """A PLD source of one 1-out-of-t epoch for :mod:`dpamp.pld` (remove direction, or add
+    when ``remove`` is False; ``swapped`` gives the other)."""
+
+    symmetric = False
+
+    def __init__(self, epoch: _Epoch, remove: bool = True, lower: bool = True):
+        self.epoch = epoch
+        self.remove = remove
+        self.has_lower = lower
+        t = epoch.t
+        # moments of log(S/t) by the delta method (sizing only)
+        v = epoch.var_x * t / (t * t)
+        self.var = max(v, 1e-12)
+        self.mean = (0.5 if remove else -0.5) * v
+        self.inf_mass = 0.0
+
+    def swapped(self):
+        return AllocationSource(self.epoch, not self.remove, self.has_lower)
+
+    def quantile_range(self, tail):
+        return self.epoch.tails(tail, self.remove)
+
+    def discretize(self, h, jlo, jhi, optimistic: bool = True):
+        from ...pld.discretize import Discretized, discretize, discretize_profile
+        ep = self.epoch
+        ep.check_reach()
+        dx = ep.dx_for(h)
+        xr = np.exp(h * np.arange(jhi + 1))
+        xl = np.exp(h * np.arange(-jlo + 1))
+        rows = (ep.upper_curve(dx, self.remove, xr), ep.upper_curve(dx, not self.remove, xl))
+        up = discretize_profile(rows, None, 0.0, 0.0, h, jlo, jhi)
+        if not (optimistic and self.has_lower):
+            return up
+        lo = discretize(ep.lower_pair(dx, self.remove), h, jlo, jhi, optimistic=True)
+        return Discretized(h, jlo, up.upper, up.upper_inf, lo.lower, lo.lower_inf,
+                           lo.lower_slack)

@@ -1,0 +1,336 @@
+"""Shuffled fixed-size batches (ABLQ_S): proven lower bounds and the proven upper bound.
+
+The sampler: every epoch permutes the n records uniformly at random and cuts them into
+t = n // b batches of b records (the remainder is dropped); the epochs are reshuffled
+independently (``reshuffle=False``: one permutation for all epochs). Each step releases the sum
+of the batch's contributions (clipped to norm 1) plus N(0, sigma^2 I): ``sigma`` is the noise
+multiplier. This is the Adaptive Batch Linear Queries mechanism with shuffling of L. Chua,
+B. Ghazi, P. Kamath, R. Kumar, P. Manurangsi, A. Sinha, C. Zhang, *How Private are DP-SGD
+Implementations?*, ICML 2024, arXiv:2403.17673 ("CGK24"), extended to several epochs in
+*Scalable DP-SGD: Shuffling vs. Poisson Subsampling*, NeurIPS 2024, arXiv:2411.04205
+("CGK24b"); DP-SGD is a post-processing of it.
+
+**Lower bounds (proven; our computation of the CGK24 construction).** Contributions are 1-D
+(a linear query with values in [-1, 1]). Let every record but one contribute c, and the
+differing record contribute a in one dataset and b in the other. Subtracting the known sums
+b c from every step (post-processing), one epoch releases, in units of sigma... exactly
+
+    MoG(u) = (1/t) sum_i N(u e_i, sigma^2 I_t),     u = a - c  vs  MoG(v), v = b - c,
+
+since the differing record sits in a uniformly random batch, and the other records, all equal,
+add the same constant everywhere. CGK24 take c = -1, a = 1, b = 0 (their neighbouring relation
+replaces a record by one contributing 0): (u, v) = (2, 1), where the location is as uncertain on
+both sides, so the pair behaves like an unamplified Gaussian when sigma is small.
+* ``SUBSTITUTION`` (replace one record; a change of up to 2 in a batch sum): every (u, v) with
+  u = a - c, v = b - c, |a|, |b|, |c| <= 1 is realised; we take the better of (2, 1) (CGK24)
+  and (2, 0) (a = 1, b = c = -1), which beat (2, 1/2), (2, 3/2) and (1, -1) on every plan we
+  tried (sigma 0.3 .. 4, t 10 .. 1000). With a remainder (n > t b, given through
+  ``batch_size`` and ``dataset_size``; without them n = t b is assumed) the differing record is
+  dropped with probability rho = (n - t b)/n, at the same position in both datasets: the pair
+  (rho N(0) + (1 - rho) MoG(u), rho N(0) + (1 - rho) MoG(v)).
+* ``ADD_REMOVE`` with the remainder dropped: couple a uniform permutation of the n + 1 records
+  of D + x with one of D by putting x at a uniform position j and moving the record that was
+  there to the end, which is dropped (when b does not divide n + 1, so that both datasets give t
+  batches). With c = -1 and x contributing 1, D + x releases MoG(2) when j <= t b and the
+  same as D otherwise: the pair (rho N(0) + (1 - rho) MoG(2), N(0)), rho = 1 - t b/(n + 1).
+  When b divides n + 1 the two datasets give different numbers of steps: no finite guarantee.
+
+A lower bound on the hockey-stick divergence of a pair is a lower bound for the mechanism
+(its privacy profile is the supremum over neighbouring pairs). We post-process each epoch's
+output to its largest coordinate (CGK24's "cube" test sets {max_i y_i <= C} are events of it),
+then to the cell of a fine grid of cut points it falls in (tails included, so the cells cover the
+line): a pair of finite distributions whose cell masses are computed with mpmath (60 digits) and
+rounded outwards (the first distribution's masses down, the second's up). One epoch: the
+hockey-stick divergence of the cell pair, sum_j (p_j - e^eps q_j)_+, which dominates every
+single cube test. Several reshuffled epochs: the epochs are independent, so the pair is the
+product; we post-process again by mapping each epoch's cell to the integer floor(loss / h) of its
+privacy loss and adding these over the epochs (a deterministic map of the observations: still a
+lower bound), and compute the two laws of the sum exactly by direct convolutions of
+nonnegative vectors, with their rounding bounded and pushed the safe way. Both directions of the
+pair are tried. No Monte Carlo anywhere.
+
+**Upper bound (proven).** In every epoch the differing record changes at most one step, by a
+substitution (add/remove: by the coupling above): conditionally on the permutation (and on j),
+one step of an adaptive composition differs, with L2 change at most 2, and the other steps have
+the same conditional law; mixing over the permutation (same weights on both sides) does not
+increase a hockey-stick divergence. So E epochs are at most the Gaussian mechanism with
+mu = 2 sqrt(E) / sigma (000 Thm 4, exact closed form, rounded up). We know of no proven bound for
+ABLQ_S that beats this "no amplification" bound under either relation: CGK24/CGK24b give lower
+bounds only and note shuffling has no numerically tight accountant; the amplification of
+random allocation (Feldman & Shenfeld, arXiv:2502.08202) does not transfer, because under
+shuffling the records' batches are dependent (the lower bounds above exceed the random-allocation
+guarantee for small sigma).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...core import _validate as V
+from ...core.relations import Relation, as_relation
+
+_DPS = 60
+_ABS = 1e-55  # absolute error allowance on a cell mass computed at 60 digits
+_U = 2.0 ** -53
+_MAX_LEN = 2 ** 13
+
+
+def _sizes(relation: Relation, steps: int, batch_size, dataset_size):
+    """(drop probability rho, finite): rho = (n - t b)/n (substitution: the differing record
+    falls in the dropped remainder) or 1 - t b/(n + 1) (add/remove: the coupling of the module
+    docstring); finite is False when, under add/remove, b divides n + 1. Substitution without
+    sizes assumes n = t b (no remainder)."""
+    if relation is Relation.SUBSTITUTION and batch_size is None and dataset_size is None:
+        return 0.0, True
+    if batch_size is None or dataset_size is None:
+        raise ValueError("batch_size and dataset_size are needed under add/remove (and must be "
+                         "given together under substitution)")
+    b = V.integer("batch_size", batch_size, low=1)
+    n = V.integer("dataset_size", dataset_size, low=b)
+    if n // b != steps:
+        raise ValueError(f"steps_per_epoch must be dataset_size // batch_size = {n // b} "
+                         f"(got {steps})")
+    if relation is Relation.SUBSTITUTION:
+        return (n - steps * b) / n, True
+    return 1.0 - steps * b / (n + 1), (n + 1) % b != 0
+
+
+def _pairs(relation: Relation, steps: int, batch_size, dataset_size):
+    """The (u, v, rho) candidates: P = rho N(0) + (1 - rho) MoG(u), Q = rho N(0) +
+    (1 - rho) MoG(v) (the differing record dropped with probability rho, at the same position
+    in both datasets), or None when the outputs differ in length."""
+    rho, finite = _sizes(relation, steps, batch_size, dataset_size)
+    if not finite:
+        return None
+    if relation is Relation.SUBSTITUTION:
+        return [(2.0, 1.0, rho), (2.0, 0.0, rho)]
+    return [(2.0, 0.0, rho)]
+
+
+def _cells(sigma: float, t: int, u: float, v: float, rho: float, n_cells: int):
+    """Cell masses (p_lo, q_hi) of the largest coordinate under P and Q (module docstring),
+    on cut points spanning the bulk of both laws; the two tail cells close the partition."""
+    import mpmath as mp
+    with mp.workdps(_DPS):
+        s = mp.mpf(sigma)
+        # Phi(lo / sigma)^t = e^-120: the cell below lo is nearly empty under both laws
+        z = mp.sqrt(2) * mp.erfinv(2 * mp.exp(-mp.mpf(120) / t) - 1)
+        lo = min(u, v, 0.0) + sigma * float(z)
+        hi = max(u, v, 0.0) + 12.0 * sigma
+        cuts = np.linspace(lo, hi, n_cells + 1)
+
+        def cdf(c, shift, weight_null):
+            c = mp.mpf(float(c))
+            base = mp.ncdf(c / s)
+            spike = mp.ncdf((c - shift) / s) * base ** (t - 1)
+            return weight_null * base ** t + (1 - weight_null) * spike
+
+        fp = [mp.mpf(0)] + [cdf(c, u, mp.mpf(rho)) for c in cuts] + [mp.mpf(1)]
+        fq = [mp.mpf(0)] + [cdf(c, v, mp.mpf(rho)) for c in cuts] + [mp.mpf(1)]
+        dp_ = [fp[i + 1] - fp[i] for i in range(len(fp) - 1)]
+        dq_ = [fq[i + 1] - fq[i] for i in range(len(fq) - 1)]
+        down = lambda xs: np.array([max(float(x - _ABS), 0.0) for x in xs])
+        up = lambda xs: np.array([float(x + _ABS) for x in xs])
+        # float() rounds to nearest: one ulp the safe way makes them lower / upper bounds
+        return (np.nextafter(down(dp_), 0.0), np.nextafter(up(dp_), np.inf),
+                np.nextafter(down(dq_), 0.0), np.nextafter(up(dq_), np.inf))
+
+
+def _hockey_lower(p: np.ndarray, q: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """sum_j (p_j - e^eps q_j)_+ rounded down, for lower masses p and upper masses q."""
+    e = np.exp(eps) * (1 + 4 * _U)
+    terms = np.maximum(p[None, :] - e[:, None] * q[None, :] * (1 + 4 * _U), 0.0)
+    total = terms.sum(axis=1)
+    # each difference p_j - x_j is rounded by at most u p_j (absolute: sum_j p_j <= 1 + ...),
+    # and the sum of n nonnegative terms by n u relative
+    return np.maximum(total * (1 - (p.size + 4) * _U) - 4 * _U * (1 + float(p.sum())), 0.0)
+
+
+def _conv_power(x: np.ndarray, e: int) -> tuple[np.ndarray, float]:
+    """x^{*e} by binary powering with direct convolutions, and a relative error bound: a
+    direct convolution of nonnegative vectors of lengths l1, l2 adds at most
+    (min(l1, l2) + 1) u to the sum of the inputs' relative errors."""
+    result, r_err = None, 0.0
+    cur, c_err = x, 0.0
+    while True:
+        if e & 1:
+            if result is None:
+                result, r_err = cur, c_err
+            else:
+                r_err = r_err + c_err + (min(result.size, cur.size) + 1) * _U
+                result = np.convolve(result, cur)
+        e >>= 1
+        if not e:
+            break
+        c_err = 2 * c_err + (cur.size + 1) * _U
+        cur = np.convolve(cur, cur)
+    return result, r_err
+
+
+def _composed(p, q, epochs: int, h: float):
+    """Laws (lower, upper) of the sum over epochs of floor(loss / h) of each epoch's cell."""
+    with np.errstate(divide="ignore"):
+        loss = np.log(np.maximum(p, 1e-320)) - np.log(q)
+    # cells of negligible mass under both laws are merged into the extreme bins (any merge is a
+    # post-processing), so that the grid spans only the losses that carry mass
+    heavy = (p > 1e-30) | (q > 1e-30)
+    lo, hi = float(loss[heavy].min()), float(loss[heavy].max())
+    # at most _MAX_LEN entries in the composed laws: a coarser step is still a lower bound
+    h = max(h, (hi - lo) * epochs / _MAX_LEN)
+    idx = np.floor((np.clip(loss, lo, hi) - lo) / h).astype(np.int64)
+    size = int(idx.max()) + 1
+    pb = np.bincount(idx, weights=p, minlength=size) * (1 - (p.size + 2) * _U)
+    qb = np.bincount(idx, weights=q, minlength=size) * (1 + (q.size + 2) * _U)
+    pe, pr = _conv_power(pb, epochs)
+    qe, qr = _conv_power(qb, epochs)
+    # an entry of a convolution may underflow towards 0 from a positive value: the upper law
+    # gets an absolute allowance far below any delta of interest
+    return pe * max(1 - pr, 0.0), qe * (1 + qr) + 1e-300
+
+
+class _LowerPair:
+    """The post-processed pair of one candidate, composed over the epochs (both orders)."""
+
+    def __init__(self, sigma, t, epochs, u, v, rho, n_cells, h):
+        p_lo, p_hi, q_lo, q_hi = _cells(sigma, t, u, v, rho, n_cells)
+        # both orders of the pair: H(P || Q) with P's masses down and Q's up, and H(Q || P)
+        if epochs == 1:
+            self.laws = [(p_lo, q_hi), (q_lo, p_hi)]
+        else:
+            self.laws = [_composed(p_lo, q_hi, epochs, h), _composed(q_lo, p_hi, epochs, h)]
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        return np.maximum.reduce([_hockey_lower(a, b, eps) for a, b in self.laws])
+
+
+def _check(sigma, steps_per_epoch, epochs, relation):
+    sigma = V.positive("sigma", sigma)
+    t = V.integer("steps_per_epoch", steps_per_epoch, low=1)
+    e = V.integer("epochs", epochs, low=1, high=10 ** 6)
+    return sigma, t, e, as_relation(relation)
+
+
+def _lower_pairs(sigma, t, epochs, relation, batch_size, dataset_size, reshuffle,
+                 n_cells, h):
+    pairs = _pairs(relation, t, batch_size, dataset_size)
+    if pairs is None:
+        return None
+    if not reshuffle:
+        # one permutation for all epochs: summing each step's E outputs is a post-processing
+        # that leaves one epoch with noise sigma / sqrt(E) (per unit of contribution)
+        sigma, epochs = sigma / math.sqrt(epochs), 1
+    return [_LowerPair(sigma, t, epochs, u, v, rho, n_cells, h) for u, v, rho in pairs]
+
+
+def shuffle_lower_delta(sigma, steps_per_epoch, epochs, epsilon, relation="substitution", *,
+                        batch_size=None, dataset_size=None, reshuffle=True, n_cells=1000,
+                        loss_step=None):
+    """A proven LOWER bound on delta(epsilon) of ``epochs`` epochs of shuffled fixed-size
+    batches (ABLQ_S, CGK24) of the Gaussian with noise multiplier ``sigma`` and
+    ``steps_per_epoch`` batches per epoch, under ``relation`` (module docstring: substitution;
+    add/remove needs ``batch_size`` and ``dataset_size``, and returns 1 when b divides n + 1).
+    Vectorised over ``epsilon``. ``n_cells`` / ``loss_step`` set the resolution of the
+    post-processing (any value gives a proven lower bound; finer is tighter and slower)."""
+    sigma, t, epochs, relation = _check(sigma, steps_per_epoch, epochs, relation)
+    eps = V.real_array("epsilon", epsilon)
+    if (eps < 0).any() or np.isnan(eps).any():
+        raise ValueError("epsilon must be >= 0")
+    n_cells = V.integer("n_cells", n_cells, low=10, high=10 ** 5)
+    h = 2e-3 if loss_step is None else V.positive("loss_step", loss_step)
+    pairs = _lower_pairs(sigma, t, epochs, relation, batch_size, dataset_size, reshuffle,
+                         n_cells, h)
+    flat = eps.ravel()
+    if pairs is None:
+        out = np.ones(flat.shape)
+    else:
+        out = np.maximum.reduce([pr.delta(flat) for pr in pairs])
+    out = np.minimum(out, 1.0)
+    return out.reshape(eps.shape) if eps.ndim else float(out[0])
+
+
+def shuffle_lower_epsilon(sigma, steps_per_epoch, epochs, delta, relation="substitution", *,
+                          batch_size=None, dataset_size=None, reshuffle=True, n_cells=1000,
+                          loss_step=None):
+    """A proven LOWER bound on the smallest epsilon with (epsilon, delta)-DP for ABLQ_S (see
+    :func:`shuffle_lower_delta`): the largest epsilon found by bisection at which the lower
+    delta still exceeds ``delta`` (0 when none does; inf when the outputs differ in length)."""
+    sigma, t, epochs, relation = _check(sigma, steps_per_epoch, epochs, relation)
+    delta = V.delta(delta)
+    n_cells = V.integer("n_cells", n_cells, low=10, high=10 ** 5)
+    h = 2e-3 if loss_step is None else V.positive("loss_step", loss_step)
+    pairs = _lower_pairs(sigma, t, epochs, relation, batch_size, dataset_size, reshuffle,
+                         n_cells, h)
+    if pairs is None:
+        return math.inf
+    f = lambda e: max(float(pr.delta(np.array([e]))[0]) for pr in pairs)
+    if f(0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while f(hi) > delta:
+        lo, hi = hi, 2 * hi
+        if hi > 1e4:
+            return lo
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if f(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-6 * hi:
+            break
+    return lo  # f(lo) > delta: the true epsilon(delta) exceeds lo
+
+
+def _upper_mu(sigma, epochs):
+    return 2.0 * math.sqrt(epochs) / sigma
+
+
+def shuffle_upper_delta(sigma, epochs, epsilon, relation="substitution", *, batch_size=None,
+                        dataset_size=None):
+    """A proven UPPER bound on delta(epsilon) of ``epochs`` epochs of shuffled fixed-size
+    batches with noise multiplier ``sigma``, under substitution or add/remove (which needs
+    ``batch_size`` and ``dataset_size``: 1 when b divides n + 1, the outputs then differing in
+    length): the Gaussian mechanism with mu = 2 sqrt(epochs) / sigma
+    (module docstring: no amplification is proven), 000 Thm 4, rounded up. Vectorised."""
+    from ...profiles.closed_forms import gaussian_log_profile
+    sigma = V.positive("sigma", sigma)
+    epochs = V.integer("epochs", epochs, low=1, high=10 ** 6)
+    relation = as_relation(relation)
+    eps = V.real_array("epsilon", epsilon)
+    if (eps < 0).any() or np.isnan(eps).any():
+        raise ValueError("epsilon must be >= 0")
+    if relation is Relation.ADD_REMOVE or batch_size is not None or dataset_size is not None:
+        b = V.integer("batch_size", batch_size, low=1)
+        n = V.integer("dataset_size", dataset_size, low=b)
+        if relation is Relation.ADD_REMOVE and (n + 1) % b == 0:
+            return np.ones(eps.shape) if eps.ndim else 1.0
+    out = np.minimum(np.exp(gaussian_log_profile(_upper_mu(sigma, epochs), eps, upper=True))
+                     * (1 + 4 * _U), 1.0)
+    return out if eps.ndim else float(out)
+
+
+def shuffle_upper_epsilon(sigma, epochs, delta, relation="substitution", *, batch_size=None,
+                          dataset_size=None):
+    """A proven UPPER bound on epsilon(delta) for shuffled fixed-size batches (see
+    :func:`shuffle_upper_delta`): bisection keeping the end whose upper delta is <= delta."""
+    delta = V.delta(delta)
+    f = lambda e: float(shuffle_upper_delta(sigma, epochs, np.array([e]), relation,
+                                            batch_size=batch_size,
+                                            dataset_size=dataset_size)[0])
+    if f(0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while f(hi) > delta:
+        lo, hi = hi, 2 * hi
+        if hi > 1e6:
+            return math.inf
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if f(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return hi
