@@ -154,6 +154,8 @@ def witness_lower(mechanism, g: Guarantee) -> Guarantee:
     by at most 3 eta in all (eta < 1/4). So for an epsilon query the witness is asked at
     delta + 3 eta (a lower epsilon there is a lower epsilon at delta), and for a delta query
     its lower delta is reduced by 3 eta."""
+    from .sampler_lower import sampler_lower
+    g = sampler_lower(mechanism, g)
     try:
         ws = mechanism.witnesses()
     except (ValueError, NotImplementedError):

@@ -13,6 +13,18 @@ replaced):
 | "poisson" (default)   | every record independently, rate B/N | add/remove   | 1 (x C)     | 004 Thm 34, 000 Thm 8 |
 | "without-replacement" | a uniform subset of exactly B of N   | substitution | 2 (x C)     | 003 Thms 9, 19; 000 Thm 9 |
 | "with-replacement"    | B draws with replacement from N      | substitution | 2 (x C)     | 000 Thm 10 |
+| "allocation"          | one random batch of t = N//B per epoch | add/remove   | 1 (x C)     | FS25a, FS25b |
+| "shuffle"             | reshuffle, t = N//B batches of B     | substitution | 2 (x C)     | CGKKMSZ24 (lower) |
+
+(FS25a/b: Feldman & Shenfeld, arXiv 2502.08202 / 2602.17284; CGKKMSZ24: Chua et al., "How
+Private are DP-SGD Implementations?", ICML 2024. The shuffle's upper bound is one substitution
+per epoch, without amplification: no better proven bound is known, docs/papers/shuffling.md.)
+
+The last two are *epoch* samplers: their scheme (``RandomAllocation(1, t)``, ``Shuffled(B, N)``)
+describes a whole epoch of t steps, and a run is counted in epochs. With t = floor(N/B) the
+expected batch of random allocation is N/t >= B: fewer, larger batches, never a smaller epsilon
+than the t the run used (epsilon decreases in t). A partial last epoch counts as a whole one:
+running the first s < t steps of an epoch is a post-processing of the whole epoch.
 
 Poisson sampling at rate B/N is what opacus, dp-accounting and TF-Privacy account for; the
 others are asked for by name. ``_`` and ``-`` are the same in a name ("without_replacement").
@@ -40,8 +52,8 @@ from typing import Callable
 
 from . import _validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation
-from .sampling import Poisson, SamplingScheme, WithReplacement, WithoutReplacement, \
-    clip_sensitivity
+from .sampling import Poisson, RandomAllocation, SamplingScheme, Shuffled, WithReplacement, \
+    WithoutReplacement, clip_sensitivity
 
 __all__ = ["Sampler", "SAMPLERS", "DEFAULT_SAMPLER", "sampler", "exact", "rate_of", "count",
            "steps_of_epochs", "epochs_of_steps"]
@@ -61,6 +73,7 @@ class Sampler:
     summary: str
     source: str
     rate_alone: bool = False
+    per_epoch: bool = False
 
     @property
     def sensitivity(self) -> float:
@@ -79,6 +92,16 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("with-replacement", SUBSTITUTION, lambda b, n: WithReplacement(b, n),
             "B records drawn independently and uniformly, with replacement",
             "000 Thm 10 (profile)"),
+    Sampler("allocation", ADD_REMOVE, lambda b, n: RandomAllocation(1, max(1, n // b)),
+            "each record in one uniformly random batch of the t = floor(N/B) batches of an "
+            "epoch (random allocation, balls in bins)",
+            "Feldman & Shenfeld 2025 (RDP: arXiv 2502.08202; PLD: arXiv 2602.17284)",
+            per_epoch=True),
+    Sampler("shuffle", SUBSTITUTION, lambda b, n: Shuffled(b, n, relation=SUBSTITUTION),
+            "each epoch a fresh shuffle cut into t = floor(N/B) batches of exactly B (the "
+            "remainder dropped)",
+            "upper: no amplification (one substitution per epoch); lower: Chua et al. 2024",
+            per_epoch=True),
 )}
 DEFAULT_SAMPLER = "poisson"
 
@@ -126,10 +149,20 @@ def rate_of(scheme: SamplingScheme | None) -> Fraction:
     return exact(float(scheme.rate))
 
 
+def steps_per_run(scheme: SamplingScheme | None) -> int:
+    """How many steps one run of a subsampled mechanism is: t for an epoch sampler
+    (``RandomAllocation``, ``Shuffled``: the mechanism is a whole epoch), else 1."""
+    return int(scheme.steps) if isinstance(scheme, (RandomAllocation, Shuffled)) else 1
+
+
 def steps_of_epochs(epochs, rate) -> int:
     """ceil(epochs / rate) in exact arithmetic (>= 1 for epochs > 0); ``rate`` a scheme, a
-    Fraction or a float."""
+    Fraction or a float. For an epoch sampler (a scheme whose mechanism is a whole epoch) the
+    runs are epochs: ceil(epochs), a partial epoch counted whole (it is a post-processing of
+    the whole one)."""
     e = exact(V.positive("epochs", epochs))
+    if isinstance(rate, (RandomAllocation, Shuffled)):
+        return max(1, math.ceil(e))
     q = rate if isinstance(rate, Fraction) else \
         exact(rate) if isinstance(rate, (int, float)) else rate_of(rate)
     return max(1, math.ceil(e / q))
@@ -144,13 +177,24 @@ def epochs_of_steps(steps: int, rate) -> float:
 
 def count(steps=None, epochs=None, scheme: SamplingScheme | None = None, *,
           steps_name: str = "steps", epochs_name: str = "epochs") -> int:
-    """The number of steps of a run given ``steps``, ``epochs`` or both (then they must agree).
+    """The number of runs of ``mechanism.subsample(scheme)`` given ``steps``, ``epochs`` or
+    both (then they must agree): steps for a per-step scheme, epochs for an epoch sampler
+    (:func:`steps_per_run` steps each; the steps of a partial epoch count as a whole one).
     Neither is an error naming both (no silent single step). Used by the CLI, TOML plans,
     ``dp.dpsgd`` and ``dp.calibrate`` alike; ``*_name`` name the parameters in errors."""
     if steps is None and epochs is None:
         raise ValueError(f"give the length of the run: {steps_name} (number of steps) or "
                          f"{epochs_name} (passes over the dataset)")
     n = None if steps is None else V.integer(steps_name, steps, low=1)
+    t = steps_per_run(scheme)
+    if t > 1:
+        # an epoch sampler: the count is of epochs, ceil(steps / t) for a number of steps
+        runs = None if n is None else -(-n // t)
+        m = runs if epochs is None else steps_of_epochs(V.positive(epochs_name, epochs), scheme)
+        if runs is not None and runs != m:
+            raise ValueError(f"{steps_name} {n} and {epochs_name} {epochs:g} disagree: "
+                             f"{n} steps of {t} per epoch are {runs} epochs; give one of them")
+        return m
     if epochs is None:
         return n
     e = V.positive(epochs_name, epochs)

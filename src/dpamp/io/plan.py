@@ -71,19 +71,26 @@ class Stage:
     ``assumed`` what they were read as (sampler, relation, sensitivity, rate, steps, epochs)."""
 
     name: str
-    step: object  # a dpamp Mechanism: one step of this stage
-    steps: int
+    step: object  # a dpamp Mechanism: one run of this stage (a step, or an epoch: ``unit``)
+    steps: int    # how many runs of ``step``
     params: dict = dataclasses.field(compare=False, hash=False)
     assumed: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
+    #: steps one run of ``step`` takes: 1, or t for an epoch sampler (allocation, shuffle)
+    unit: int = 1
 
     @property
     def mechanism(self) -> Mechanism:
         return self.step * self.steps
 
+    @property
+    def total_steps(self) -> int:
+        """The steps the stage runs (runs x unit)."""
+        return self.steps * self.unit
+
     def describe(self) -> dict:
         """Human-readable columns: mechanism (with its sensitivity), sampling (the sampler and
         its rate), steps (and epochs), relation."""
-        return _describe_stage(self.params, self.assumed, self.steps, self.step.relation)
+        return _describe_stage(self.params, self.assumed, self.total_steps, self.step.relation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +116,11 @@ class Plan:
 
     @property
     def total_steps(self) -> int:
-        return sum(s.steps for s in self.stages)
+        return sum(s.total_steps for s in self.stages)
 
     def prefix(self, steps: int) -> Plan:
-        """The composition of the first ``steps`` steps of the plan, stages in order."""
+        """The composition of the first ``steps`` runs of the plan, stages in order (a run is a
+        step, or an epoch for an epoch sampler)."""
         from ..mechanisms.composition import compose_prefix
         return compose_prefix([(s.step, s.steps) for s in self.stages], steps)
 
@@ -126,7 +134,7 @@ class Plan:
         return {"title": self.title, "delta": self.delta, "source": self.source,
                 "relation": str(self.relation),
                 "methods": None if self.methods is None else list(self.methods),
-                "stages": [{**s.params, "name": s.name, "steps": s.steps,
+                "stages": [{**s.params, "name": s.name, "steps": s.total_steps,
                             "assumed": dict(s.assumed)} for s in self.stages]}
 
 
@@ -288,14 +296,18 @@ def _parse_stage(r: _Reader, i: int, s: dict) -> Stage:
             step = step.subsample(scheme)
         except ValueError as e:
             r.fail(i, "relation", str(e))
-    steps = _steps_of(r, i, s, scheme)
+    runs = _steps_of(r, i, s, scheme)
+    unit = samplers.steps_per_run(scheme)
     assumed.update(sampler="none" if sampler is None else sampler.name,
                    relation=relation.value, **sizes)
     if scheme is not None:
         assumed["sample_rate"] = float(rate)
-    assumed.update(steps=steps, epochs=samplers.epochs_of_steps(steps, rate))
+    if unit > 1:        # an epoch sampler: runs are epochs of ``unit`` steps
+        assumed.update(steps=runs * unit, steps_per_epoch=unit, epochs=runs)
+    else:
+        assumed.update(steps=runs, epochs=samplers.epochs_of_steps(runs, rate))
     params = {k: v for k, v in s.items() if k != "name"}
-    return Stage(name, step, steps, params, assumed)
+    return Stage(name, step, runs, params, assumed, unit)
 
 
 def _sampler_of(r, i, s):
@@ -468,7 +480,10 @@ def _describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     elif "batch_size" in a:
         b, n = a["batch_size"], a["dataset_size"]
         samp = (f"{sampler}, rate {b}/{n} ≈ {b / n:.6g}" if sampler == "poisson" else
-                f"{sampler}, {b} of {n}")
+                f"{sampler}, one of {a['steps_per_epoch']} batches per epoch ({n} records, "
+                f"expected batch {n / a['steps_per_epoch']:.6g})" if sampler == "allocation" else
+                f"{sampler}, {a['steps_per_epoch']} batches of {b} of {n} per epoch"
+                if sampler == "shuffle" else f"{sampler}, {b} of {n}")
     else:
         samp = f"{sampler}, rate {_g(a['sample_rate'])}"
     count = f"{steps} step{'s' if steps != 1 else ''}"

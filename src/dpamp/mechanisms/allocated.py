@@ -60,10 +60,19 @@ class Allocated(Mechanism):
             f"{self!r}: shuffled batches are accounted by dpamp.amplification.allocation."
             "shuffle, not as a random allocation")
 
+    def dominating_step(self) -> Mechanism:
+        """Shuffled batches: one run of a mechanism that dominates the epoch (no amplification;
+        :func:`dpamp.amplification.allocation.shuffle.dominating_step`)."""
+        from ..amplification.allocation.shuffle import dominating_step
+        return dominating_step(self.base, self.scheme)
+
     def _rdp(self, alpha):
         """RDP of one epoch: FS25a's exact integer-order remove-direction RDP and the add
         direction's bound, for the Gaussian (amplification.allocation.rdp), capped by the
-        composition of the k steps a record takes part in."""
+        composition of the k steps a record takes part in. Shuffled batches: the RDP of the
+        dominating step."""
+        if isinstance(self.scheme, Shuffled):
+            return self.dominating_step().rdp(alpha)
         k, t = self._k_t()
         from ..amplification.allocation.rdp import allocation_rdp
         return allocation_rdp(self.base, k, t, np.asarray(alpha, dtype=float))
@@ -72,6 +81,8 @@ class Allocated(Mechanism):
         """k times the base's pure epsilon (the record takes part in k steps; basic
         composition), rounded up; inf for shuffled batches under substitution is not claimed
         here either: a record is used at most once per epoch, so it is eps0 there."""
+        if isinstance(self.scheme, Shuffled):
+            return self.dominating_step().pure_epsilon()
         e0 = self.base.pure_epsilon()
         if math.isinf(e0):
             return math.inf
@@ -82,7 +93,11 @@ class Allocated(Mechanism):
 
     def pld_parts(self):
         """[(source, count)] for the PLD engine: see
-        :func:`dpamp.amplification.allocation.pld.allocation_parts`."""
+        :func:`dpamp.amplification.allocation.pld.allocation_parts`; shuffled batches: the
+        dominating step's."""
+        if isinstance(self.scheme, Shuffled):
+            from ..pld.sources import NotAttained, loss_distribution
+            return [(NotAttained(loss_distribution(self.dominating_step())), 1)]
         k, t = self._k_t()
         from ..amplification.allocation.pld import allocation_parts
         return allocation_parts(self.base, k, t)

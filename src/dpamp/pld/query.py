@@ -188,8 +188,11 @@ def _lower_proven(dirs) -> bool:
     """Whether the optimistic PMFs bound an actual pair's composition. A symmetrised curve
     (:class:`~.sources.SymmetricCurve`, sampling without replacement) bounds both orders of
     every pair from above: its own optimistic PMF is a lower bound on its composition, which
-    for more than one step is not the composition of any actual pair (nor below it)."""
-    return all(c == 1 or not isinstance(src, SymmetricCurve) for d in dirs for src, c in d)
+    for more than one step is not the composition of any actual pair (nor below it). A part
+    that dominates without being attained (:class:`~.sources.NotAttained`) bounds nothing
+    from below."""
+    return all((c == 1 or not isinstance(src, SymmetricCurve)) and getattr(src, "attained", True)
+               for d in dirs for src, c in d)
 
 
 def _proven(dirs, b: Bracket) -> Bracket:

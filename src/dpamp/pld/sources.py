@@ -74,6 +74,28 @@ class SymmetricCurve:
                                 q_ninf=self.half.inf_mass)
 
 
+@dataclasses.dataclass(frozen=True)
+class NotAttained:
+    """A loss distribution that dominates a mechanism's pairs without being attained by any
+    of them (the no-amplification bound of an epoch of shuffled batches): its pessimistic
+    discretisation bounds the mechanism from above, its optimistic one bounds nothing from
+    below, so the engine reports no lower end for a plan with such a part
+    (``query._lower_proven``). It is never merged with exact Gaussian parts."""
+
+    inner: object
+    attained = False
+    gaussian_mu = None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def swapped(self):
+        return NotAttained(self.inner.swapped())
+
+    def discretize(self, h, jlo, jhi, optimistic=True) -> Discretized:
+        return discretize_source(self.inner, h, jlo, jhi, optimistic)
+
+
 class ProfileSource:
     """A mechanism known to the PLD engine only through its privacy profile (dpamp.profiles):
     sampling with replacement, Poisson sampling under substitution, post-processed mechanisms,

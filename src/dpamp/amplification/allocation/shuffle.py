@@ -334,3 +334,45 @@ def shuffle_upper_epsilon(sigma, epochs, delta, relation="substitution", *, batc
         if hi - lo <= 1e-9 * hi:
             break
     return hi
+
+
+def dominating_step(base, scheme):
+    """One run of a mechanism that dominates one epoch of ``base`` on shuffled fixed-size
+    batches (``dp.Shuffled``), by the upper-bound argument of the module docstring: the
+    differing record changes one step, by a substitution, so the epoch is at most one run of
+    ``base`` on a pair of substitution neighbours (no amplification).
+
+    * ``scheme.relation`` substitution: ``base`` itself (stated under substitution, its
+      sensitivity is the substitution sensitivity: 2 for a clipped sum).
+    * add/remove (when both neighbours give the same number of batches, i.e. b divides neither
+      n nor n + 1): one substitution is one removal and one addition, so ``base`` with its
+      sensitivity doubled (Gaussian, Laplace: triangle inequality) or, for a pure-DP base, 2 eps0
+      (group privacy of two records). When b divides n or n + 1, removing or adding a record
+      changes the number of steps, which the output reveals: no finite guarantee (a ValueError
+      that says so).
+    """
+    import dataclasses as _dc
+
+    from ...core.relations import ADD_REMOVE
+    from ...mechanisms.eps_delta import EpsDelta
+    from ...mechanisms.randomized_response import PureDP, RandomizedResponse
+    if scheme.relation is not ADD_REMOVE:
+        return base
+    b, n = scheme.batch_size, scheme.dataset_size
+    if n % b == 0 or (n + 1) % b == 0:
+        raise ValueError(
+            f"{scheme!r} under add/remove: with batch size {b} and {n} records, removing or "
+            "adding a record changes the number of batches per epoch, which every output "
+            "reveals, so no finite guarantee holds; state the plan under substitution "
+            "(relation=dp.SUBSTITUTION: the dataset size is public), the usual relation for "
+            "shuffled batches")
+    if hasattr(base, "sensitivity") and _dc.is_dataclass(base):
+        return _dc.replace(base, sensitivity=2.0 * base.sensitivity)
+    if isinstance(base, (PureDP, RandomizedResponse)):
+        from ...core._rounding import weighted_sum_up
+        return PureDP(weighted_sum_up([(2, base.pure_epsilon())]))
+    if isinstance(base, EpsDelta):
+        raise NotImplementedError(f"{base!r} on shuffled batches under add/remove: use the "
+                                  "substitution relation")
+    raise NotImplementedError(f"{base!r} on shuffled batches under add/remove: only Gaussian, "
+                              "Laplace and pure-DP bases have a substitution bound here")
