@@ -270,7 +270,7 @@ def sigma(epsilon: float, delta: float, sampling: SamplingScheme | None = None,
         if lo is None:
             raise ValueError(f"every sigma >= {_SIGMA_RANGE[0]:g} meets epsilon <= {eps_t:g} "
                              f"at delta {d:g} by {m}: the target is not binding")
-        return oracle.result("sigma", hi, T)
+        return oracle.result("sigma", hi, T * _samplers.steps_per_run(sampling))
 
     warm = _warm_start(build, sens, name, solve)
     if warm is None:
@@ -308,8 +308,10 @@ def epochs(epsilon: float, delta: float, sigma: float | None = None,
         raise ValueError("epochs needs a sampling scheme (one epoch = 1/rate steps)")
 
     # (a rate <= 1 makes one epoch at least one step)
+    per = _samplers.steps_per_run(scheme)      # an epoch sampler's runs are epochs
     return _largest_count("epoch", lambda e: step * _steps_of_epochs(e, scheme),
-                          lambda e: _steps_of_epochs(e, scheme), eps_t, d, method, options)
+                          lambda e: _steps_of_epochs(e, scheme) * per, eps_t, d, method,
+                          options)
 
 
 def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibration:

@@ -14,11 +14,12 @@ The plan comes from ``--plan`` (a TOML plan, docs/plans.md) or from the flags of
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import numpy as np
 
-KINDS = ("profile", "epsilon-vs-steps", "rdp", "tradeoff")
+KINDS = ("profile", "epsilon-vs-steps", "rdp", "tradeoff", "samplers")
 
 
 def _jsonable(x):
@@ -48,6 +49,8 @@ def cmd_plot(args):
     out = check_target(_check_output(args.output))
     options = _options(args)
     delta = args.delta
+    if args.kind == "samplers":
+        return _plot_samplers(args, out, options)
     if args.plan is not None:
         if plan_given(args):
             raise ValueError("give either --plan or the plan's flags (--noise-multiplier, ...), "
@@ -85,6 +88,30 @@ def cmd_plot(args):
         print(json.dumps(_jsonable({**data, **stated} if isinstance(data, dict) else data)))
     else:
         print(f"figure: {out} ({args.kind})", file=sys.stderr)
+
+
+def _plot_samplers(args, out, options):
+    """epsilon against epochs under Poisson, random allocation and shuffled batches
+    (io/samplers_compare.py): needs the DP-SGD words, not a plan file."""
+    from ..core import _validate as V
+    from ..io import samplers_compare
+    missing = [f for f, v in (("--noise-multiplier", args.noise_multiplier),
+                              ("--batch-size", args.batch_size),
+                              ("--dataset-size", args.dataset_size), ("--epochs", args.epochs))
+               if v is None]
+    if missing or args.plan is not None or args.sampler is not None:
+        raise ValueError("plot samplers draws one DP-SGD run under every sampler: give "
+                         "--noise-multiplier, --batch-size, --dataset-size and --epochs (and "
+                         f"no --plan or --sampler); missing: {', '.join(missing) or 'none'}")
+    epochs = V.integer("--epochs", math.ceil(args.epochs), low=1)
+    data = samplers_compare.plot(args.noise_multiplier, args.batch_size, args.dataset_size,
+                                 epochs, 1e-5 if args.delta is None else args.delta,
+                                 output=out, method=args.method, **options)
+    if args.json:
+        print(json.dumps(_jsonable(data)))
+    else:
+        print("\n".join(samplers_compare.lines(data)))
+        print(f"figure: {out} (samplers)", file=sys.stderr)
 
 
 def add_parser(subparsers) -> None:

@@ -45,10 +45,20 @@ class OpacusAccountant:
 
     ``history`` is a list of (noise_multiplier, sample_rate, num_steps), consecutive equal steps
     merged, as in opacus. ``method``: the dpamp accounting method (default "auto": the tightest
-    that applies)."""
+    that applies). ``sampler``: how each step's batch was drawn, a name of
+    :data:`dpamp.core.samplers.SAMPLERS` (default "poisson", opacus' assumption). For an epoch
+    sampler ("allocation": each record in one random batch per epoch; "shuffle": reshuffled
+    fixed-size batches) a run of n steps at rate q is ceil(n / t) epochs of t = floor(1/q)
+    steps (a partial epoch counts whole, fewer steps per epoch never lower epsilon), under the
+    sampler's relation and clipped-sum sensitivity."""
 
-    def __init__(self, method: str = "auto"):
+    def __init__(self, method: str = "auto", sampler: str = "poisson"):
+        from ..core.samplers import sampler as _sampler
         self.method = method
+        self.sampler = _sampler(sampler).name
+        if not (_sampler(sampler).rate_alone or _sampler(sampler).per_epoch):
+            raise ValueError(f"sampler {self.sampler!r} needs a batch size and a dataset size, "
+                             "not a rate: use dp.dpsgd or a plan")
         self.history: list[tuple[float, float, int]] = []
 
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
@@ -64,16 +74,24 @@ class OpacusAccountant:
 
     def mechanism(self) -> Mechanism:
         """The dpamp composition of every step taken so far."""
-        from ..mechanisms import Gaussian, compose
+        import math
+
         from ..core.sampling import Poisson
         from ..core.samplers import sampler
+        from ..mechanisms import Gaussian, compose
         if not self.history:
             raise ValueError("no steps yet: call step(noise_multiplier=..., sample_rate=...)")
-        poisson = sampler("poisson")
+        s = sampler(self.sampler)
         parts = []
         for z, q, n in self.history:
-            g = Gaussian(z, sensitivity=poisson.sensitivity, relation=poisson.relation)
-            parts.append((g if q == 1.0 else g.subsample(Poisson(q))) * n)
+            g = Gaussian(z, sensitivity=s.sensitivity, relation=s.relation)
+            if q == 1.0:
+                parts.append(g * n)
+            elif s.per_epoch:
+                t = max(1, math.floor(1.0 / q * (1 + 1e-12)))
+                parts.append(g.subsample(s.scheme(1, t)) * -(-n // t))
+            else:
+                parts.append(g.subsample(Poisson(q, relation=s.relation)) * n)
         return compose(*parts)
 
     def get_guarantee(self, delta: float, method: str | None = None,
@@ -126,8 +144,9 @@ class OpacusAccountant:
         return float(_pessimistic(float(eps[i]))), float(a[i])
 
     def state_dict(self) -> dict:
-        return {"history": list(self.history), "method": self.method}
+        return {"history": list(self.history), "method": self.method, "sampler": self.sampler}
 
     def load_state_dict(self, state: dict) -> None:
         self.history = [(float(z), float(q), int(n)) for z, q, n in state["history"]]
         self.method = state.get("method", self.method)
+        self.sampler = state.get("sampler", self.sampler)

@@ -108,7 +108,20 @@ def text(rows, delta: float, plan=None, mechanism=None) -> str:
         lines.append(f"best: ({round_up(top.epsilon, 6)}, {_d(delta)})-DP by {top.method}{lo}")
     if plan is not None:
         lines += risk_section(plan.mechanism)
+        lines += _samplers_lines(plan, delta)
     return "\n".join(lines)
+
+
+def _samplers(plan, delta):
+    """The same DP-SGD run under every sampler (io/samplers_compare.py), or None."""
+    from .samplers_compare import for_plan
+    return for_plan(plan, delta)
+
+
+def _samplers_lines(plan, delta) -> list[str]:
+    from .samplers_compare import lines
+    res = _samplers(plan, delta)
+    return [] if res is None else lines(res)
 
 
 def result_dicts(rows) -> list:
@@ -126,7 +139,8 @@ def as_json(rows, delta: float, plan=None, mechanism=None) -> str:
                                              "method": top.method, "lower": low},
            "results": results}
     if plan is not None:
-        out = {"plan": plan.as_dict(), **out, "risk": _risk_summary(plan.mechanism)}
+        out = {"plan": plan.as_dict(), **out, "risk": _risk_summary(plan.mechanism),
+               "samplers": _samplers(plan, delta)}
     else:
         from .serialize import to_dict
         try:
@@ -168,6 +182,9 @@ def markdown(rows, delta: float, plan=None, mechanism=None) -> str:
             out.append(f"| {name} | {round_up(g.epsilon)} | {low_s} | {_d(delta)} | {g.source} |")
     if plan is not None:
         out += risk_markdown(plan.mechanism)
+        lines = _samplers_lines(plan, delta)
+        if lines:
+            out += ["", "#### The same run under other samplers", "", "```", *lines, "```"]
     return "\n".join(out)
 
 
