@@ -105,9 +105,10 @@ def test_shuffle_under_add_remove_needs_a_fixed_number_of_batches():
     ok = dp.Gaussian(Z).subsample(dp.Shuffled(B, N + 7))   # 1006, 1007, 1008: 10 batches
     exact = dp.Gaussian(Z, 2.0).epsilon(DELTA)            # one substitution: sensitivity 2
     assert exact.lower <= ok.epsilon(DELTA).epsilon <= exact.epsilon * (1 + 1e-3)
-    bad = dp.Gaussian(Z).subsample(dp.Shuffled(B, N))               # 999 records: 9 batches
-    with pytest.raises(ValueError, match="number of batches"):
-        bad.epsilon(DELTA, method="pld")
+    with pytest.raises(ValueError, match="number of batches"):     # 999 records: 9 batches
+        dp.Gaussian(Z).subsample(dp.Shuffled(B, N))
+    assert main(["epsilon", "--noise-multiplier", "1", "--batch-size", "100", "--dataset-size",
+                 "1000", "--epochs", "1", "--delta", "1e-6", "--sampler", "shuffle"]) == 0
 
 
 def test_calibrate_and_report_and_figure(tmp_path, capsys):

@@ -39,6 +39,9 @@ class Allocated(Mechanism):
                              f"sampler), got {type(self.scheme).__name__}")
         if self.base.relation is not self.scheme.needs:
             raise _relation_error(self.scheme, self.base, self.scheme.needs)
+        if isinstance(self.scheme, Shuffled):
+            from ..amplification.allocation.shuffle import check_batches
+            check_batches(self.scheme)
 
     @property
     def relation(self) -> Relation:  # type: ignore[override]

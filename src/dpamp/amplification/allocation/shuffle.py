@@ -336,6 +336,20 @@ def shuffle_upper_epsilon(sigma, epochs, delta, relation="substitution", *, batc
     return hi
 
 
+def check_batches(scheme) -> None:
+    """Under add/remove, a ValueError unless both neighbours of the ``dp.Shuffled`` scheme's
+    dataset (n - 1 and n + 1 records) give its number of batches n // b."""
+    from ...core.relations import ADD_REMOVE
+    b, n = scheme.batch_size, scheme.dataset_size
+    if scheme.relation is ADD_REMOVE and (n % b == 0 or (n + 1) % b == 0):
+        raise ValueError(
+            f"{scheme!r} under add/remove: with batch size {b} and {n} records, removing or "
+            "adding a record changes the number of batches per epoch, which every output "
+            "reveals, so no finite guarantee holds; state the plan under substitution "
+            "(relation=dp.SUBSTITUTION: the dataset size is public), the usual relation for "
+            "shuffled batches")
+
+
 def dominating_step(base, scheme):
     """One run of a mechanism that dominates one epoch of ``base`` on shuffled fixed-size
     batches (``dp.Shuffled``), by the upper-bound argument of the module docstring: the
@@ -358,14 +372,7 @@ def dominating_step(base, scheme):
     from ...mechanisms.randomized_response import PureDP, RandomizedResponse
     if scheme.relation is not ADD_REMOVE:
         return base
-    b, n = scheme.batch_size, scheme.dataset_size
-    if n % b == 0 or (n + 1) % b == 0:
-        raise ValueError(
-            f"{scheme!r} under add/remove: with batch size {b} and {n} records, removing or "
-            "adding a record changes the number of batches per epoch, which every output "
-            "reveals, so no finite guarantee holds; state the plan under substitution "
-            "(relation=dp.SUBSTITUTION: the dataset size is public), the usual relation for "
-            "shuffled batches")
+    check_batches(scheme)
     if hasattr(base, "sensitivity") and _dc.is_dataclass(base):
         return _dc.replace(base, sensitivity=2.0 * base.sensitivity)
     if isinstance(base, (PureDP, RandomizedResponse)):
