@@ -61,7 +61,7 @@ CUT_TAIL = CUT_TAILS[0]
 #: small for deltas between about 1e-3 and 1e-12)
 DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
-MAX_K = 1 << 19
+MAX_K = 1 << 17
 
 
 def allocation_parts(base, k: int, t: int):
@@ -355,7 +355,7 @@ def _compose(parts, dx, center):
     # the tilted FFT is accurate near the tail it aims at and loose far left of it (its budget
     # grows like e^{-lam s}); an untilted one is accurate in the bulk. Both are bounds: the
     # curves take the smaller upper value and the atoms the larger lower mass, bin by bin
-    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False), target=(mean, -20.0))
+    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False), target=(mean, 0.0))
     return out
 
 
