@@ -61,7 +61,7 @@ CUT_TAIL = CUT_TAILS[0]
 #: small for deltas between about 1e-3 and 1e-12)
 DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
-MAX_K = 1 << 19
+MAX_K = 1 << 17
 
 
 def allocation_parts(base, k: int, t: int):
@@ -212,9 +212,14 @@ class _Epoch:
 
     # --- curves and atoms -------------------------------------------------------------------
     def upper_curve(self, dx: float, remove: bool, x: np.ndarray) -> np.ndarray:
-        """Proven upper bounds on H_x of the remove (P, Q) or add (Q, P) pair at x >= 0."""
+        """Proven upper bounds on H_x of the remove (P, Q) or add (Q, P) pair at x >= 0: the
+        smaller of the tilted and the untilted composition's."""
         r = self.compute(dx)
-        pmf = r["remove" if remove else "add"][True]
+        both = r["remove" if remove else "add"]
+        return np.minimum(self._upper_curve(r, both[True], remove, x),
+                          self._upper_curve(r, both["flat"][True], remove, x))
+
+    def _upper_curve(self, r, pmf, remove: bool, x: np.ndarray) -> np.ndarray:
         t = self.t
         n = pmf.mass.size
         idx = pmf.jlo + np.arange(n)
@@ -247,12 +252,21 @@ class _Epoch:
         """The lower pair as a LossDistribution of atoms (masses lowered by their budget)."""
         from ...pld.loss import LossDistribution
         r = self.compute(dx)
-        pmf = r["remove" if remove else "add"][False]
+        both = r["remove" if remove else "add"]
+        pmf, flat = both[False], both["flat"][False]
         t = self.t
-        n = pmf.mass.size
-        # the per-bin budget (dpamp.pld.engine), not the suffix one: the masses go one by one
-        m = np.maximum(pmf.mass - pmf.bin_err, 0.0) * (1 - 4 * _U)
-        idx = pmf.jlo + np.arange(n)
+        # the per-bin budget (dpamp.pld.engine), not the suffix one: the masses go one by one;
+        # each bin takes the larger of the two compositions' lower bounds
+        lo_idx = min(pmf.jlo, flat.jlo)
+        hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
+        m = np.zeros(hi_idx - lo_idx)
+        for g in (pmf, flat):
+            k = g.jlo - lo_idx
+            seg = np.maximum(g.mass - g.bin_err, 0.0)
+            m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
+        m = m * (1 - 4 * _U)
+        n = m.size
+        idx = lo_idx + np.arange(n)
         keep = m > 0
         m, idx = m[keep], idx[keep]
         if remove:
@@ -337,7 +351,12 @@ def _compose(parts, dx, center):
     # that the budget stays small on the whole half-line x >= 1 whose values are used
     lam = min(0.5 * float(th[i]), 20.0 / sd, 25.0 / max(float(s_star[i]) - center, sd))
     target = (max(float(s_star[i]), mean), math.log(DELTA_REF))
-    return compose(parts, dx, lam, kinds=(True, False), target=target)
+    out = compose(parts, dx, lam, kinds=(True, False), target=target)
+    # the tilted FFT is accurate near the tail it aims at and loose far left of it (its budget
+    # grows like e^{-lam s}); an untilted one is accurate in the bulk. Both are bounds: the
+    # curves take the smaller upper value and the atoms the larger lower mass, bin by bin
+    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False), target=(mean, 0.0))
+    return out
 
 
 class AllocationSource:
