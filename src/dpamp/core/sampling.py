@@ -25,9 +25,13 @@ mechanism sees a dataset with or without the record) and outside.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from . import _validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
+
+if TYPE_CHECKING:
+    from ..mechanisms.base import Mechanism
 
 
 def clip_sensitivity(relation: Relation) -> float:
@@ -177,7 +181,7 @@ class RandomAllocation(SamplingScheme):
     def steps(self) -> int:
         return self.t
 
-    def apply(self, mechanism):
+    def apply(self, mechanism: Mechanism) -> Mechanism:
         """``Allocated(mechanism, self)``: one epoch of t steps."""
         return _apply_epoch(self, mechanism)
 
@@ -206,11 +210,11 @@ class Shuffled(SamplingScheme):
         object.__setattr__(self, "relation", as_relation(self.relation))
 
     @property
-    def needs(self):
+    def needs(self) -> Relation:
         return self.relation
 
     @property
-    def gives(self):
+    def gives(self) -> Relation:
         return self.relation
 
     @property
@@ -221,6 +225,6 @@ class Shuffled(SamplingScheme):
     def steps(self) -> int:
         return self.dataset_size // self.batch_size
 
-    def apply(self, mechanism):
+    def apply(self, mechanism: Mechanism) -> Mechanism:
         """``Allocated(mechanism, self)``: one epoch of dataset_size // batch_size steps."""
         return _apply_epoch(self, mechanism)

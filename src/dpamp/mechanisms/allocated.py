@@ -94,7 +94,7 @@ class Allocated(Mechanism):
             return weighted_sum_up([(self.scheme.k, e0)])
         return e0
 
-    def pld_parts(self):
+    def pld_parts(self) -> list[tuple[object, int]]:
         """[(source, count)] for the PLD engine: see
         :func:`dpamp.amplification.allocation.pld.allocation_parts`; shuffled batches: the
         dominating step's."""

@@ -1,0 +1,50 @@
+"""How a plan's stage is described to people: one line each for the mechanism (with its
+sensitivity), the sampling (sampler, rate or batches), the steps (and epochs) and the
+neighbouring relation, as every command's "assumed" line and the reports print them."""
+from __future__ import annotations
+
+from ..core.relations import ADD_REMOVE, Relation
+
+
+def _g(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
+    kind = p["mechanism"]
+    if kind in ("gaussian", "laplace"):
+        name = "Gaussian" if kind == "gaussian" else "Laplace"
+        norm = "L2" if kind == "gaussian" else "L1"
+        sens = a.get("sensitivity", p.get("sensitivity", 1.0))
+        if "noise_multiplier" in p:
+            mech = f"{name}, noise multiplier {_g(p['noise_multiplier'])}"
+        else:
+            key = "sigma" if kind == "gaussian" else "scale"
+            mech = f"{name}, {'σ' if kind == 'gaussian' else 'scale'} {_g(p[key])}"
+        mech += f", {norm} sensitivity {_g(float(sens))}"
+    elif kind == "randomized_response":
+        mech = ("randomized response, " +
+                (f"p = {_g(p['p'])}" if "p" in p else f"ε = {_g(p['epsilon'])}"))
+    elif kind == "pure_dp":
+        mech = f"ε-DP mechanism, ε = {_g(p['epsilon'])}"
+    elif kind == "zcdp":
+        mech = f"ρ-zCDP mechanism, ρ = {_g(p['rho'])}"
+    else:
+        mech = f"(ε, δ)-DP mechanism, ε = {_g(p['epsilon'])}, δ = {_g(p['delta'])}"
+    sampler = a.get("sampler", "none")
+    if sampler == "none":
+        samp = "none (full dataset)"
+    elif "batch_size" in a:
+        b, n = a["batch_size"], a["dataset_size"]
+        samp = (f"{sampler}, rate {b}/{n} ≈ {b / n:.6g}" if sampler == "poisson" else
+                f"{sampler}, one of {a['steps_per_epoch']} batches per epoch ({n} records, "
+                f"expected batch {n / a['steps_per_epoch']:.6g})" if sampler == "allocation" else
+                f"{sampler}, {a['steps_per_epoch']} batches of {b} of {n} per epoch"
+                if sampler == "shuffle" else f"{sampler}, {b} of {n}")
+    else:
+        samp = f"{sampler}, rate {_g(a['sample_rate'])}"
+    count = f"{steps} step{'s' if steps != 1 else ''}"
+    if "epochs" in p:
+        count += f" ({_g(p['epochs'])} epoch{'s' if p['epochs'] != 1 else ''})"
+    return {"mechanism": mech, "sampling": samp, "steps": count,
+            "relation": "add/remove" if relation is ADD_REMOVE else "substitution"}
