@@ -12,10 +12,20 @@ from __future__ import annotations
 
 import numpy as np
 
-try:                                       # scipy >= 1.12
-    from scipy.optimize import isotonic_regression as _isotonic
-except ImportError:                        # pragma: no cover - older scipy: passes + chain
-    _isotonic = None
+
+def _isotonic_regression():
+    """scipy's pool-adjacent-violators (scipy >= 1.12), imported when first needed (``import
+    dpamp`` loads no scipy), or None on an older scipy (the passes and the chain then)."""
+    global _ISOTONIC
+    if _ISOTONIC is False:
+        try:
+            from scipy.optimize import isotonic_regression as _ISOTONIC
+        except ImportError:                # pragma: no cover - older scipy
+            _ISOTONIC = None
+    return _ISOTONIC
+
+
+_ISOTONIC = False      # not imported yet
 
 
 def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -32,7 +42,8 @@ def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     slopes (module doc), whose ends are cleaned by the same passes (a rounding-level tie may
     leave a point on an edge); Andrew's monotone chain finishes only what 64 passes leave."""
     keep = _passes(x, y, np.arange(x.size), 4)
-    if keep.size and keep[0] < 0 and _isotonic is not None:
+    _isotonic = _isotonic_regression() if keep.size and keep[0] < 0 else None
+    if _isotonic is not None:
         k = -keep - 1                       # (not done: the points left, encoded)
         xs, ys = x[k], y[k]
         dx = np.diff(xs)
