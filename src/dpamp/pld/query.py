@@ -29,7 +29,7 @@ from ..core import _validate as V
 from ..core._progress import progress
 from ..core.errors import OutOfReach
 from .cache import PLDCache, cache_key as _key
-from .engine import MAX_N, PartPMF, compose, grid_log_mgf
+from .engine import MAX_N, PartPMF, compose, grid_log_mgf_many
 from .caps import atomic_cap
 from .grid import align as _align, initial_h as _initial_h
 from .sources import SymmetricCurve, discretize_source, parts_of
@@ -112,10 +112,11 @@ TILT = 0.5
 
 def _log_mgf(pparts, upper=True, s=_S):
     """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s."""
-    K = np.zeros(s.size)
-    for p in pparts:
-        K += p.count * grid_log_mgf(p.mass(upper), p.d.h * p.d.jlo, p.d.h, s)
-    return K
+    if not pparts:
+        return np.zeros(s.size)
+    K = grid_log_mgf_many([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts],
+                          pparts[0].d.h, s)
+    return np.sum(np.array([float(p.count) for p in pparts])[:, None] * K, axis=0)
 
 
 def _tilt_cap(pparts):
