@@ -193,7 +193,7 @@ def _tilted(parts, h, lam, upper):
     # a log-sum-exp per part (every part has at least one grid point)
     top = np.maximum.reduceat(lw, starts)
     safe = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", divide="ignore"):
         lM = np.log(np.add.reduceat(np.exp(lw - np.repeat(safe, sizes)), starts)) + safe
     lM = np.where(np.isfinite(top), lM, -np.inf)
     with np.errstate(invalid="ignore"):
