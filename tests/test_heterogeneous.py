@@ -273,3 +273,21 @@ def test_heterogeneous_plan_with_plain_gaussians_brackets_the_oracle():
         out.append(O.epsilon_for_delta(comps, 1e-6, rtol=1e-10))
     truth = max(out)
     assert b.lower <= truth * (1 + 1e-9) and truth <= b.upper * (1 + 1e-9), (b, truth)
+
+
+@pytest.mark.parametrize("mech,delta,eps", [
+    (lambda: dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 1000, 1e-5, 2.0),
+    (lambda: dp.Laplace(2.0) * 10 + dp.EpsDelta(1.0, 1e-6) * 2, 1e-8, 3.0),
+    (lambda: dp.Gaussian(0.3).subsample(dp.Poisson(0.01)) * 100, 1e-5, 0.5),
+    (_mixed, 1e-6, 4.0),
+])
+def test_saddle_searches_find_the_full_grid_minimum(mech, delta, eps):
+    """The coarse-then-near saddle searches pick the same grid point as a scan of all of _S."""
+    pp = Qy._discretize(S.parts_of(mech()), 0.01, 1e-12)
+    K = Qy._log_mgf(pp, s=Qy._S)
+    e = (K - math.log(delta)) / Qy._S
+    i = int(np.argmin(e))
+    assert Qy.saddle_for_delta(pp, delta) == (float(e[i]), float(Qy._S[i]))
+    v = K - Qy._S * eps
+    j = int(np.argmin(v))
+    assert Qy.saddle_for_epsilon(pp, eps) == (float(Qy._S[j]), min(float(v[j]), 0.0))
