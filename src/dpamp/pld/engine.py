@@ -87,6 +87,10 @@ def grid_log_mgf(m: np.ndarray, t0: float, h: float, s) -> np.ndarray:
     return logsumexp(logs, axis=0)
 
 
+#: most points (padded) of one batch of :func:`grid_log_mgf_many`
+_MGF_BATCH = 1 << 22
+
+
 def grid_log_mgf_many(ms, jlos, h: float, s) -> np.ndarray:
     """:func:`grid_log_mgf` of many parts at once: row j is log sum_i ms[j]_i e^{s (jlos[j] +
     i) h} for each s (-inf for a part without mass). The same block sums, each block of B
@@ -101,6 +105,11 @@ def grid_log_mgf_many(ms, jlos, h: float, s) -> np.ndarray:
     if P == 0 or sizes.sum() == 0:
         return out
     padded = -(-sizes // 1024) * 1024
+    if P > 1 and padded.sum() > _MGF_BATCH:
+        # many parts: in halves, so that the padded copy stays a few tens of MB
+        k = P // 2
+        return np.concatenate([grid_log_mgf_many(ms[:k], jlos[:k], h, s),
+                               grid_log_mgf_many(ms[k:], jlos[k:], h, s)])
     offs = np.concatenate([[0], np.cumsum(padded)])
     flat = np.zeros(int(offs[-1]))
     for m, o in zip(ms, offs[:-1]):
