@@ -87,6 +87,63 @@ def grid_log_mgf(m: np.ndarray, t0: float, h: float, s) -> np.ndarray:
     return logsumexp(logs, axis=0)
 
 
+#: most points (padded) of one batch of :func:`grid_log_mgf_many`
+_MGF_BATCH = 1 << 22
+
+
+def grid_log_mgf_many(ms, jlos, h: float, s) -> np.ndarray:
+    """:func:`grid_log_mgf` of many parts at once: row j is log sum_i ms[j]_i e^{s (jlos[j] +
+    i) h} for each s (-inf for a part without mass). The same block sums, each block of B
+    points scaled by its largest mass, without a Python loop over the parts: the parts are laid
+    end to end, each padded to a multiple of 1024 points, so that blocks of any power of two
+    B <= 1024 never straddle two parts; the s are taken in groups sharing the largest B with
+    |s h| B <= 30 (small |s| in few long blocks, large |s| in many short ones)."""
+    s = np.asarray(s, dtype=float)
+    P = len(ms)
+    out = np.full((P, s.size), -np.inf)
+    sizes = np.array([m.size for m in ms], dtype=np.int64)
+    if P == 0 or sizes.sum() == 0:
+        return out
+    padded = -(-sizes // 1024) * 1024
+    if P > 1 and padded.sum() > _MGF_BATCH:
+        # many parts: in halves, so that the padded copy stays a few tens of MB
+        k = P // 2
+        return np.concatenate([grid_log_mgf_many(ms[:k], jlos[:k], h, s),
+                               grid_log_mgf_many(ms[k:], jlos[k:], h, s)])
+    offs = np.concatenate([[0], np.cumsum(padded)])
+    flat = np.zeros(int(offs[-1]))
+    for m, o in zip(ms, offs[:-1]):
+        flat[o:o + m.size] = m
+    np.maximum(flat, 0.0, out=flat)
+    jl = np.asarray(jlos, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        fit = 30.0 / np.maximum(np.abs(s) * h, 1e-300)
+    Bs = np.minimum(1024, 2 ** np.floor(np.log2(np.maximum(fit, 1.0)))).astype(np.int64)
+    for B in np.unique(Bs):
+        cols = np.nonzero(Bs == B)[0]
+        sg = s[cols]
+        mm = flat.reshape(-1, B)
+        scale = mm.max(axis=1)
+        nz = np.nonzero(scale > 0)[0]
+        if nz.size == 0:
+            continue
+        part = np.searchsorted(offs, nz * B, side="right") - 1
+        start = jl[part] + (nz * B - offs[part])
+        mm = mm[nz] / scale[nz, None]
+        E = np.exp(np.outer(sg, h * np.arange(B)))         # e^{s h i}, |s h i| <= 30
+        logs = (np.log(np.einsum("bi,si->bs", mm, E)) + np.log(scale[nz])[:, None]
+                + np.outer(h * start, sg))
+        # blocks are grouped by part (in order): a log-sum-exp per group; terms below e^-700
+        # of their part's largest are raised to it (no subnormal arithmetic, ten times
+        # slower; the sum only grows, and a larger MGF still gives Chernoff bounds)
+        first = np.concatenate([[0], np.nonzero(np.diff(part))[0] + 1])
+        top = np.maximum.reduceat(logs, first, axis=0)
+        rep = np.repeat(top, np.diff(np.concatenate([first, [part.size]])), axis=0)
+        sums = np.add.reduceat(np.exp(np.maximum(logs - rep, -700.0)), first, axis=0)
+        out[np.ix_(part[first], cols)] = np.log(sums) + top
+    return out
+
+
 def tilted_window(ws, ts, counts, h: float, log_tail: float):
     """Window [iA, iB] for the composed normalised tilted measure: by Chernoff its mass above B
     is <= exp(sum_j c_j log sum_t w_j(t) e^{nu t} - nu B) for every nu > 0 (symmetrically below A
@@ -103,11 +160,11 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
     # optimum for short compositions: the grid reaches far below it
     nus = nu_star * np.geomspace(0.01, 4.0, 24)
     nu = np.concatenate([-nus[::-1], nus])
-    logK = np.zeros(nu.size)
-    for w, t, c in zip(ws, ts, counts):
-        # (the relative margin covers the rounding of the sums: a Chernoff bound from a
-        # slightly larger moment generating function is still a bound)
-        logK += c * (grid_log_mgf(w, float(t[0]) if t.size else 0.0, h, nu) + 1e-12)
+    # (the margin covers the rounding of the sums: a Chernoff bound from a slightly larger
+    # moment generating function is still a bound)
+    jlos = [int(round(float(t[0]) / h)) if t.size else 0 for t in ts]
+    K = grid_log_mgf_many(ws, jlos, h, nu)
+    logK = np.sum(np.asarray(counts, dtype=float)[:, None] * (K + 1e-12), axis=0)
     up = nu > 0
     B = float(np.min((logK[up] - log_tail) / nu[up]))
     A = float(np.max((log_tail - logK[~up]) / (-nu[~up])))
@@ -130,18 +187,50 @@ def compose(parts: list[PartPMF], h: float, lam: float, kinds=(True, False),
     return {upper: _compose_kind(parts, h, lam, upper, target) for upper in kinds}
 
 
+def _tilted(parts, h, lam, upper):
+    """Each part's PMF tilted by e^{lam t} and normalised, w = m e^{lam t - lM} with
+    lM = log sum m e^{lam t} (-inf, and w = 0, for a part without positive mass), and its
+    losses t: for all parts in one pass over their concatenated masses."""
+    ms = [p.mass(upper) for p in parts]
+    sizes = np.array([m.size for m in ms], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    flat = np.concatenate(ms)
+    jl = np.array([p.d.jlo for p in parts], dtype=np.int64)
+    t = h * (np.repeat(jl - starts, sizes) + np.arange(flat.size))
+    with np.errstate(divide="ignore"):
+        lw = np.log(np.maximum(flat, 0.0)) + lam * t
+    # a log-sum-exp per part (every part has at least one grid point)
+    top = np.maximum.reduceat(lw, starts)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(under="ignore", divide="ignore"):
+        lM = np.log(np.add.reduceat(np.exp(lw - np.repeat(safe, sizes)), starts)) + safe
+    lM = np.where(np.isfinite(top), lM, -np.inf)
+    with np.errstate(invalid="ignore"):
+        w = np.where(np.repeat(np.isfinite(lM), sizes), np.exp(lw - np.repeat(lM, sizes)), 0.0)
+    cut = starts[1:]
+    return np.split(w, cut), np.split(t, cut), [float(v) for v in lM]
+
+
+#: most array entries of one batch of the parts' Fourier transforms (rows of N points)
+_FFT_BATCH = 1 << 21
+
+
+def _spectra(parts, ws, lMs, N):
+    """The rfft of each part with finite lM (its normalised tilted PMF wrapped onto the
+    circle of N points), in order; computed a batch of rows at a time."""
+    live = [i for i, lM in enumerate(lMs) if math.isfinite(lM)]
+    rows = max(1, _FFT_BATCH // N)
+    for b in range(0, len(live), rows):
+        batch = live[b:b + rows]
+        arr = np.zeros((len(batch), N))
+        for r, i in enumerate(batch):
+            arr[r, (parts[i].d.jlo + np.arange(ws[i].size)) % N] = ws[i]
+        yield from sfft.rfft(arr, axis=1)
+
+
 def _compose_kind(parts, h, lam, upper, target):
     # the normalised tilted PMFs first: the window is chosen from them
-    ws, ts, lMs = [], [], []
-    for p in parts:
-        m = p.mass(upper)
-        t = h * (p.d.jlo + np.arange(m.size))
-        with np.errstate(divide="ignore"):
-            lw = np.log(np.maximum(m, 0.0)) + lam * t
-        lM = float(logsumexp(lw)) if m.size and m.max() > 0 else -math.inf
-        ws.append(np.exp(lw - lM) if math.isfinite(lM) else np.zeros(m.size))
-        ts.append(t)
-        lMs.append(lM)
+    ws, ts, lMs = _tilted(parts, h, lam, upper)
     # aliasing costs e^{log_tail + K(lam) - lam t} at t: at most 1e-7 delta at the target (the
     # tolerance is ~1e-3; what it costs is charged to the lower bound either way)
     K_lam = sum(p.count * lM for p, lM in zip(parts, lMs) if math.isfinite(lM))
@@ -165,6 +254,7 @@ def _compose_kind(parts, h, lam, upper, target):
     # = c log1p(-inf / (fin + inf)): a ratio, so an inf mass far below fin's ulp still counts
     frac_log, tot_log = 0.0, 0.0
     eF = _C_FFT * L * _U * (1.0 + 1e-12)         # componentwise FFT bound, ||w||_1 = 1
+    spectra = _spectra(parts, ws, lMs, N)
     for p, w, lM in zip(parts, ws, lMs):
         m = p.mass(upper)
         c = p.count
@@ -177,9 +267,7 @@ def _compose_kind(parts, h, lam, upper, target):
             spec[:] = 0.0
             continue
         log_scale += c * lM
-        arr = np.zeros(N)
-        arr[(p.d.jlo + np.arange(m.size)) % N] = w
-        F = sfft.rfft(arr)[act]
+        F = next(spectra)[act]
         aF = np.abs(F)
         # |true F| <= aF + eF, and every later factor has |true F| <= ||w||_1 = 1: where
         # (aF + eF)^c <= DROP the true coefficient of the product is <= DROP (|true spec| <= 1

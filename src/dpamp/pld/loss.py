@@ -57,6 +57,9 @@ class LossDistribution:
     lower_tail: Callable[[float], float] | None = None
     #: mu when this is the Gaussian pair N(mu, 1) vs N(0, 1) (compositions of those are one)
     gaussian_mu: float | None = None
+    #: (mean, var) of the swapped pair's loss -L under Q, when known (sizing only; else
+    #: ``swapped`` computes them by quadrature)
+    swap_moments: tuple[float, float] | None = None
 
     # --- masses --------------------------------------------------------------------------
     @property
@@ -186,7 +189,8 @@ class LossDistribution:
             t = np.linspace(near, end, n)
             with np.errstate(all="ignore"):
                 p, q = fn(t)
-            ok = np.maximum(np.nan_to_num(p, nan=1.0), np.nan_to_num(q, nan=1.0)) <= tail
+            # (a NaN compares False: not in the tail, as nan_to_num(nan=1) made it)
+            ok = (p <= tail) & (q <= tail)
             if not ok.any():
                 return end
             i = int(np.argmax(ok))            # the tails are monotone: ok from i on
@@ -222,13 +226,14 @@ class LossDistribution:
             def new_sf(t):
                 p, q = cdf(-t)
                 return q, p
-        m2 = self._q_moments()
+        m2 = self.swap_moments if self.swap_moments is not None else self._q_moments()
         up, lo = self.upper_tail, self.lower_tail
         return LossDistribution(-self.atom_loss, self.atom_q.copy(), self.atom_p.copy(),
                                 new_cdf, new_sf, (-self.support[1], -self.support[0]), False,
                                 m2[0], m2[1], f"swap({self.name})",
                                 (lambda tail: -lo(tail)) if lo else None,
-                                (lambda tail: -up(tail)) if up else None)
+                                (lambda tail: -up(tail)) if up else None,
+                                swap_moments=(self.mean, self.var))
 
     def _q_moments(self):
         """Mean and variance of -L under Q (the swapped pair's loss under its P), from the
@@ -289,14 +294,15 @@ class LossDistribution:
                 bp, bq = base_sf(g)
                 return (1 - q) * bq + q * bp, bq
             support = tuple(float(x) for x in fwd(np.array(self.support)))
-        mean, var = _mixture_moments(self, q)
+        mean, var, swap = _mixture_moments(self, q)
         # L' is increasing in L and P', Q' are mixtures of P, Q: the base's tail points map over
         up, lo = self.upper_tail, self.lower_tail
         fwd1 = lambda v: float(fwd(np.array([v]))[0])  # noqa: E731
         return LossDistribution(atoms_l, atoms_p, atoms_q, cdf, sf, support, False, mean, var,
                                 f"poisson({self.name}, {q:g})",
                                 (lambda tail: fwd1(up(tail))) if up else None,
-                                (lambda tail: fwd1(lo(tail))) if lo else None)
+                                (lambda tail: fwd1(lo(tail))) if lo else None,
+                                swap_moments=swap)
 
 
 def _grid_floor(u: np.ndarray) -> np.ndarray:
@@ -327,8 +333,9 @@ def _bisect(f, a, b, iters=80):
 
 
 def _mixture_moments(base: LossDistribution, q: float):
-    """Mean and variance of L' = log(1 - q + q e^L) under P' = (1-q)Q + qP, by a fine
-    quadrature of the base (sizing only; never used for soundness)."""
+    """Mean and variance of L' = log(1 - q + q e^L) under P' = (1-q)Q + qP, and (mean, var) of
+    -L' under Q' = Q (the swapped pair's loss, from the same nodes), by a fine quadrature of
+    the base (sizing only; never used for soundness)."""
     lo, hi = base.quantile_range(1e-12)
     if base.cdf is not None and hi > lo:
         t = np.linspace(lo, hi, 4001)
@@ -345,6 +352,13 @@ def _mixture_moments(base: LossDistribution, q: float):
     with np.errstate(over="ignore"):
         z = np.where(mid > 0, mid + np.log(q + (1 - q) * np.exp(-np.minimum(mid, 700))),
                      np.logaddexp(math.log1p(-q), math.log(q) + mid))
+    # a base atom at -inf (Q-mass only) is an atom of L' at log(1 - q): left to the swap's own
+    # quadrature (``LossDistribution._q_moments``) then
+    swap = _moments(wq, -z) if not np.any(base.atom_loss == -np.inf) else None
+    return _moments(w, z) + (swap,)
+
+
+def _moments(w, z):
     s = w.sum()
     if s <= 0:
         return 0.0, 0.0

@@ -29,7 +29,7 @@ from ..core import _validate as V
 from ..core._progress import progress
 from ..core.errors import OutOfReach
 from .cache import PLDCache, cache_key as _key
-from .engine import MAX_N, PartPMF, compose, grid_log_mgf
+from .engine import MAX_N, PartPMF, compose, grid_log_mgf_many
 from .caps import atomic_cap
 from .grid import align as _align, initial_h as _initial_h
 from .sources import SymmetricCurve, discretize_source, parts_of
@@ -112,10 +112,11 @@ TILT = 0.5
 
 def _log_mgf(pparts, upper=True, s=_S):
     """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s."""
-    K = np.zeros(s.size)
-    for p in pparts:
-        K += p.count * grid_log_mgf(p.mass(upper), p.d.h * p.d.jlo, p.d.h, s)
-    return K
+    if not pparts:
+        return np.zeros(s.size)
+    K = grid_log_mgf_many([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts],
+                          pparts[0].d.h, s)
+    return np.sum(np.array([float(p.count) for p in pparts])[:, None] * K, axis=0)
 
 
 def _tilt_cap(pparts):
@@ -134,20 +135,39 @@ def _tilt_cap(pparts):
     return 20.0 / math.sqrt(max(var, 1e-12))
 
 
+#: the saddle searches take every COARSE_S-th point of _S, then the neighbours of the best (a
+#: Chernoff exponent is quasi-convex in s: the grid's minimum is next to the coarse one)
+COARSE_S = 4
+
+
+def _grid_min(pparts, score):
+    """(index into _S, score) of the smallest score(K(s), s) over _S, from the coarse points
+    and the neighbours of the best of them (K on the discretised PMFs, :func:`_log_mgf`)."""
+    idx = np.arange(0, _S.size, COARSE_S)
+    if idx[-1] != _S.size - 1:
+        idx = np.append(idx, _S.size - 1)
+    v = score(_log_mgf(pparts, s=_S[idx]), _S[idx])
+    i0 = int(idx[int(np.argmin(v))])
+    near = np.setdiff1d(np.arange(max(0, i0 - COARSE_S + 1), min(_S.size, i0 + COARSE_S)), idx)
+    if near.size:
+        idx = np.concatenate([idx, near])
+        v = np.concatenate([v, score(_log_mgf(pparts, s=_S[near]), _S[near])])
+    order = np.argsort(idx, kind="stable")          # ties: the smallest s, as argmin over _S
+    idx, v = idx[order], v[order]
+    k = int(np.argmin(v))
+    return int(idx[k]), float(v[k])
+
+
 def saddle_for_delta(pparts, delta):
     """Chernoff estimate of epsilon(delta) and its tilt: min_s (K(s) - log delta) / s."""
-    K = _log_mgf(pparts)
-    e = (K - math.log(delta)) / _S
-    i = int(np.argmin(e))
-    return float(e[i]), float(_S[i])
+    i, e = _grid_min(pparts, lambda K, s: (K - math.log(delta)) / s)
+    return e, float(_S[i])
 
 
 def saddle_for_epsilon(pparts, eps):
     """Tilt for delta(eps), and the Chernoff estimate log delta <= min_s K(s) - s eps."""
-    K = _log_mgf(pparts)
-    v = K - _S * eps
-    i = int(np.argmin(v))
-    return float(_S[i]), float(min(v[i], 0.0))
+    i, v = _grid_min(pparts, lambda K, s: K - s * eps)
+    return float(_S[i]), float(min(v, 0.0))
 
 
 _CACHE = PLDCache()
