@@ -32,7 +32,7 @@ from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, PartPMF, compose, grid_log_mgf_many
 from .caps import atomic_cap
 from .grid import align as _align, initial_h as _initial_h
-from .sources import SymmetricCurve, discretize_source, parts_of
+from .sources import ProfileSource, SymmetricCurve, discretize_source, parts_of
 
 #: most grid refinements tried; then (or when the time budget or the largest grid is reached)
 #: the best proven bracket so far is returned, saying that tol was not met
@@ -58,7 +58,6 @@ class Bracket:
 def _exact_parts(dirs) -> bool:
     """Whether every part is an exact loss distribution (the bracket then shrinks like h^2);
     profile-based parts have an intrinsic gap between their upper and lower profiles."""
-    from .sources import ProfileSource
     return not any(isinstance(src, ProfileSource) for d in dirs for src, _ in d)
 
 
@@ -208,9 +207,8 @@ def _lower_proven(dirs) -> bool:
     """Whether the optimistic PMFs bound an actual pair's composition. A symmetrised curve
     (:class:`~.sources.SymmetricCurve`, sampling without replacement) bounds both orders of
     every pair from above: its own optimistic PMF is a lower bound on its composition, which
-    for more than one step is not the composition of any actual pair (nor below it). A part
-    that dominates without being attained (:class:`~.sources.NotAttained`) bounds nothing
-    from below."""
+    for more than one step is not the composition of any actual pair (nor below it); nor
+    does a part that dominates without being attained (:class:`~.sources.NotAttained`)."""
     return all((c == 1 or not isinstance(src, SymmetricCurve)) and getattr(src, "attained", True)
                for d in dirs for src, c in d)
 
