@@ -3,6 +3,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 
 import dpamp as dp
@@ -219,3 +220,31 @@ def test_cli_calibrate(capsys):
     assert cli.main(["calibrate", "rate", "--epsilon", "3", "--delta", "1e-5", "--sigma",
                      "1.1", "--steps", "100", "--poisson", "0.1"]) == 2
     assert "do not give --sample-rate" in capsys.readouterr().err
+
+
+def test_interpolated_search_keeps_the_bracket_and_saves_evaluations():
+    """The regula-falsi narrowing (accounting/_search.py) returns the same kind of bracket as
+    bisection (the threshold inside, ratio <= 1 + rtol), never in more evaluations on smooth
+    monotone values and in fewer on some, and stays correct when the values are noisy (every
+    decision is ok's)."""
+    from dpamp.accounting._search import geometric_search
+    root = 0.0123456
+
+    def run(f, value=True):
+        calls = []
+
+        def ok(x):
+            calls.append(x)
+            return x >= root
+
+        lo, hi = geometric_search(ok, 1.0, 1e-9, 1e3, rtol=1e-4, factor=2.0,
+                                  ok_when_large=True,
+                                  value=(lambda x: f(math.log(x / root))) if value else None)
+        assert lo < root <= hi and hi / lo <= 1 + 1e-4
+        return len(calls)
+
+    shapes = [lambda u: u + 0.3 * u * u, lambda u: u ** 3 + u, lambda u: 2 * u - 0.5 * u * u]
+    counts = [(run(f, False), run(f)) for f in shapes]
+    assert all(i <= p for p, i in counts) and any(i < p for p, i in counts), counts
+    rng = np.random.default_rng(0)
+    run(lambda u: u + rng.normal(0, 0.05))

@@ -25,6 +25,7 @@ bracket starts from the "rdp" answer, so only a handful of expensive evaluations
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..core import _validate as V
@@ -130,6 +131,11 @@ class _Oracle:
 
     def ok(self, x) -> bool:
         return self.guarantee(x).epsilon <= self.eps
+
+    def value(self, x) -> float:
+        """log(epsilon(x) / target): where the search interpolates (``_search``)."""
+        e = self.guarantee(x).epsilon
+        return math.log(e / self.eps) if 0.0 < e < math.inf else math.nan
 
     def result(self, parameter, x, steps=None) -> Calibration:
         g = self.guarantee(x)
@@ -261,7 +267,7 @@ def sigma(epsilon: float, delta: float, sampling: SamplingScheme | None = None,
     def solve(m, x0=sens, factor=2.0):
         oracle = _Oracle(build, eps_t, d, m, options)
         lo, hi = geometric_search(oracle.ok, x0, *_SIGMA_RANGE, rtol=rtol, factor=factor,
-                                   ok_when_large=True)
+                                  ok_when_large=True, value=oracle.value)
         if hi is None:
             g = oracle.guarantee(_SIGMA_RANGE[1])
             raise ValueError(f"no sigma <= {_SIGMA_RANGE[1]:g} meets epsilon <= {eps_t:g} at "
@@ -387,7 +393,7 @@ def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int
             x0 = 0.5 if start is None else min(start, 0.5)
             lo, hi = geometric_search(oracle.ok, x0, _MIN_RATE, 1.0, rtol=rtol,
                                        factor=2.0 if start is None else 1.25,
-                                       ok_when_large=False)
+                                       ok_when_large=False, value=oracle.value)
             if lo is None or not oracle.ok(lo):
                 raise ValueError(f"no rate >= {_MIN_RATE:g} meets epsilon <= {eps_t:g} at "
                                  f"delta {d:g} by {m}")
