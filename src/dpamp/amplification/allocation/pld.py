@@ -35,7 +35,7 @@ Epochs and other parts of a plan then compose in the engine (its upper and lower
 bounds under any number of compositions). Every rounding goes outward: upper masses up, lower
 masses down, curve values up, the cut tails to +inf (upper) or away (lower).
 
-**k > 1** (helper B's block argument, see :mod:`.rdp`, here for hockey-stick divergences, which
+**k > 1** (the block argument of :mod:`.rdp`, here for hockey-stick divergences, which
 are jointly convex too): k-out-of-t allocation is a mixture over a uniform relabelling of k
 blocks of sizes floor(t/k), ceil(t/k), one step drawn per block; so both of its curves are at
 most those of the product of the k blocks' 1-out-of-m allocations, which the engine composes.
