@@ -561,3 +561,20 @@ def test_import_dpamp_loads_no_optional_extra():
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=SRC),
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_epoch_samplers_in_a_sweep_match_the_direct_plan():
+    """allocation and shuffle rows (the samplers table): the same bracket as the plan written
+    by hand, whole epochs of N // B steps."""
+    rows = dp.sweep({"noise_multiplier": [2.0], "sampler": ["allocation", "shuffle"],
+                     "batch_size": [100], "dataset_size": [1000], "epochs": [2],
+                     "delta": [1e-6]}, workers=1)
+    by = {r["sampler"]: r for r in rows}
+    alloc = (dp.Gaussian(2.0).subsample(dp.RandomAllocation(1, 10)) * 2).epsilon(1e-6)
+    assert by["allocation"]["epsilon_upper"] == pytest.approx(alloc.epsilon, rel=1e-12)
+    assert by["allocation"]["steps"] == 20 and by["allocation"]["relation"] == "add_remove"
+    shuf = (dp.Gaussian(2.0, 2.0, dp.SUBSTITUTION).subsample(
+        dp.Shuffled(100, 1000, relation=dp.SUBSTITUTION)) * 2).epsilon(1e-6)
+    assert by["shuffle"]["epsilon_upper"] == pytest.approx(shuf.epsilon, rel=1e-12)
+    assert by["shuffle"]["epsilon_lower"] == pytest.approx(shuf.lower, rel=1e-12)
+    assert by["shuffle"]["sensitivity"] == 2.0

@@ -30,7 +30,7 @@ __all__ = ["GridError", "KEYS", "TARGETS", "SAMPLERS", "COLUMNS", "COLUMN_TYPES"
 TARGETS = ("epsilon", "delta", "sigma", "epochs")
 #: "poisson": rate batch_size / dataset_size, add/remove, sensitivity 1;
 #: "without_replacement": batch_size of dataset_size each step, substitution, sensitivity 2
-SAMPLERS = ("poisson", "without_replacement")
+SAMPLERS = ("poisson", "without_replacement", "allocation", "shuffle")
 
 #: the keys of a grid and their types ("real", "integer", "count": an integer-valued real is
 #: stored as an integer, or a choice of strings)
@@ -179,14 +179,13 @@ def _row(values: dict, block, inherited: set) -> dict:
         conflict("epochs", "steps", "give either 'steps' or 'epochs', not both")
         if "epochs" not in row:
             need("steps", f"target {target!r} needs 'epochs' or 'steps'")
-    if row["sampler"] == "without_replacement":
+    if row["sampler"] != "poisson":
+        name = row["sampler"]
         if "sample_rate" in row:
-            raise GridError("sampler 'without_replacement' takes 'batch_size' and "
-                            "'dataset_size', not a rate", "sample_rate", block)
-        need("batch_size", "sampler 'without_replacement' needs 'batch_size' and "
-                           "'dataset_size'")
-        need("dataset_size", "sampler 'without_replacement' needs 'batch_size' and "
-                             "'dataset_size'")
+            raise GridError(f"sampler {name!r} takes 'batch_size' and 'dataset_size', not a "
+                            "rate", "sample_rate", block)
+        need("batch_size", f"sampler {name!r} needs 'batch_size' and 'dataset_size'")
+        need("dataset_size", f"sampler {name!r} needs 'batch_size' and 'dataset_size'")
     else:
         for k in ("batch_size", "dataset_size"):
             conflict("sample_rate", k, "give either 'sample_rate' or 'batch_size' + "

@@ -8,6 +8,10 @@ of the clipping norm) on a batch sampled by ``sampler``:
 |-----------------------|-----------------------------------|------------|-------------|
 | "poisson"             | Poisson, rate batch_size / dataset_size (or sample_rate) | add/remove | 1 |
 | "without_replacement" | batch_size of dataset_size        | substitution | 2 (a replaced record moves a clipped sum by 2C) |
+| "allocation"          | one random batch of dataset_size // batch_size per epoch | add/remove | 1 |
+| "shuffle"             | reshuffled batches of batch_size, one pass per epoch | substitution | 2 |
+
+(the samplers table of :mod:`dpamp.core.samplers`; the last two run whole epochs)
 
 ``epochs`` become steps exactly as :func:`dpamp.calibrate.epochs` counts them (ceil(epochs /
 rate), in exact arithmetic: ``dpamp.core.samplers.count``). The target decides what is computed: the epsilon bracket
@@ -144,19 +148,18 @@ def _sampling(inputs: dict, row: dict):
     """The sampling scheme, relation and clipped sensitivity of a row (validated, naming the
     grid's keys)."""
     from ..core import _validate as V
-    from ..core.relations import ADD_REMOVE, SUBSTITUTION
-    from ..core.sampling import Poisson, WithoutReplacement, clip_sensitivity
+    from ..core import samplers
+    from ..core.relations import ADD_REMOVE
+    from ..core.sampling import Poisson, clip_sensitivity
     if "sample_rate" in inputs:
         q = V.probability("sample_rate", inputs["sample_rate"], low_open=True)
         scheme, relation = Poisson(q), ADD_REMOVE
     else:
+        # the samplers table of the CLI, plans and dp.dpsgd (core/samplers.py)
         n = V.integer("dataset_size", inputs["dataset_size"], low=1)
-        if inputs["sampler"] == "poisson":
-            m = V.integer("batch_size", inputs["batch_size"], low=1, high=n)
-            scheme, relation = Poisson(m / n), ADD_REMOVE
-        else:
-            m = V.integer("batch_size", inputs["batch_size"], low=1, high=n)
-            scheme, relation = WithoutReplacement(m, n), SUBSTITUTION
+        m = V.integer("batch_size", inputs["batch_size"], low=1, high=n)
+        s = samplers.sampler(inputs["sampler"])
+        scheme, relation = s.scheme(m, n), s.relation
     sensitivity = clip_sensitivity(relation)
     row.update(sample_rate=scheme.rate, relation=relation.value, sensitivity=sensitivity)
     return scheme, relation, sensitivity
@@ -164,21 +167,25 @@ def _sampling(inputs: dict, row: dict):
 
 def _answer(inputs: dict, row: dict, steps_cache: dict) -> None:
     from ..core import _validate as V
+    from ..core import samplers as _samplers
     from ..mechanisms import Gaussian
     from . import calibrate as C
     scheme, relation, sens = _sampling(inputs, row)
     target, method = inputs["target"], inputs["method"]
     options = {} if inputs.get("tol") is None else {"tol": inputs["tol"]}
+    runs = None
     if target != "epochs":
-        # epochs -> steps as dp.calibrate counts them (ceil(epochs / rate), exact arithmetic)
-        row["steps"] = C._count(inputs.get("steps"), inputs.get("epochs"), scheme)
+        # epochs -> steps as dp.calibrate counts them (ceil(epochs / rate), exact arithmetic);
+        # an epoch sampler runs whole epochs of steps_per_run steps
+        runs = C._count(inputs.get("steps"), inputs.get("epochs"), scheme)
+        row["steps"] = runs * _samplers.steps_per_run(scheme)
     if target in ("epsilon", "delta"):
         z = V.positive("noise_multiplier", inputs["noise_multiplier"])
         step = steps_cache.get((z, scheme))
         if step is None:  # one object per step mechanism: its RDP tables serve every length
             step = steps_cache[(z, scheme)] = \
                 Gaussian(z, sensitivity=sens, relation=relation).subsample(scheme)
-        plan = step * row["steps"]
+        plan = step * runs
         if target == "epsilon":
             g = plan.epsilon(V.delta(inputs["delta"]), method=method, **options)
             row.update(epsilon_upper=g.epsilon, epsilon_lower=g.lower)
