@@ -131,3 +131,17 @@ def test_calibrate_and_report_and_figure(tmp_path, capsys):
     assert main(["report", "--noise-multiplier", str(Z), "--batch-size", str(B),
                  "--dataset-size", str(N), "--epochs", "2", "--sampler", "allocation"]) == 0
     assert "by sampler (proven brackets)" in capsys.readouterr().out
+
+
+def test_cli_calibrate_counts_the_epochs_of_an_epoch_sampler(capsys):
+    """calibrate noise-multiplier with --epochs under allocation calibrates that many epochs
+    (not that many steps, which would be fewer epochs and a noise too small)."""
+    assert main(["calibrate", "noise-multiplier", "--epsilon", "1", "--delta", "1e-6",
+                 "--batch-size", str(B), "--dataset-size", str(N), "--epochs", "2",
+                 "--sampler", "allocation", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    ref = dp.calibrate.sigma(epsilon=1.0, delta=1e-6, sampling=dp.RandomAllocation(1, N // B),
+                             epochs=2)
+    assert d["value"] == pytest.approx(ref.value, rel=1e-12) and d["steps"] == 2 * N // B
+    again = (dp.Gaussian(d["value"]).subsample(dp.RandomAllocation(1, N // B)) * 2)
+    assert again.epsilon(1e-6).epsilon <= 1.0

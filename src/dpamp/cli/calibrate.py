@@ -100,9 +100,11 @@ def cmd_calibrate(args):
     if what == "noise-multiplier":
         _noise(args, need=False)
         fn = C.sigma
-        common.update(sampling=scheme, steps=samplers.count(args.steps, args.epochs, scheme,
-                                                            steps_name="--steps",
-                                                            epochs_name="--epochs"))
+        # count gives runs of the sampled mechanism (epochs for an epoch sampler), calibrate
+        # takes steps: runs x steps per run
+        runs = samplers.count(args.steps, args.epochs, scheme, steps_name="--steps",
+                              epochs_name="--epochs")
+        common.update(sampling=scheme, steps=runs * samplers.steps_per_run(scheme))
     elif what in ("steps", "epochs"):
         if length:
             raise ValueError(f"calibrate {what} searches the length of the run: do not give "
