@@ -145,3 +145,11 @@ def test_cli_calibrate_counts_the_epochs_of_an_epoch_sampler(capsys):
     assert d["value"] == pytest.approx(ref.value, rel=1e-12) and d["steps"] == 2 * N // B
     again = (dp.Gaussian(d["value"]).subsample(dp.RandomAllocation(1, N // B)) * 2)
     assert again.epsilon(1e-6).epsilon <= 1.0
+
+
+def test_calibrate_steps_under_an_epoch_sampler_counts_whole_epochs():
+    c = dp.calibrate.steps(epsilon=1.5, delta=DELTA, sigma=Z, sampling=dp.RandomAllocation(1, 10))
+    assert c.value % 10 == 0 and c.steps == c.value
+    e = c.value // 10
+    step = dp.Gaussian(Z).subsample(dp.RandomAllocation(1, 10))
+    assert (step * e).epsilon(DELTA).epsilon <= 1.5 < (step * (e + 1)).epsilon(DELTA).epsilon

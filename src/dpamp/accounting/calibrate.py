@@ -292,11 +292,16 @@ def steps(epsilon: float, delta: float, sigma: float | None = None,
     """The largest number of steps T >= 1 such that T runs of one step are (epsilon, delta)-DP
     under ``method``'s upper bound. One step is ``family(sigma, ...)`` on samples drawn by
     ``sampling`` (see :func:`sigma`), or any ``mechanism`` given instead. Exact: T meets the
-    target (evaluated) and T + 1 does not (evaluated), unless T hits 2**50."""
+    target (evaluated) and T + 1 does not (evaluated), unless T hits 2**50. Under an epoch
+    sampler (random allocation, shuffling) the runs are whole epochs of t steps, so T is a
+    multiple of t (T + 1 steps would start another epoch)."""
     eps_t, d = _check_targets(epsilon, delta)
     step = _one_step(sigma, sampling, mechanism, sensitivity, relation, family)
-
-    return _largest_count("step", lambda n: step * n, lambda n: n, eps_t, d, method, options)
+    per = _samplers.steps_per_run(sampling if mechanism is None else
+                                  getattr(mechanism, "scheme", None))
+    c = _largest_count("step", lambda n: step * n, lambda n: n * per, eps_t, d, method,
+                       options)
+    return c if per == 1 else dataclasses.replace(c, value=c.value * per)
 
 
 def epochs(epsilon: float, delta: float, sigma: float | None = None,
