@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 import os
 import sys
-import time
 
 import numpy as np
+
+from _timing import timed  # benchmarks/_timing.py (this folder is on the path)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
@@ -123,15 +124,6 @@ def prv(stages, query, x):
     acc = PRVAccountant(prvs=prvs, max_self_compositions=counts, eps_error=0.01,
                         delta_error=1e-30)
     return acc.compute_delta(epsilon=x, num_self_compositions=counts)[2]
-
-
-def timed(fn, *args, repeat=1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn(*args)
-        best = min(best, time.perf_counter() - t0)
-    return out, best
 
 
 def _err(v, truth):

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import numpy as np
+
+from _timing import timed  # benchmarks/_timing.py (this folder is on the path)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
@@ -53,15 +54,6 @@ def dp_accounting(stages, delta, interval):
         acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)),
                     T)
     return acc.get_epsilon(delta)
-
-
-def timed(fn, *args, repeat=1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn(*args)
-        best = min(best, time.perf_counter() - t0)
-    return out, best
 
 
 def main(argv):

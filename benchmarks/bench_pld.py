@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import numpy as np
+
+from _timing import timed  # benchmarks/_timing.py (this folder is on the path)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
@@ -71,15 +72,6 @@ def prv(stages, delta):
                         eps_error=0.01, delta_error=delta * 1e-3)
     lo, est, up = acc.compute_epsilon(delta=delta, num_self_compositions=[T for *_, T in stages])
     return up, lo
-
-
-def timed(fn, *args, repeat=1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn(*args)
-        best = min(best, time.perf_counter() - t0)
-    return out, best
 
 
 def main(argv):

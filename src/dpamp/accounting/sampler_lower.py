@@ -12,6 +12,7 @@ the plan. The best over the plan's parts is kept.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from ..core.guarantee import Guarantee
@@ -33,21 +34,26 @@ def _shuffled_parts(mechanism):
             yield part.base.sigma / clip, part.scheme, int(count)
 
 
+@functools.lru_cache(maxsize=64)
+def _lower(query: str, z: float, scheme, epochs: int, at: float) -> float:
+    """The shuffled-batches lower bound of one part (about a second of mpmath cells), kept:
+    a report asks it for the plan and again for its samplers section, calibrations repeat it."""
+    from ..amplification.allocation import shuffle as S
+    kw = dict(relation=scheme.relation, batch_size=scheme.batch_size,
+              dataset_size=scheme.dataset_size)
+    if query == "epsilon":
+        return float(S.shuffle_lower_epsilon(z, scheme.steps, epochs, at, **kw))
+    return float(S.shuffle_lower_delta(z, scheme.steps, epochs, at, **kw))
+
+
 def sampler_lower(mechanism, g: Guarantee) -> Guarantee:
     """``g`` with ``lower`` raised to the shuffled-batches lower bound of a part of the plan,
     where that is more (module docstring); ``g`` itself when the plan has no such part."""
-    from ..amplification.allocation import shuffle as S
     best, why = g.lower, None
     for z, scheme, epochs in _shuffled_parts(mechanism):
-        kw = dict(relation=scheme.relation, batch_size=scheme.batch_size,
-                  dataset_size=scheme.dataset_size)
+        at, top = (g.delta, g.epsilon) if g.query == "epsilon" else (g.epsilon, g.delta)
         try:
-            if g.query == "epsilon":
-                low = S.shuffle_lower_epsilon(z, scheme.steps, epochs, g.delta, **kw)
-                low = min(low, g.epsilon)
-            else:
-                low = min(float(S.shuffle_lower_delta(z, scheme.steps, epochs, g.epsilon,
-                                                      **kw)), g.delta)
+            low = min(_lower(g.query, z, scheme, epochs, at), top)
         except (ValueError, NotImplementedError):
             continue
         if not math.isnan(low) and (best is None or low > best):

@@ -264,22 +264,31 @@ def shuffle_lower_epsilon(sigma, steps_per_epoch, epochs, delta, relation="subst
     if pairs is None:
         return math.inf
     f = lambda e: max(float(pr.delta(np.array([e]))[0]) for pr in pairs)
+    lo, _ = _crossing(f, delta, cap=1e4, rtol=1e-6, rounds=60)
+    return lo  # f(lo) > delta (or lo = 0): the true epsilon(delta) is at least lo
+
+
+def _crossing(f, delta, cap, rtol, rounds):
+    """(lo, hi) around the epsilon where the non-increasing delta(epsilon) ``f`` falls to
+    ``delta``: f(lo) > delta or lo = 0, f(hi) <= delta (hi = 0 when f(0) <= delta; hi = inf
+    when f stays above delta up to ``cap``, lo the last point tried), bisected to relative
+    ``rtol`` in at most ``rounds`` steps. The lower bound keeps lo, the upper bound hi."""
     if f(0.0) <= delta:
-        return 0.0
+        return 0.0, 0.0
     lo, hi = 0.0, 1.0
     while f(hi) > delta:
         lo, hi = hi, 2 * hi
-        if hi > 1e4:
-            return lo
-    for _ in range(60):
+        if hi > cap:
+            return lo, math.inf
+    for _ in range(rounds):
         mid = 0.5 * (lo + hi)
         if f(mid) > delta:
             lo = mid
         else:
             hi = mid
-        if hi - lo <= 1e-6 * hi:
+        if hi - lo <= rtol * hi:
             break
-    return lo  # f(lo) > delta: the true epsilon(delta) exceeds lo
+    return lo, hi
 
 
 def _upper_mu(sigma, epochs):
@@ -318,22 +327,8 @@ def shuffle_upper_epsilon(sigma, epochs, delta, relation="substitution", *, batc
     f = lambda e: float(shuffle_upper_delta(sigma, epochs, np.array([e]), relation,
                                             batch_size=batch_size,
                                             dataset_size=dataset_size)[0])
-    if f(0.0) <= delta:
-        return 0.0
-    lo, hi = 0.0, 1.0
-    while f(hi) > delta:
-        lo, hi = hi, 2 * hi
-        if hi > 1e6:
-            return math.inf
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if f(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-9 * hi:
-            break
-    return hi
+    _, hi = _crossing(f, delta, cap=1e6, rtol=1e-9, rounds=200)
+    return hi  # f(hi) <= delta: an epsilon the mechanism meets (inf beyond the cap)
 
 
 def check_batches(scheme) -> None:
