@@ -248,3 +248,49 @@ def test_interpolated_search_keeps_the_bracket_and_saves_evaluations():
     assert all(i <= p for p, i in counts) and any(i < p for p, i in counts), counts
     rng = np.random.default_rng(0)
     run(lambda u: u + rng.normal(0, 0.05))
+
+
+def test_search_stops_at_the_predicates_own_resolution():
+    """With a slack (the evaluated bound's relative bracket width / 8), the narrowing stops once
+    hi / lo <= 1 + slack instead of 1 + rtol, and the threshold stays inside the bracket."""
+    from dpamp.accounting._search import geometric_search
+    root = 0.0123456
+    calls = []
+
+    def ok(x):
+        calls.append(x)
+        return x >= root
+
+    lo, hi = geometric_search(ok, 1.0, 1e-9, 1e3, rtol=1e-4, factor=2.0, ok_when_large=True,
+                              slack=lambda a, b: 0.05)
+    assert lo < root <= hi and hi / lo <= 1.05 and hi / lo > 1 + 1e-4
+    n_slack = len(calls)
+    calls.clear()
+    geometric_search(ok, 1.0, 1e-9, 1e3, rtol=1e-4, factor=2.0, ok_when_large=True,
+                     slack=lambda a, b: 0.0)
+    assert n_slack < len(calls)
+
+
+def test_rate_at_a_tiny_rate_and_tiny_delta_corner():
+    """epsilon 0.01 at delta 1e-12, sigma 1, 1000 steps: the rate is near 1e-5, where the PLD's
+    bracket is limited by its FFT's floating-point budget (~40 % wide, docs/pld.md "Corners").
+    The search stops at that resolution (it took 22 evaluations to rtol 1e-4 before); the
+    result is certified and within a few % of the rate whose upper bound meets the target."""
+    c = dp.calibrate.rate(0.01, 1e-12, sigma=1.0, steps=1000)
+    assert c.guarantee.epsilon <= 0.01
+    assert 1.0e-5 < c.value < 1.2e-5
+    assert c.evaluations <= 16
+    assert "floating-point budget" in c.guarantee.note or "time budget" in c.guarantee.note
+
+
+def test_coarse_first_evaluations_decide_only_where_they_can():
+    """The 5 %-of-target first evaluations (calibrate._Oracle._coarse) decide plans far from the
+    target; the returned plan, next to it, carries a default-tol bracket (1e-3), and the answer
+    is the same as with every evaluation at the default tol (a caller's tol switches the coarse
+    step off)."""
+    P = dp.Poisson(0.01)
+    c = dp.calibrate.sigma(3.0, 1e-5, sampling=P, steps=1000, method="pld")
+    g = c.guarantee
+    assert g.epsilon <= 3.0 and g.epsilon - g.lower <= 1e-3 * g.epsilon
+    fine = dp.calibrate.sigma(3.0, 1e-5, sampling=P, steps=1000, method="pld", tol=3e-3)
+    assert c.value == pytest.approx(fine.value, rel=2e-4)

@@ -11,9 +11,10 @@ MAX_STEPS = 2 ** 50
 
 
 def geometric_search(ok, x0: float, lo_limit: float, hi_limit: float, rtol: float,
-                      factor: float, ok_when_large: bool, value=None):
+                      factor: float, ok_when_large: bool, value=None, slack=None):
     """Bracket the threshold of a monotone predicate on (lo_limit, hi_limit] by multiplying
-    x0 by ``factor``, then bisect geometrically until hi / lo <= 1 + rtol. Returns (lo, hi):
+    x0 by ``factor``, then bisect geometrically until hi / lo <= 1 + rtol (or 1 + slack(lo,
+    hi) where that is larger: the predicate's own resolution, see ``_narrow``). Returns (lo, hi):
     ok(hi) is True when ok_when_large (ok(lo) is True otherwise); None ends mean the limit was
     reached without a change."""
     def good(x):
@@ -42,12 +43,14 @@ def geometric_search(ok, x0: float, lo_limit: float, hi_limit: float, rtol: floa
             if not good(hi_limit):
                 return hi_limit, None
             hi = hi_limit
-    return _narrow(good, lo, hi, rtol, value)
+    return _narrow(good, lo, hi, rtol, value, slack)
 
 
-def _narrow(good, lo, hi, rtol, value):
+def _narrow(good, lo, hi, rtol, value, slack=None):
     """Shrink [lo, hi] (the threshold inside; ``good`` true on hi's side) until
-    hi / lo <= 1 + rtol. Without ``value``: geometric bisection. With ``value`` (a smooth
+    hi / lo <= 1 + rtol, or 1 + slack(lo, hi) where that is larger: a predicate decided by a
+    bound whose own bracket is wide (the PLD's at tiny rates and tiny deltas, 40 % wide) is
+    not monotone below that resolution, and narrowing further follows its noise. Without ``value``: geometric bisection. With ``value`` (a smooth
     function of x that crosses 0 at the threshold, e.g. log(epsilon / target); only where it
     is finite at both ends): the Illinois variant of regula falsi in log x, kept at least
     rtol / 4 (in log) inside the bracket and replaced by a bisection step whenever the last
@@ -58,7 +61,7 @@ def _narrow(good, lo, hi, rtol, value):
     if value is not None:
         fl, fh = value(lo), value(hi)
     keep, slow = 0, False
-    while hi / lo > 1.0 + rtol:
+    while hi / lo > 1.0 + max(rtol, slack(lo, hi) if slack is not None else 0.0):
         a, b = math.log(lo), math.log(hi)
         if fl is not None and math.isfinite(fl) and math.isfinite(fh) and fl != fh and \
                 not slow:

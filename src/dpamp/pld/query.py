@@ -8,14 +8,8 @@ pair and its swap; one suffices when every part is symmetric); the answer is the
 the lower bound is that of the direction with the larger upper bound (any direction's lower bound
 is a lower bound on the true, worst-direction value).
 
-Corners where a 1e-3 bracket is not reached by default (the best proven bracket is returned with
-a note; measured widths): tiny sampling rates composed very many times (Gaussian sigma 2,
-q 1e-5, 1e9 steps: each step is ~1e-5 wide, the composition ~2, and a uniform grid fine enough
-for the one is beyond 2^22 points for the other: auto answers by RDP and says so; Laplace
-b 1, q 1e-6, 1e9 steps: [0, 0.186]); bounded losses at deltas far below the mass of their
-largest atoms (Laplace b = 1000 x 1e6 at delta 1e-100: [16.7, 23.4]; subsampled Laplace at
-delta ~ 1e-78: widths 0.3-0.8 relative), where the answer lies in a tail the grid's first
-refinements do not resolve within the time budget.
+Corners where a 1e-3 bracket is not reached by default, with the widths measured: docs/pld.md
+(section "Corners"); the best proven bracket is returned there, with a note saying why.
 """
 from __future__ import annotations
 
@@ -231,7 +225,7 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
         if res is not None:
             return res
     deadline = time.monotonic() + budget
-    h, tilt, best, grid_tol = None, TILT, None, tol
+    h, tilt, best, grid_tol, stuck = None, TILT, None, tol, None
     # one tick per round, drawn on a terminal once the refinement has lasted a second
     for rounds in progress(iter(range(1, MAX_ROUNDS + 1)), None, f"PLD {what}", unit="round",
                            delay=1.0):
@@ -255,12 +249,18 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
                                           "profile, whose lower and upper bounds differ")
         if time.monotonic() > deadline:
             return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
+        up, low = state["last"]
+        gap = up - low
         if state["error_bound"] and tilt < 1.0:
             tilt, h = 1.0, state["h"]          # the FFT's error budget, not the grid, limits
+        elif state["error_bound"]:
+            # at the full saddle: a finer grid narrows the FFT's bins as much as it lengthens
+            # the FFT, so one halving is tried, and refinement ends if the gap stays
+            if stuck is not None and not gap < 0.5 * stuck:
+                return _not_met(best, rounds, "the FFT's floating-point budget limits it here")
+            stuck, h = gap, _align(dirs[0], state["h"] * 0.5)
         else:
-            up, low = state["last"]
             target = tol if tol is not None else 1e-3 * max(up, 1e-300)
-            gap = up - low
             shrink = math.sqrt(0.7 * target / max(gap, 1e-300)) if math.isfinite(gap) else 0.5
             h = _align(dirs[0], state["h"] * max(0.2, min(0.8, shrink)))
         # a round costs about its grid's size: one that cannot end within the budget is not
