@@ -294,3 +294,29 @@ def test_coarse_first_evaluations_decide_only_where_they_can():
     assert g.epsilon <= 3.0 and g.epsilon - g.lower <= 1e-3 * g.epsilon
     fine = dp.calibrate.sigma(3.0, 1e-5, sampling=P, steps=1000, method="pld", tol=3e-3)
     assert c.value == pytest.approx(fine.value, rel=2e-4)
+
+
+def test_interpolated_integer_search_same_answer_fewer_evaluations():
+    """largest_int with value: the same largest n as bisection, in fewer evaluations on a
+    smooth increasing value (epsilon ~ sqrt(n) for many steps), and still exact, in at most
+    about twice bisection's evaluations, when the value is noisy (every decision is ok's)."""
+    from dpamp.accounting._search import largest_int
+    star = 9_844_361
+    rng = np.random.default_rng(1)
+    for noise in (0.0, 0.05):
+        counts = []
+        for use in (False, True):
+            calls = []
+
+            def ok(n):
+                calls.append(n)
+                return n <= star
+
+            def value(n):
+                return 0.5 * math.log((n + 0.5) / (star + 0.5)) + rng.normal(0, noise)
+            assert largest_int(ok, 6_000_000, value=value if use else None) == star
+            counts.append(len(calls))
+        if noise == 0.0:
+            assert counts[1] < counts[0] - 8, counts
+        else:       # a bisection step follows every step that did not halve the bracket
+            assert counts[1] <= 2 * counts[0] + 2, counts

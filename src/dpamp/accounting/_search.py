@@ -90,10 +90,13 @@ def _narrow(good, lo, hi, rtol, value, slack=None):
     return lo, hi
 
 
-def largest_int(ok, start: int, high: int | None = None) -> int | None:
+def largest_int(ok, start: int, high: int | None = None, value=None) -> int | None:
     """Largest integer n in [1, high] with ok(n), for ok true on a prefix. Brackets upward from
     ``start`` (first by a factor 1.25, then doubling; at least +1) or downward by halving,
-    then bisects.
+    then bisects -- or, with ``value`` (smooth, increasing, crossing 0 near the threshold:
+    log(epsilon / target)), interpolates in log n as ``_narrow`` does (Illinois, a bisection
+    whenever a step did not halve the bracket): ~8 evaluations instead of log2(n) ~ 23 for
+    ten million steps. Every decision is ok's, so the answer is the same.
     Returns None if ok(1) is False."""
     limit = MAX_STEPS if high is None else high
     n = min(max(int(start), 1), limit)
@@ -113,10 +116,28 @@ def largest_int(ok, start: int, high: int | None = None) -> int | None:
             hi, lo = lo, lo // 2
         if lo < 1:
             return None
+    fl = fh = None
+    if value is not None:
+        fl, fh = value(lo), value(hi)
+    keep, slow = 0, False
     while hi - lo > 1:  # ok(lo), not ok(hi)
         mid = (lo + hi) // 2
+        if fl is not None and math.isfinite(fl) and math.isfinite(fh) and fl < fh and \
+                not slow:
+            a, b = math.log(lo), math.log(hi)
+            mid = min(max(int(round(math.exp(a + (b - a) * fl / (fl - fh)))), lo + 1), hi - 1)
+        width = hi - lo
         if ok(mid):
             lo = mid
+            fl = value(mid) if value is not None else None
+            keep = keep + 1 if keep > 0 else 1
+            if keep >= 2 and fh is not None:
+                fh *= 0.5               # Illinois: hi kept twice, halve its weight
         else:
             hi = mid
+            fh = value(mid) if value is not None else None
+            keep = keep - 1 if keep < 0 else -1
+            if keep <= -2 and fl is not None:
+                fl *= 0.5
+        slow = hi - lo > width // 2
     return lo

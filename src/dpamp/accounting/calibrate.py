@@ -376,7 +376,7 @@ def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibrat
 
     def solve(m, start=1):
         oracle = _Oracle(build, eps_t, d, m, options)
-        n = largest_int(oracle.ok, start)
+        n = largest_int(oracle.ok, start, value=oracle.value)
         if n is None:
             g = oracle.guarantee(1)
             raise ValueError(f"even one {unit} exceeds the target: epsilon {g.epsilon:.6g} > "
