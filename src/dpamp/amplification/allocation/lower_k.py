@@ -19,27 +19,36 @@ post-processed pairs compose into lower bounds of the composed mechanism, epoch 
 
     T(Y) = sum_i c(X_i),   c(x) = index of the cell of x,
 
-on the cells of :func:`.grid.cells` (cell c = the losses in (log a_c, log a_{c+1}], cell 0
-also everything below, knots a_c = o + c dx, atoms within 1e-9 dx of a knot counted there), one
-more index K for X > a_K (and for a loss of +inf). The cells partition the losses, so c(X_i)
-is a deterministic function of Y_i; let p_c = P0[cell c], q_c = Q0[cell c]. Under Q the c(X_i)
-are independent with law q, so Q T^-1 = q^{*t}. Under one term P_S the k coordinates in S have
-law p and the others q, all independent: P_S T^-1 = p^{*k} * q^{*(t-k)}, the same for every S
-(the sum is exchangeable), hence P T^-1 is that too. Both are laws on the integers 0..tK,
-computed by FFT. Why this is nearly tight for t >> k: dP/dQ = e_k(X) / C(t, k) (elementary
-symmetric polynomial) ~ (sum X_i / t)^k, nearly a function of the sum, which T resolves to dx.
-For k = 1 this is a valid (somewhat looser) version of :mod:`.pld`'s lower bound; for k = t it
-is a lower bound of the t-fold composition.
+on cells uniform in y = g(x) = log(1 + z x) z0 / z, z0 = k / (t - k), z = (1 - 1/k) z0
+(knots y_c = c dy, c = 1..K, as losses l_c = log((e^{y_c z / z0} - 1) / z); cell 0 is
+l <= l_1, cell c is l_c < l <= l_{c+1}, index K is l > l_K and l = +inf; a purely atomic base
+gets one knot on each finite atom). The cells partition the losses, so c(X_i) is a
+deterministic function of Y_i; let p_c = P0[cell c], q_c = Q0[cell c] (:func:`_cell_masses`).
+Under Q the c(X_i) are independent with law q, so Q T^-1 = q^{*t}. Under one term P_S the k
+coordinates in S have law p and the others q, all independent: P_S T^-1 = p^{*k} * q^{*(t-k)},
+the same for every S (the sum is exchangeable), hence P T^-1 is that too. Both are laws on the
+integers 0..tK, computed by FFT.
+
+Why g: dP/dQ = e_k(X) / C(t, k) (elementary symmetric polynomial) = [w^k] prod_i (1 + w X_i) /
+[w^k] (1 + w)^t. At the saddle point w ~ z0 this is ~ prod (1 + z0 X_i) / (1 + z0)^t, a
+function of sum log(1 + z0 X_i) (the Poisson-like form; for t >> k also ~ (sum X_i / t)^k);
+where one X_i is large it takes one of the k draws and the saddle moves to ~ (k - 1) / t, hence
+z = (1 - 1/k) z0 (c = 0, the plain sum, for k = 1). Measured at delta 1e-6 (Gaussian, sigma 0.8
+to 2, t 50 to 1000): the sum of x-cells gives 0.908 where z gives 0.9455 (sigma 1, k 5,
+t 1000; truth <= 0.9513), 2.534 against 3.342 (sigma 0.8, k 10). For k = 1 this T is a valid
+(looser) version of :mod:`.pld`'s lower bound; for k = t it is one of the t-fold composition.
 
 **Numerics, outward.** Let p_lo <= p <= p_up and q_lo <= q <= q_up pointwise (cell masses with
-:func:`.grid.cells`' error bounds ep, eq, rounded outward; the top cell's lower masses are 0
-but for P0[l = +inf]). Convolutions of non-negative vectors are monotone in every entry, so
+their error bounds, :mod:`.grid`'s FUNC_ULPS per cdf / sf value, rounded outward). Convolutions of non-negative vectors are monotone in every entry, so
 P_lo(s) <= P T^-1(s) <= P_up(s) and likewise for Q, with P_lo = p_lo^{*k} * q_lo^{*(t-k)} etc.
 The engine's FFT (:func:`dpamp.pld.engine.compose`) returns each bin with a per-bin budget
 (``bin_err``: the FFT error untilted, plus for the lower kind the mass that may have wrapped
 around); a bin's lower bound is mass - bin_err, its upper one mass + bin_err (capped at the
 total mass of the upper vectors, which also covers the untilting factor's cap at e^700). Three
-tilts (right tail, untilted, left tail) are computed and each bin keeps its best bounds.
+tilts (P's right tail, untilted, Q's left tail, each used for both laws) are computed and each
+bin keeps its best bounds. Where no composition fits the engine's largest FFT the cells are
+made coarser (any cells are sound), and at worst the part's lower PMF is empty (a lower bound
+of 0, never a refusal of the upper bound).
 
 Then for the remove direction take the atoms (log(p~_s / q~_s), p~_s, q~_s) with
 p~_s = P_lo(s) <= P T^-1(s) and q~_s = Q_up(s) >= Q T^-1(s): for every x >= 0,
@@ -165,7 +174,7 @@ class TLowerSource:
         one = _delta0(h, jlo, jhi)
         if not optimistic:
             return Discretized(h, jlo, one.upper, 0.0, np.zeros_like(one.upper), 0.0)
-        pair = self.tp.pair(self.tp.dx_for(h), self.remove)
+        pair = self.tp.pair_fitting(self.tp.dx_for(h), self.remove)
         if pair is None:
             return Discretized(h, jlo, one.upper, 0.0, np.zeros_like(one.upper), 0.0)
         lo = discretize(pair, h, jlo, jhi, optimistic=True)
@@ -285,10 +294,20 @@ class _TPair:
         return LossDistribution(loss[order], a[order], b[order],
                                 name=f"allocation-T-lower({self.k},{self.t})")
 
+    def pair_fitting(self, dy: float, remove: bool):
+        """:meth:`pair` at dy, or at a coarser width where the FFT would exceed the engine's
+        largest grid (any cells are sound); None where none fits."""
+        for _ in range(12):
+            try:
+                return self.pair(dy, remove)
+            except MemoryError:
+                dy *= 4.0
+        return None
+
     def loss_range(self, tail: float, remove: bool):
         """Range of the lower pair's losses outside which its masses are below ``tail``
         (sizing only: from a coarse grid, widened)."""
-        pr = self.pair(max(self._width(self.cuts[0]) / 2048, self.dx_for(2e-2)), remove)
+        pr = self.pair_fitting(max(self._width(self.cuts[0]) / 2048, self.dx_for(2e-2)), remove)
         if pr is None:
             return -1.0, 1.0
         l, a, b = pr.atom_loss, pr.atom_p, pr.atom_q
@@ -390,10 +409,13 @@ def _bin_bounds(parts, tilts):
     composed for the upper, lower kinds for the lower), the best of three tilts; inf where no
     tilt's window covers a bin."""
     from ...pld.engine import compose
-    total = 1.0
+    # the composed upper vectors' total mass, from above: fsum is correctly rounded (u
+    # relative), a power of c adds ~ c u more
+    total, steps = 1.0, 0
     for p in parts:
-        total *= float(np.sum(p.d.upper)) ** p.count
-    total *= 1 + 1e-9
+        total *= math.fsum(p.d.upper) ** p.count
+        steps += p.count
+    total *= 1 + 4 * (steps + 2) * _U + 1e-9
     lo = np.zeros(0)
     up = np.zeros(0)
     for lam, target in (tl for tl in tilts if tl is not None):
