@@ -21,8 +21,8 @@ T = 1000
 
 def _fresh():
     """Empty dpamp's PLD caches, so that every cell is timed cold."""
-    from dpamp.pld import query
     from dpamp.amplification.allocation import lower_k, pld
+    from dpamp.pld import query
     query._CACHE = type(query._CACHE)()
     pld._epoch.cache_clear()
     lower_k._tpair.cache_clear()

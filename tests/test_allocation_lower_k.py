@@ -7,11 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpamp as dp
 from dpamp.amplification.allocation import lower_k as LK
-from dpamp.pld.query import delta_bracket, epsilon_bracket
+from dpamp.pld.query import delta_bracket
 from dpamp.pld.sources import loss_distribution, parts_of
 
 
@@ -233,12 +234,12 @@ def test_parts_wiring_and_epochs():
     kinds = [type(s).__name__ for s, _ in parts]
     assert kinds.count("TLowerSource") == 1 and kinds.count("UpperOnly") == 2
     assert sorted(c for _, c in parts) == [4, 4, 8]
-    src = [s for s, _ in parts if isinstance(s, LK.TLowerSource)][0]
+    src = next(s for s, _ in parts if isinstance(s, LK.TLowerSource))
     d = src.discretize(0.01, -300, 500)
     one = np.zeros(801)
     one[300] = 1.0
     assert np.array_equal(d.upper, one) and d.upper_inf == 0.0
     assert d.lower.sum() > 0.99
-    u = [s for s, _ in parts if isinstance(s, LK.UpperOnly)][0].discretize(0.01, -300, 500)
+    u = next(s for s, _ in parts if isinstance(s, LK.UpperOnly)).discretize(0.01, -300, 500)
     assert np.array_equal(u.lower, one) and u.upper.sum() > 0.99
     assert isinstance(src.swapped(), LK.TLowerSource) and not src.swapped().remove

@@ -39,7 +39,8 @@ t 1000; truth <= 0.9513), 2.534 against 3.342 (sigma 0.8, k 10). For k = 1 this 
 (looser) version of :mod:`.pld`'s lower bound; for k = t it is one of the t-fold composition.
 
 **Numerics, outward.** Let p_lo <= p <= p_up and q_lo <= q <= q_up pointwise (cell masses with
-their error bounds, :mod:`.grid`'s FUNC_ULPS per cdf / sf value, rounded outward). Convolutions of non-negative vectors are monotone in every entry, so
+their error bounds, :mod:`.grid`'s FUNC_ULPS per cdf / sf value, rounded outward).
+Convolutions of non-negative vectors are monotone in every entry, so
 P_lo(s) <= P T^-1(s) <= P_up(s) and likewise for Q, with P_lo = p_lo^{*k} * q_lo^{*(t-k)} etc.
 The engine's FFT (:func:`dpamp.pld.engine.compose`) returns each bin with a per-bin budget
 (``bin_err``: the FFT error untilted, plus for the lower kind the mass that may have wrapped
@@ -102,7 +103,7 @@ def allocation_parts_lower(base, k: int, t: int, blocks):
 
 
 @functools.lru_cache(maxsize=32)
-def _tpair(base, k: int, t: int) -> "_TPair":
+def _tpair(base, k: int, t: int) -> _TPair:
     from ...pld.sources import loss_distribution
     return _TPair(loss_distribution(base), k, t)
 
@@ -159,7 +160,7 @@ class TLowerSource:
     var = 0.0
     inf_mass = 0.0
 
-    def __init__(self, tp: "_TPair", remove: bool = True):
+    def __init__(self, tp: _TPair, remove: bool = True):
         self.tp = tp
         self.remove = remove
 
@@ -251,7 +252,7 @@ class _TPair:
         p_lo, p_up, q_lo, q_up = self._vectors(dx)
         k, t = self.k, self.t
         pp = PartPMF(Discretized(_H, 0, p_up, 0.0, p_lo, 0.0), k)
-        qq = lambda c: PartPMF(Discretized(_H, 0, q_up, 0.0, q_lo, 0.0), c)  # noqa: E731
+        qq = lambda c: PartPMF(Discretized(_H, 0, q_up, 0.0, q_lo, 0.0), c)
         Pp, Qp = [pp] + ([qq(t - k)] if t > k else []), [qq(t)]
         # both laws at the same tilts: P's right tail (remove reads P and Q there), Q's left
         # tail (add), and untilted
@@ -443,4 +444,4 @@ def _bin_bounds(parts, tilts):
     return lo, up
 
 
-__all__ = ["allocation_parts_lower", "TLowerSource", "UpperOnly"]
+__all__ = ["TLowerSource", "UpperOnly", "allocation_parts_lower"]
