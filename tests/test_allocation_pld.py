@@ -167,13 +167,14 @@ def test_laplace_and_bounded_bases_on_the_offset_grid():
     assert e100.epsilon - e100.lower <= 1e-3 * e100.epsilon
 
 
-def test_k_between_1_and_t_upper_only():
+def test_k_between_1_and_t_blocks_above_post_processing_below():
     g2 = dp.Gaussian(2.0)
     g = g2.subsample(dp.RandomAllocation(2, 200)).epsilon(1e-6, method="pld")
     one = g2.subsample(dp.RandomAllocation(1, 100)).epsilon(1e-6, method="pld")
-    assert g.lower is None                              # the block bound is an upper bound
-    # two blocks of 1-out-of-100: the composition of two such epochs (no refinement without
-    # a lower bound, so a slightly coarser upper bound)
+    # the block bound is an upper bound; the lower end is allocation.lower_k's
+    assert g.lower is not None and 0 < g.lower <= g.epsilon
+    # two blocks of 1-out-of-100: the composition of two such epochs (fewer refinements
+    # where the bracket cannot close, so a slightly coarser upper bound)
     two = (g2.subsample(dp.RandomAllocation(1, 100)) * 2).epsilon(1e-6, method="pld")
     assert two.lower <= g.epsilon <= two.epsilon * (1 + 5e-3)
     assert g.epsilon > one.epsilon

@@ -51,8 +51,8 @@ class Bracket:
 
 def _exact_parts(dirs) -> bool:
     """Whether every part is an exact loss distribution (the bracket then shrinks like h^2);
-    profile-based parts have an intrinsic gap between their upper and lower profiles."""
-    return not any(isinstance(src, ProfileSource) for d in dirs for src, _ in d)
+    profile-based parts and sources with ``exact = False`` have an intrinsic gap."""
+    return all(getattr(s, "exact", not isinstance(s, ProfileSource)) for d in dirs for s, _ in d)
 
 
 def _has_lower(dirs) -> bool:
@@ -245,8 +245,8 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
             return dataclasses.replace(res, rounds=rounds)
         best = _tighter(best, state)
         if not _exact_parts(dirs) and rounds >= 2:
-            return _not_met(best, rounds, "some part is known only through its privacy "
-                                          "profile, whose lower and upper bounds differ")
+            return _not_met(best, rounds, "some part's lower and upper bounds differ by "
+                            "construction (a privacy profile; random allocation, 1 < k < t)")
         if time.monotonic() > deadline:
             return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
         up, low = state["last"]

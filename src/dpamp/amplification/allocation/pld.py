@@ -39,8 +39,10 @@ masses down, curve values up, the cut tails to +inf (upper) or away (lower).
 are jointly convex too): k-out-of-t allocation is a mixture over a uniform relabelling of k
 blocks of sizes floor(t/k), ceil(t/k), one step drawn per block; so both of its curves are at
 most those of the product of the k blocks' 1-out-of-m allocations, which the engine composes.
-This is an upper bound only (no lower bound is claimed for 1 < k < t); k = t is the t-fold
-composition of the base (exact).
+This is an upper bound only; the lower bound for 1 < k < t is that of a post-processing of the
+epoch's attained pair (the sum of the steps' likelihood-ratio cell indices, :mod:`.lower_k`),
+joined to the blocks as one more part with a trivial upper (the blocks get a trivial lower);
+k = t is the t-fold composition of the base (exact).
 """
 from __future__ import annotations
 
@@ -84,6 +86,9 @@ def allocation_parts(base, k: int, t: int):
             out.append((src, count))
         else:
             out.append((_source(base, size, k == 1), count))
+    if k > 1:
+        from .lower_k import allocation_parts_lower
+        return allocation_parts_lower(base, k, t, out)
     return out
 
 
