@@ -50,6 +50,7 @@ import math
 import numpy as np
 
 from . import grid as G
+from . import tail as T
 
 _U = 2.0 ** -53
 #: the cut points of X tried, finest first: P0 and Q0 mass above it about this (charged at +inf
@@ -62,6 +63,8 @@ CUT_TAIL = CUT_TAILS[0]
 DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
 MAX_K = 1 << 17
+#: the tail grid (:mod:`.tail`) reaches X where P0 and Q0 have mass about this above
+Y_MAX_TAIL = 1e-18
 
 
 def allocation_parts(base, k: int, t: int):
@@ -105,6 +108,9 @@ class _Epoch:
         self.t = t
         self.cuts = [math.exp(min(G.truncation_point(loss, c), 600.0)) for c in CUT_TAILS]
         self.a_cut = self.cuts[0]
+        self.y_max = math.exp(min(G.truncation_point(loss, Y_MAX_TAIL), 600.0))
+        # the body's ends b (.tail): the charge of two or more large coordinates about CUT_TAILS
+        self.splits = T.split_points(loss, t, CUT_TAILS, self.y_max)
         self._cache: dict = {}
         # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
         # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the
@@ -120,17 +126,18 @@ class _Epoch:
             if inside and hi_x > lo_x:
                 self.span = (lo_x, hi_x)
                 self.a_cut = hi_x
-        # moments of X (sizing only), from a coarse split
-        c = self._cells(self.a_cut / 4096)
+        # moments of X (sizing only), from a coarse split (up to the cut, tail included)
+        c = G.cells(loss, self.a_cut / 4096, 4096) if self.span is None \
+            else self._cells(self.a_cut / 4096)
         m = G.split_masses(c)
         self.var_x = _var_x(loss, self.cuts[-1])
         self._coarse = (c.dx, m, c.o)
 
     def _cells(self, dx):
         if self.span is None:
-            # the finest cut that fits MAX_K points at this step (else the coarsest, coarser)
-            fits = [a for a in self.cuts if a / dx <= MAX_K]
-            a_cut = fits[0] if fits else self.cuts[-1]
+            # the finest split that fits MAX_K points at this step (else the coarsest, coarser)
+            fits = [a for a in self.splits if a / dx <= MAX_K]
+            a_cut = fits[0] if fits else self.splits[-1]
             K = max(2, int(math.ceil(a_cut / max(dx, a_cut / MAX_K))))
             return G.cells(self.loss, a_cut / K, K)
         if self.span is not None:
@@ -151,7 +158,7 @@ class _Epoch:
         tail) fails this; the RDP route (.rdp) answers those plans."""
         if self.span is not None:
             return
-        need = self.cuts[-1] / (0.05 * math.sqrt(self.var_x))
+        need = self.splits[-1] / (0.05 * math.sqrt(self.var_x))
         if need > MAX_K:
             from ...core.errors import OutOfReach
             raise OutOfReach(
@@ -201,13 +208,28 @@ class _Epoch:
         rem = _compose([tilt] + parts, step, t * (1.0 - o))
         y = c.reflected()
         yup, ylo = G.split_masses(y), G.lowered_masses(y)
+        # add: X ^ a_K <= X, the whole Q0[X > a_K] at a_K (Y = 0) bounds the decreasing curve
+        yup[0] += c.q_tail * (1 + 4 * _U)
         add = _compose([PartPMF(Discretized(step, 0, yup, 0.0, ylo, 0.0), t)], step,
                        t * float(a[-1]) - t)
-        extra = {"remove": min(c.p_tail + c.p_inf + (t - 1) * c.q_tail, 1.0) * (1 + 8 * _U),
-                 "add": min(t * c.q_tail, 1.0) * (1 + 8 * _U)}
-        # S = t o + step x (index): remove's positions; add's S = t a_K - S_Y
-        out = {"remove": rem, "add": add, "extra": extra, "K": K, "step": step,
-               "t_o": t * o, "t_aK": t * float(a[-1])}
+        out = {"remove": rem, "add": add, "K": K, "step": step, "t_o": t * o,
+               "t_aK": t * float(a[-1]), "tail": None}
+        if self.span is None and c.q_tail > 0:
+            # X > a_K on a geometric grid (.tail): T_1 from the (t-1)-fold body R, T_2 charged
+            lb = float(np.log(o + step * np.arange(1, K + 1))[-1])    # as grid.cells has it
+            log_r = min(T.LOG_R_MAX, step / math.sqrt(t))
+            tail = T.tail_cells(self.loss, lb, self.y_max, log_r, t)
+            tail.pi_up = c.q_tail
+            rest = [PartPMF(parts[0].d, t - 2)] if t > 2 else []
+            rp = _compose([tilt] + rest, step, (t - 1) * (1.0 - o))
+            out["tail"] = tail
+            out["R"] = rp
+            out["callR"] = T.CallR([rp[True], rp["flat"][True]], step, t, tail.pi_lo)
+            rem_extra = c.p_inf + T.charge(c.p_tail, c.q_tail, t)
+        else:
+            # (the tail, if any, charged at +inf: at least one X_i > a_K)
+            rem_extra = c.p_tail + c.p_inf + (t - 1) * c.q_tail
+        out["extra"] = {"remove": min(rem_extra, 1.0) * (1 + 8 * _U), "add": 0.0}
         return out
 
     # --- curves and atoms -------------------------------------------------------------------
@@ -216,8 +238,12 @@ class _Epoch:
         smaller of the tilted and the untilted composition's."""
         r = self.compute(dx)
         both = r["remove" if remove else "add"]
-        return np.minimum(self._upper_curve(r, both[True], remove, x),
-                          self._upper_curve(r, both["flat"][True], remove, x))
+        val = np.minimum(self._upper_curve(r, both[True], remove, x),
+                         self._upper_curve(r, both["flat"][True], remove, x))
+        if remove and r["tail"] is not None:
+            val = np.minimum((val + T.upper_tail(x, self.t, r["tail"], r["callR"]))
+                             * (1 + 4 * _U), 1.0)
+        return val
 
     def _upper_curve(self, r, pmf, remove: bool, x: np.ndarray) -> np.ndarray:
         t = self.t
@@ -253,18 +279,8 @@ class _Epoch:
         from ...pld.loss import LossDistribution
         r = self.compute(dx)
         both = r["remove" if remove else "add"]
-        pmf, flat = both[False], both["flat"][False]
         t = self.t
-        # the per-bin budget (dpamp.pld.engine), not the suffix one: the masses go one by one;
-        # each bin takes the larger of the two compositions' lower bounds
-        lo_idx = min(pmf.jlo, flat.jlo)
-        hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
-        m = np.zeros(hi_idx - lo_idx)
-        for g in (pmf, flat):
-            k = g.jlo - lo_idx
-            seg = np.maximum(g.mass - g.bin_err, 0.0)
-            m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
-        m = m * (1 - 4 * _U)
+        m, lo_idx = _lower_masses(both)
         n = m.size
         idx = lo_idx + np.arange(n)
         keep = m > 0
@@ -280,6 +296,16 @@ class _Epoch:
             with np.errstate(divide="ignore"):
                 loss = np.where(s > 0, np.log(t / np.maximum(s, 1e-300)), np.inf)
             p, q = m, np.where(s > 0, m * s / t, 0.0)
+        if remove and r["tail"] is not None:
+            # T_1 (.tail): R's lower Q-masses (t-1) m'(s)/s from its lower P-tilted compositions
+            ms, lo_r = _lower_masses(r["R"])
+            s_r = r["step"] * (lo_r + np.arange(ms.size))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q_r = np.where(s_r > 0, (t - 1) * ms / np.maximum(s_r, 1e-300), 0.0)
+            pos, qm = T.lower_atoms(s_r, q_r * (1 - 4 * _U), t, r["tail"], 2 * dx / math.sqrt(t))
+            loss = np.concatenate([loss, np.log(pos / t)])
+            p = np.concatenate([p, qm * pos / t * (1 - 4 * _U)])
+            q = np.concatenate([q, qm])
         order = np.argsort(loss)
         return LossDistribution(loss[order], p[order], q[order], name=f"allocation-lower({t})")
 
@@ -321,6 +347,21 @@ def _var_x(loss, a_cut: float) -> float:
     e_px += float(np.sum(loss.atom_p[fin] * np.exp(loss.atom_loss[fin])))
     e_qx += float(np.sum(loss.atom_p[fin]))
     return max(e_px - e_qx ** 2, 1e-12)
+
+
+def _lower_masses(both):
+    """Per bin the larger of the tilted and the untilted lower composition's masses, each
+    lowered by its per-bin budget (dpamp.pld.engine; not the suffix one: the masses go one by
+    one), and the index of the first bin."""
+    pmf, flat = both[False], both["flat"][False]
+    lo_idx = min(pmf.jlo, flat.jlo)
+    hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
+    m = np.zeros(hi_idx - lo_idx)
+    for g in (pmf, flat):
+        k = g.jlo - lo_idx
+        seg = np.maximum(g.mass - g.bin_err, 0.0)
+        m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
+    return m * (1 - 4 * _U), lo_idx
 
 
 def _suffix(x: np.ndarray) -> np.ndarray:
