@@ -14,22 +14,27 @@ per-step losses, and its law is a t-fold convolution in the exp-loss domain.
 
 **Bounds** (our construction; :mod:`.grid` for the one-step discretisations):
 
-1. X on the linear grid k dx, k <= K (X > a_K cut: the event A that some X_i > a_K is charged
-   to the upper bound at +inf, P(A) <= P0[X > a_K] + (t-1) Q0[X > a_K] for remove and
-   Q(A) <= t Q0[X > a_K] for add, and simply left out of the lower bound, where it only
-   removes mass). Upper: the mean-preserving split (larger in convex order); lower: the
-   lowered-knot polygon (smaller in increasing convex order), for remove; for add the same on
-   Y = a_K - X (so that the add curve is an increasing convex function of sum Y).
+1. X on the linear grid k dx, k <= K, up to b = a_K. Upper: the mean-preserving split (larger
+   in convex order); lower: the lowered-knot polygon (smaller in increasing convex order), for
+   remove; for add the same on Y = a_K - X (so that the add curve is an increasing convex
+   function of sum Y). X > b: for remove, one large coordinate (N = 1) on the geometric grid
+   of :mod:`.tail` with the (t-1)-fold body R (a second composition, of t-1 steps), two by
+   convexity, three or more charged at +inf (b is chosen where that charge is about
+   CUT_TAILS); for add the tail is put at b in the upper bound (X ^ b <= X and the curve
+   decreases in S) and left out of the lower one. Bases whose X lives on [x_lo, x_hi]
+   (atoms at both ends) have no tail: the grid spans [x_lo, x_hi].
 2. The t-fold convolution on that grid by the PLD engine's tilted FFT
    (:func:`dpamp.pld.engine.compose`, with its proven floating-point budget E_k on every
    suffix, for weights in [0, 1]). Remove is computed under P (the masses of S tilted by S/t,
    i.e. one factor x mu(dx) and t - 1 factors mu, FS25b's "P differs in one coordinate"), so
    that the weights (1 - x t / s)_+ are in [0, 1]; add under Q with weights (1 - x s / t)_+.
 3. Onto the engine's loss grid t_j = j h: the upper curve's values at x = e^{jh} (computed
-   masses + E_k + mass above the window + P(A), both halves) through the lower convex hull
+   masses + E_k + mass above the window + the tail's terms, both halves) through the lower
+   convex hull
    (:func:`dpamp.pld.discretize.discretize_profile`, chords of points above a convex curve lie
    above it); the lower one as the exact pair of atoms log(s/t) with the masses lowered by
-   their per-bin budget E_k, through the optimistic discretisation of :mod:`dpamp.pld`.
+   their per-bin budget E_k (and the N = 1 atoms of :func:`.tail.lower_atoms`), through the
+   optimistic discretisation of :mod:`dpamp.pld`.
 
 Epochs and other parts of a plan then compose in the engine (its upper and lower PMFs stay
 bounds under any number of compositions). Every rounding goes outward: upper masses up, lower
@@ -53,9 +58,10 @@ from . import grid as G
 from . import tail as T
 
 _U = 2.0 ** -53
-#: the cut points of X tried, finest first: P0 and Q0 mass above it about this (charged at +inf
-#: in the upper bound); a coarser cut is used where the finer one would need more than MAX_K
-#: grid points at the step asked for (small sigma: X = e^loss has a long right tail)
+#: the body ends b tried, finest first: the charge of three or more coordinates above b
+#: (:mod:`.tail`) about this; a coarser one where the finer would need more than MAX_K grid
+#: points at the step asked for. (The old cuts of X, where P0 and Q0 have this mass above,
+#: still size the windows: ``cuts``.)
 CUT_TAILS = (1e-14, 1e-12, 1e-10)
 CUT_TAIL = CUT_TAILS[0]
 #: delta the tilt of the S-domain FFT is aimed at (any tilt is sound; this one keeps the budget
@@ -63,6 +69,12 @@ CUT_TAIL = CUT_TAILS[0]
 DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
 MAX_K = 1 << 17
+#: largest standard deviation of X for the PLD (check_reach). Beyond it (Gaussian sigma < ~0.38)
+#: most of X's mass lies far below any step the body's grid can afford (median e^{-1/(2
+#: sigma^2)}), which the add direction's small sums need, and the body's FFT windows grow:
+#: measured at delta 1e-6, sigma 0.4-0.45 brackets are within 6e-4, sigma 0.35 within 1e-4
+#: for t = 100 and 10^4 but [0.13, 10.17] for t = 1000, sigma 0.3 wider than the RDP route
+MAX_SD_X = 30.0
 #: the tail grid (:mod:`.tail`) reaches X where P0 and Q0 have mass about this above
 Y_MAX_TAIL = 1e-18
 
@@ -152,13 +164,21 @@ class _Epoch:
         return G.cells(self.loss, dx, K)
 
     def check_reach(self):
-        """OutOfReach where the linear grid cannot resolve X: a step of 1/20 of X's standard
-        deviation (the split's noise then adds < 1/1000 to the loss variance) must cover X up
-        to the coarsest cut within MAX_K points. Small sigma (X = e^loss has a long right
-        tail) fails this; the RDP route (.rdp) answers those plans."""
+        """OutOfReach where the linear grid cannot resolve the body of X: a step of 1/20 of X's
+        standard deviation (the split's noise then adds < 1/1000 to the loss variance) must
+        cover X up to the coarsest body end b within MAX_K points (the tail above b is on
+        :mod:`.tail`'s geometric grid), and X's standard deviation must be at most MAX_SD_X.
+        Gaussians down to sigma 0.4 pass; below, the RDP route (.rdp) answers those plans."""
         if self.span is not None:
             return
-        need = self.splits[-1] / (0.05 * math.sqrt(self.var_x))
+        sd = math.sqrt(self.var_x)
+        need = self.splits[-1] / (0.05 * sd)
+        if sd > MAX_SD_X:
+            from ...core.errors import OutOfReach
+            raise OutOfReach(
+                f"random allocation over {self.t} steps: the likelihood ratio of this base "
+                f"mechanism is too spread for the PLD's linear grid (standard deviation "
+                f"{sd:.3g} > {MAX_SD_X:g}); use method='rdp'")
         if need > MAX_K:
             from ...core.errors import OutOfReach
             raise OutOfReach(
@@ -328,6 +348,11 @@ class _Epoch:
             s_lo = float(np.nanmax((lt - np.maximum(Kpn, Kqn)) / th))
         hi = math.log(max(s_hi + t * o, 1e-300) / t)
         lo = math.log(max(s_lo + t * o, 1e-12 * t) / t)
+        if self.span is None:
+            # a heavy tail (small sigma) is coarser than the split's cells: S/t exceeds
+            # y/t + E X with P-mass about P0[X > y] + (t-1) Q0[X > y]; at most ~tail above y_q
+            y_q = math.exp(min(G.truncation_point(self.loss, tail / t), 600.0))
+            hi = max(hi, math.log(y_q / t + 1.0))
         return (lo, hi) if remove else (-hi, -lo)
 
 
