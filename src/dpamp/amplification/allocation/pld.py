@@ -237,7 +237,8 @@ class _Epoch:
         if self.span is None and c.q_tail > 0:
             # X > a_K on a geometric grid (.tail): T_1 from the (t-1)-fold body R, T_2 charged
             lb = float(np.log(o + step * np.arange(1, K + 1))[-1])    # as grid.cells has it
-            log_r = min(T.LOG_R_MAX, step / math.sqrt(t))
+            # (knots no closer than the S-grid's step: C_R is resolved no finer)
+            log_r = min(T.LOG_R_MAX, max(step / math.sqrt(t), step / float(a[-1])))
             tail = T.tail_cells(self.loss, lb, self.y_max, log_r, t)
             tail.pi_up = c.q_tail
             rest = [PartPMF(parts[0].d, t - 2)] if t > 2 else []

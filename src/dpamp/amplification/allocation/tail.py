@@ -179,10 +179,12 @@ class CallR:
     engine's upper P-tilted compositions R' (several: the smaller value is taken), positions
     s = step (jlo + i): C_R(z) = (t-1) E_{R'}[(1 - z/R')_+] for z >= 0 (module docstring), with
     the suffix budget E_k (weights in [0, 1], zero below the first bin above z) and the mass at
-    +inf (weight <= 1)."""
+    +inf (weight <= 1). These are computed once at the knots z_j = j step; between knots the
+    chord of the two knots' bounds is a bound (C_R is convex), so a call is an interpolation."""
 
     def __init__(self, pmfs, step: float, t: int, pi_lo: float):
         self.t1 = t - 1
+        self.step = step
         self.parts = []
         for pmf in pmfs:
             m = np.maximum(pmf.mass, 0.0)
@@ -195,13 +197,16 @@ class CallR:
         self.s_top = max(float(p[0][-1]) for p in self.parts) if self.parts else 0.0
         top = [(p[3][-1] + p[4]) for p in self.parts]
         self.c_top = self.t1 * min(top) * (1 + 8 * _U)            # C_R(z) for z >= s_top
-        self.c0 = float(self(np.zeros(1))[0])                    # E_Q[R]
+        self.n = max(1, int(math.ceil(self.s_top / step)))
+        zk = step * np.arange(self.n + 1)
+        # (each knot z_j is step j to an ulp: C_R has slope in [-1, 0], so 2 ulps of z_j more)
+        self.U = self._direct(zk) + 2 * _U * zk
+        self.c0 = float(self.U[0])                               # E_Q[R]
         # Q[R] = (1 - pi)^{t-1}, from above
         self.mass = min(1.0, math.exp(self.t1 * math.log1p(-min(pi_lo, 1.0))) * (1 + 1e-12)) \
             if pi_lo < 1 else 1e-300
 
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        """C_R at z >= 0 (from above)."""
+    def _direct(self, z: np.ndarray) -> np.ndarray:
         best = None
         for s, A, B, err, inf, n in self.parts:
             k = np.searchsorted(s, z, side="right")
@@ -209,6 +214,16 @@ class CallR:
                 + err[k] + inf
             best = val if best is None else np.minimum(best, val)
         return self.t1 * best * (1 + 8 * _U)
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        """C_R at 0 <= z (from above; z beyond the last knot: that knot's value, as C_R
+        decreases)."""
+        u = z / self.step
+        j = np.clip(np.floor(u), 0, self.n - 1).astype(np.int64)
+        f = np.clip(u - j, 0.0, 1.0)
+        lo, hi = self.U[j], self.U[j + 1]
+        # (a z a few ulps off its cell is charged by the caller: C_R is 1-Lipschitz)
+        return (lo + f * (hi - lo)) * (1 + 4 * _U) + 4 * _U * lo
 
 
 #: most (x, knot) pairs evaluated at once in :func:`upper_t1`
@@ -238,6 +253,7 @@ def _upper_sum(x: np.ndarray, t: int, Y: np.ndarray, W: np.ndarray, C: CallR) ->
         + C.mass * (n + 8) * _U * (sWy[k1] + tx * sW[k1])
     below = C.c_top * (sW[0] - sW[k0])
     mid = np.zeros(tx.size)
+    lip = np.zeros(tx.size)
     counts = k1 - k0
     start = 0
     while start < tx.size:
@@ -251,11 +267,18 @@ def _upper_sum(x: np.ndarray, t: int, Y: np.ndarray, W: np.ndarray, C: CallR) ->
             ks = np.arange(tot) - np.repeat(np.cumsum(c) - c, c) + np.repeat(k0[start:end], c)
             z = np.maximum(tx[rows] - Y[ks], 0.0)
             mid[start:end] = np.bincount(rows - start, W[ks] * C(z), end - start)
+            lip[start:end] = np.bincount(rows - start, W[ks] * (tx[rows] + Y[ks]), end - start)
         start = end
     total = above + below + mid * (1 + (n + 8) * _U)
-    # z = t x - y in floating point: C_R has slope in [-1, 0], each z is within 4 ulps of
-    # t x + y
-    lip = 4 * _U * (tx * sW[0] + sWy[0])
+    # z = t x - y in floating point, each within 4 ulps of t x + y, and C_R has slope in
+    # [-1, 0]: the band's knots, and those next to its ends (which a rounded comparison may
+    # have put on the wrong side) are charged that
+    edge = np.zeros(tx.size)
+    for k in (k0 - 1, k0, k1 - 1, k1):
+        ok = (k >= 0) & (k < n)
+        kk = np.clip(k, 0, n - 1)
+        edge += np.where(ok, W[kk] * (tx + Y[kk]), 0.0)
+    lip = 8 * _U * (lip + edge) * (1 + (n + 8) * _U)
     return (total + lip) * (1 + 8 * _U)
 
 
