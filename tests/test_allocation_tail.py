@@ -45,7 +45,8 @@ def truth(sigma, t, x, remove=True):
         if remove:
             return _call(t * x - u, mu) / t
         return (x / t) * _put(t / x - u, mu)
-    dens = lambda l: np.exp(-0.5 * ((l - m) / mu) ** 2) / (mu * math.sqrt(2 * math.pi))  # noqa: E731
+    def dens(l):
+        return np.exp(-0.5 * ((l - m) / mu) ** 2) / (mu * math.sqrt(2 * math.pi))
     kink = math.log(t * x) if remove else math.log(t / x)
     if t == 2:
         f = lambda l: dens(l) * float(inner(math.exp(l)))  # noqa: E731

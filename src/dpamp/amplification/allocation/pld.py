@@ -327,6 +327,14 @@ class _Epoch:
             loss = np.concatenate([loss, np.log(pos / t)])
             p = np.concatenate([p, qm * pos / t * (1 - 4 * _U)])
             q = np.concatenate([q, qm])
+        elif r["tail"] is not None:
+            # add: the event N = 1 merged into one atom (.tail.add_lower_atom), not left out
+            # (left out, its mass ~ t pi per epoch would be missing from every composition)
+            s1, m1 = T.add_lower_atom(r["tail"], r["callR"], t)
+            if m1 > 0:
+                loss = np.concatenate([loss, [math.log(t / s1)]])
+                p = np.concatenate([p, [m1]])
+                q = np.concatenate([q, [m1 * s1 / t * (1 + 4 * _U)]])
         order = np.argsort(loss)
         return LossDistribution(loss[order], p[order], q[order], name=f"allocation-lower({t})")
 
@@ -421,8 +429,11 @@ def _compose(parts, dx, center):
     out = compose(parts, dx, lam, kinds=(True, False), target=target)
     # the tilted FFT is accurate near the tail it aims at and loose far left of it (its budget
     # grows like e^{-lam s}); an untilted one is accurate in the bulk. Both are bounds: the
-    # curves take the smaller upper value and the atoms the larger lower mass, bin by bin
-    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False), target=(mean, 0.0))
+    # curves take the smaller upper value and the atoms the larger lower mass, bin by bin.
+    # (Its window is sized for DELTA_REF: the lower masses are charged, bin by bin, all
+    # the mass that may wrap around, e^-20 per bin at the engine's default, ~1e-4 over 1e5 bins)
+    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False),
+                          target=(mean, math.log(DELTA_REF)))
     return out
 
 

@@ -9,9 +9,10 @@ q_j = Q0[cell] and first moment p_j = E_Q0[X; cell] = P0[cell]) up to Y_max.
 
 **Remove, Q-form.** With all t coordinates ~ Q0, N = #{i: X_i > b} ~ Bin(t, pi), pi = Q0[X > b]:
 
-    H_x(P || Q) = E_Q[(S/t - x)_+] + P0[l = inf] = T_0(x) + T_1(x) + T_2(x) + P0[l = inf],
+    H_x(P || Q) = E_Q[(S/t - x)_+] + P0[l = inf]
+                = T_0(x) + T_1(x) + T_2(x) + T_3+(x) + P0[l = inf],
 
-T_n the expectation on {N = n} (n >= 2 for T_2).
+T_n the expectation on {N = n} (T_3+ on N >= 3).
 
 * T_0: the t-fold convolution of the body SUB-measure (:mod:`.pld`, as before with cut b).
 * T_1 = t E[((R + Y)/t - x)_+] = sum over the tail of E[C_R(t x - Y); Y], where R is the
@@ -21,26 +22,39 @@ T_n the expectation on {N = n} (n >= 2 for T_2).
   conditional mean (Jensen) a lower one. C_R(z) for z >= 0 is (t-1) E_{R'}[(1 - z/R')_+], R' the
   P-tilted law (one coordinate's masses times X, the engine's weights in [0, 1] with its suffix
   error budget: :class:`CallR`); for z < 0 it is E[R] + |z| Q[R], with Q[R] = (1 - pi)^{t-1}.
-  Y > Y_max is charged: E_Q[S/t; N = 1, tail coordinate > Y_max] <= P0[X > Y_max] +
-  (t-1) Q0[X > Y_max].
-* T_2 <= E_Q[S/t; N >= 2] = E_Q[X_1; N >= 2] <= P0[b < X < inf] (t-1) pi + C(t-1, 2) pi^2 (union
-  bounds on Bin(t-1, pi) >= 1, >= 2; E_Q[X; X <= b] <= 1), charged at +inf (upper) and left out
-  (lower). b is the smallest point where this charge is below a target (:func:`split_points`).
+  Any coordinate above Y_max is charged once for all N: E_Q[S/t; some X_i > Y_max] =
+  E_Q[X_1; ...] <= P0[X > Y_max] + (t-1) Q0[X > Y_max]; the sums run over (b, Y_max].
+* T_2 (N = 2) = C(t, 2) E[((R_{t-2} + Y_1 + Y_2)/t - x)_+] <= C(t, 2) pi E[((R_{t-2} + 2Y)/t -
+  x)_+] (convexity: the mean of the values at 2 Y_1 and 2 Y_2 bounds the value at their mean,
+  Y_1 + Y_2), and C_{R_{t-2}} <= C_{R_{t-1}} / (1 - pi) (R_{t-1} = R_{t-2} + a body coordinate
+  of mass 1 - pi, >= 0): T_2 <= (t-1) pi / (2 (1 - pi)) sum over the tail of E[C_R(t x - 2Y)],
+  the same sum as T_1 at the doubled knots. b keeps (t-1) pi <= TPI_MAX, so this is a small
+  fraction of T_1 at x/2.
+* N >= 3: E_Q[S/t; N >= 3] = E_Q[X_1; N >= 3] <= P0[b < X < inf] C(t-1, 2) pi^2 + C(t-1, 3) pi^3
+  (union bounds on Bin(t-1, pi) >= 2, >= 3; E_Q[X; X <= b] <= 1), charged at +inf (upper) and
+  left out (lower). b is the smallest point where this charge is below a target and
+  (t-1) pi <= TPI_MAX (:func:`split_points`).
 
-Lower bound of T_1 (:func:`lower_atoms`): R from the engine's lower P-tilted composition (its
-Q-masses (t-1) m'(s)/s, each bin lowered by its budget: smaller in increasing convex order than
-R, see :mod:`.pld`), merged into chunks at their Q-weighted means, and each tail cell at its
+Lower bound of T_1 (:func:`lower_atoms`): R from the engine's lower P-tilted composition R'_lo
+of (x lo) * lo^{t-2}, lo the body's lowered masses (:mod:`.grid`: smaller than the body in the
+increasing convex order), each bin lowered by its budget. Its Q-masses (t-1) m'(s)/s, s > 0,
+bound R from below in that order: for phi increasing, convex, >= 0, (t-1) sum m'(s) phi(s)/s
+<= (t-1) E_{(x lo) lo^{t-2}}[phi(S)/S] = E_{lo^{t-1}}[phi(S); S > 0] (the factor x of one of
+t-1 exchangeable coordinates is S/(t-1) on average) <= E_{body^{t-1}}[phi(S)]. They are merged
+into chunks at their Q-weighted means (Jensen), and each tail cell at its
 conditional mean (a lower mass, a lower position); the atoms s = r + y with Q-mass t Q_R Q_Y,
 then merged in bins of log s at their means. Merging outcomes is a post-processing (and a
 mean-preserving contraction of S), so every hockey-stick divergence only decreases.
 
 Add direction (H_x(Q || P) = E_Q[(1 - x S/t)_+], decreasing in S): the upper bound puts the
-whole tail at b (X ^ b <= X; :mod:`.pld` adds Q0[X > b] to the atom at b), the lower drops it.
+whole tail at b (X ^ b <= X; :mod:`.pld` adds Q0[X > b] to the atom at b); the lower keeps the
+event N = 1 as one atom (:func:`add_lower_atom`) and drops N >= 2.
 
 Floating point: every mass carries its error bound (raised above, lowered below), positions are
-rounded outward (upper atoms up, lower atoms down), z = t x - y is charged 4 ulps of t x + y times
-the slope of C_R (<= 1). Stated, not charged: scipy's cdf / sf to FUNC_ULPS ulps (as in
-:mod:`.grid`), and the positions of the lower atoms' losses log(s/t) at ulp level.
+rounded outward (upper atoms up, lower atoms down), z = t x - y is charged 8 ulps of t x + y times
+the slope of C_R (<= 1) on the band of knots evaluated one by one and next to its ends. Stated,
+not charged: scipy's cdf / sf to FUNC_ULPS ulps (as in :mod:`.grid`), and the positions of the
+lower atoms' losses log(s/t) at ulp level.
 """
 from __future__ import annotations
 
@@ -52,8 +66,9 @@ import numpy as np
 from .grid import FUNC_ULPS
 
 _U = 2.0 ** -53
-#: ratio log r of the geometric tail grid: at most this, and at most dx / sqrt(t) (the loss grid
-#: step the epoch is computed for, h = 2 dx / sqrt(t), halved)
+#: ratio log r of the geometric tail grid: at most this, and about dx / sqrt(t) (the loss grid
+#: step the epoch is computed for, h = 2 dx / sqrt(t), halved) but no finer than dx / b (knots
+#: closer than the S-grid's step dx resolve nothing more)
 LOG_R_MAX = 1e-3
 #: quantile levels of R's chunks for the lower bound (logit-spaced: finer in both tails)
 N_CHUNKS = 192
@@ -233,8 +248,9 @@ _PAIRS = 1 << 21
 def upper_tail(x: np.ndarray, t: int, tail: Tail, C: CallR) -> np.ndarray:
     """Upper bounds on T_1(x) + T_2(x) + E_Q[S/t; some X_i > Y_max] (module docstring)."""
     t1 = _upper_sum(x, t, tail.y_up, tail.w_up, C)
-    pi = min(tail.pi_up, 0.5)
-    f = 0.5 * (t - 1) * pi / (1.0 - pi) * (1 + 8 * _U)
+    pi = tail.pi_up
+    # (pi >= 1 leaves no body: the bound is vacuous, and the caller clips the curve at 1)
+    f = 0.5 * (t - 1) * pi / (1.0 - pi) * (1 + 8 * _U) if pi < 1.0 else 1e300
     t2 = _upper_sum(x, t, 2.0 * tail.y_up, tail.w_up, C)
     return (t1 + f * t2 + tail.beyond) * (1 + 8 * _U)
 
@@ -320,5 +336,21 @@ def lower_atoms(s: np.ndarray, q_r: np.ndarray, t: int, tail: Tail, h: float):
     return pos, Mb * (1 - (cnt + 4) * _U)
 
 
-__all__ = ["Tail", "tail_cells", "split_points", "tail_masses", "charge", "CallR", "upper_tail",
+def add_lower_atom(tail: Tail, C: CallR, t: int):
+    """(s, m) of one atom for the add direction's lower pair: the event N = 1 (one coordinate in
+    (b, Y_max]) merged into its Q-mass m (from below, t (1 - pi)^{t-1} Q0[b < X <= Y_max]) at a
+    position s at least its conditional mean of S (E_Q[R] / Q[R] + E[Y; tail] / Q0[tail], each
+    bounded above). Merging outcomes is a post-processing; a larger S lowers the add loss
+    log(t/S) of that P-mass, which lowers every composition's delta (module docstring)."""
+    if tail.pi_lo <= 0 or tail.pi_up >= 1:
+        return 0.0, 0.0
+    q_r = math.exp((t - 1) * math.log1p(-tail.pi_up)) * (1 - 1e-12)
+    m = t * q_r * tail.pi_lo * (1 - 1e-12)
+    n = tail.y_up.size
+    mean_y = float(np.sum(tail.w_up * tail.y_up)) * (1 + (n + 4) * _U) / tail.pi_lo
+    s = (C.c0 / q_r + mean_y) * (1 + 8 * _U)
+    return s, m
+
+
+__all__ = ["add_lower_atom", "Tail", "tail_cells", "split_points", "tail_masses", "charge", "CallR", "upper_tail",
            "lower_atoms", "LOG_R_MAX"]
