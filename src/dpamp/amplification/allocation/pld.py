@@ -21,7 +21,7 @@ per-step losses, and its law is a t-fold convolution in the exp-loss domain.
    of :mod:`.tail` with the (t-1)-fold body R (a second composition, of t-1 steps), two by
    convexity, three or more charged at +inf (b is chosen where that charge is about
    CUT_TAILS); for add the tail is put at b in the upper bound (X ^ b <= X and the curve
-   decreases in S) and left out of the lower one. Bases whose X lives on [x_lo, x_hi]
+   decreases in S), and the lower one keeps one large coordinate as one merged atom. Bases whose X lives on [x_lo, x_hi]
    (atoms at both ends) have no tail: the grid spans [x_lo, x_hi].
 2. The t-fold convolution on that grid by the PLD engine's tilted FFT
    (:func:`dpamp.pld.engine.compose`, with its proven floating-point budget E_k on every
@@ -121,7 +121,8 @@ class _Epoch:
         self.cuts = [math.exp(min(G.truncation_point(loss, c), 600.0)) for c in CUT_TAILS]
         self.a_cut = self.cuts[0]
         self.y_max = math.exp(min(G.truncation_point(loss, Y_MAX_TAIL), 600.0))
-        # the body's ends b (.tail): the charge of two or more large coordinates about CUT_TAILS
+        # the body's ends b (.tail): the charge of three or more large coordinates about
+        # CUT_TAILS
         self.splits = T.split_points(loss, t, CUT_TAILS, self.y_max)
         self._cache: dict = {}
         # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
@@ -235,7 +236,8 @@ class _Epoch:
         out = {"remove": rem, "add": add, "K": K, "step": step, "t_o": t * o,
                "t_aK": t * float(a[-1]), "tail": None}
         if self.span is None and c.q_tail > 0:
-            # X > a_K on a geometric grid (.tail): T_1 from the (t-1)-fold body R, T_2 charged
+            # X > a_K on a geometric grid (.tail): T_1 from the (t-1)-fold body R, T_2 by
+            # convexity from the same sums, N >= 3 charged at +inf
             lb = float(np.log(o + step * np.arange(1, K + 1))[-1])    # as grid.cells has it
             # (knots no closer than the S-grid's step: C_R is resolved no finer)
             log_r = min(T.LOG_R_MAX, max(step / math.sqrt(t), step / float(a[-1])))
