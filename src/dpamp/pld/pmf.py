@@ -32,8 +32,15 @@ class GridPMF:
         self._A = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [0.0]])
         # C_k = m_k + e^{-h} C_{k+1}: a first-order linear recursion, done by scipy.signal-free
         # vectorised form C_k = sum_j m_j e^{-(j-k)h} = e^{k h} S_k with S_k = sum_{j>=k} m_j e^{-jh};
-        # computed in blocks so that no exponent exceeds ~700 in magnitude.
-        self._C = np.concatenate([_discounted_suffix(self.mass, self.h), [0.0]])
+        # computed in blocks so that no exponent exceeds ~700 in magnitude; on first use (the
+        # S-domain compositions of dpamp.amplification.allocation never query it)
+        self._C_cache = None
+
+    @property
+    def _C(self) -> np.ndarray:
+        if self._C_cache is None:
+            self._C_cache = np.concatenate([_discounted_suffix(self.mass, self.h), [0.0]])
+        return self._C_cache
 
     @property
     def t(self) -> np.ndarray:

@@ -14,22 +14,27 @@ per-step losses, and its law is a t-fold convolution in the exp-loss domain.
 
 **Bounds** (our construction; :mod:`.grid` for the one-step discretisations):
 
-1. X on the linear grid k dx, k <= K (X > a_K cut: the event A that some X_i > a_K is charged
-   to the upper bound at +inf, P(A) <= P0[X > a_K] + (t-1) Q0[X > a_K] for remove and
-   Q(A) <= t Q0[X > a_K] for add, and simply left out of the lower bound, where it only
-   removes mass). Upper: the mean-preserving split (larger in convex order); lower: the
-   lowered-knot polygon (smaller in increasing convex order), for remove; for add the same on
-   Y = a_K - X (so that the add curve is an increasing convex function of sum Y).
+1. X on the linear grid k dx, k <= K, up to b = a_K. Upper: the mean-preserving split (larger
+   in convex order); lower: the lowered-knot polygon (smaller in increasing convex order), for
+   remove; for add the same on Y = a_K - X (so that the add curve is an increasing convex
+   function of sum Y). X > b: for remove, one large coordinate (N = 1) on the geometric grid
+   of :mod:`.tail` with the (t-1)-fold body R (a second composition, of t-1 steps), two by
+   convexity, three or more charged at +inf (b is chosen where that charge is about
+   CUT_TAILS); for add the tail is put at b in the upper bound (X ^ b <= X and the curve
+   decreases in S), and the lower one keeps one large coordinate as one merged atom. Bases whose X lives on [x_lo, x_hi]
+   (atoms at both ends) have no tail: the grid spans [x_lo, x_hi].
 2. The t-fold convolution on that grid by the PLD engine's tilted FFT
    (:func:`dpamp.pld.engine.compose`, with its proven floating-point budget E_k on every
    suffix, for weights in [0, 1]). Remove is computed under P (the masses of S tilted by S/t,
    i.e. one factor x mu(dx) and t - 1 factors mu, FS25b's "P differs in one coordinate"), so
    that the weights (1 - x t / s)_+ are in [0, 1]; add under Q with weights (1 - x s / t)_+.
 3. Onto the engine's loss grid t_j = j h: the upper curve's values at x = e^{jh} (computed
-   masses + E_k + mass above the window + P(A), both halves) through the lower convex hull
+   masses + E_k + mass above the window + the tail's terms, both halves) through the lower
+   convex hull
    (:func:`dpamp.pld.discretize.discretize_profile`, chords of points above a convex curve lie
    above it); the lower one as the exact pair of atoms log(s/t) with the masses lowered by
-   their per-bin budget E_k, through the optimistic discretisation of :mod:`dpamp.pld`.
+   their per-bin budget E_k (and the N = 1 atoms of :func:`.tail.lower_atoms`), through the
+   optimistic discretisation of :mod:`dpamp.pld`.
 
 Epochs and other parts of a plan then compose in the engine (its upper and lower PMFs stay
 bounds under any number of compositions). Every rounding goes outward: upper masses up, lower
@@ -52,11 +57,13 @@ import math
 import numpy as np
 
 from . import grid as G
+from . import tail as T
 
 _U = 2.0 ** -53
-#: the cut points of X tried, finest first: P0 and Q0 mass above it about this (charged at +inf
-#: in the upper bound); a coarser cut is used where the finer one would need more than MAX_K
-#: grid points at the step asked for (small sigma: X = e^loss has a long right tail)
+#: the body ends b tried, finest first: the charge of three or more coordinates above b
+#: (:mod:`.tail`) about this; a coarser one where the finer would need more than MAX_K grid
+#: points at the step asked for. (The old cuts of X, where P0 and Q0 have this mass above,
+#: still size the windows: ``cuts``.)
 CUT_TAILS = (1e-14, 1e-12, 1e-10)
 CUT_TAIL = CUT_TAILS[0]
 #: delta the tilt of the S-domain FFT is aimed at (any tilt is sound; this one keeps the budget
@@ -64,6 +71,14 @@ CUT_TAIL = CUT_TAILS[0]
 DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
 MAX_K = 1 << 17
+#: largest standard deviation of X for the PLD (check_reach). Beyond it (Gaussian sigma < ~0.38)
+#: most of X's mass lies far below any step the body's grid can afford (median e^{-1/(2
+#: sigma^2)}), which the add direction's small sums need, and the body's FFT windows grow:
+#: measured at delta 1e-6, sigma 0.4-0.45 brackets are within 6e-4, sigma 0.35 within 1e-4
+#: for t = 100 and 10^4 but [0.13, 10.17] for t = 1000, sigma 0.3 wider than the RDP route
+MAX_SD_X = 30.0
+#: the tail grid (:mod:`.tail`) reaches X where P0 and Q0 have mass about this above
+Y_MAX_TAIL = 1e-18
 
 
 def allocation_parts(base, k: int, t: int):
@@ -110,6 +125,10 @@ class _Epoch:
         self.t = t
         self.cuts = [math.exp(min(G.truncation_point(loss, c), 600.0)) for c in CUT_TAILS]
         self.a_cut = self.cuts[0]
+        self.y_max = math.exp(min(G.truncation_point(loss, Y_MAX_TAIL), 600.0))
+        # the body's ends b (.tail): the charge of three or more large coordinates about
+        # CUT_TAILS
+        self.splits = T.split_points(loss, t, CUT_TAILS, self.y_max)
         self._cache: dict = {}
         # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
         # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the
@@ -125,17 +144,18 @@ class _Epoch:
             if inside and hi_x > lo_x:
                 self.span = (lo_x, hi_x)
                 self.a_cut = hi_x
-        # moments of X (sizing only), from a coarse split
-        c = self._cells(self.a_cut / 4096)
+        # moments of X (sizing only), from a coarse split (up to the cut, tail included)
+        c = G.cells(loss, self.a_cut / 4096, 4096) if self.span is None \
+            else self._cells(self.a_cut / 4096)
         m = G.split_masses(c)
         self.var_x = _var_x(loss, self.cuts[-1])
         self._coarse = (c.dx, m, c.o)
 
     def _cells(self, dx):
         if self.span is None:
-            # the finest cut that fits MAX_K points at this step (else the coarsest, coarser)
-            fits = [a for a in self.cuts if a / dx <= MAX_K]
-            a_cut = fits[0] if fits else self.cuts[-1]
+            # the finest split that fits MAX_K points at this step (else the coarsest, coarser)
+            fits = [a for a in self.splits if a / dx <= MAX_K]
+            a_cut = fits[0] if fits else self.splits[-1]
             K = max(2, int(math.ceil(a_cut / max(dx, a_cut / MAX_K))))
             return G.cells(self.loss, a_cut / K, K)
         if self.span is not None:
@@ -150,13 +170,21 @@ class _Epoch:
         return G.cells(self.loss, dx, K)
 
     def check_reach(self):
-        """OutOfReach where the linear grid cannot resolve X: a step of 1/20 of X's standard
-        deviation (the split's noise then adds < 1/1000 to the loss variance) must cover X up
-        to the coarsest cut within MAX_K points. Small sigma (X = e^loss has a long right
-        tail) fails this; the RDP route (.rdp) answers those plans."""
+        """OutOfReach where the linear grid cannot resolve the body of X: a step of 1/20 of X's
+        standard deviation (the split's noise then adds < 1/1000 to the loss variance) must
+        cover X up to the coarsest body end b within MAX_K points (the tail above b is on
+        :mod:`.tail`'s geometric grid), and X's standard deviation must be at most MAX_SD_X.
+        Gaussians down to sigma 0.4 pass; below, the RDP route (.rdp) answers those plans."""
         if self.span is not None:
             return
-        need = self.cuts[-1] / (0.05 * math.sqrt(self.var_x))
+        sd = math.sqrt(self.var_x)
+        need = self.splits[-1] / (0.05 * sd)
+        if sd > MAX_SD_X:
+            from ...core.errors import OutOfReach
+            raise OutOfReach(
+                f"random allocation over {self.t} steps: the likelihood ratio of this base "
+                f"mechanism is too spread for the PLD's linear grid (standard deviation "
+                f"{sd:.3g} > {MAX_SD_X:g}); use method='rdp'")
         if need > MAX_K:
             from ...core.errors import OutOfReach
             raise OutOfReach(
@@ -206,13 +234,30 @@ class _Epoch:
         rem = _compose([tilt] + parts, step, t * (1.0 - o))
         y = c.reflected()
         yup, ylo = G.split_masses(y), G.lowered_masses(y)
+        # add: X ^ a_K <= X, the whole Q0[X > a_K] at a_K (Y = 0) bounds the decreasing curve
+        yup[0] += c.q_tail * (1 + 4 * _U)
         add = _compose([PartPMF(Discretized(step, 0, yup, 0.0, ylo, 0.0), t)], step,
                        t * float(a[-1]) - t)
-        extra = {"remove": min(c.p_tail + c.p_inf + (t - 1) * c.q_tail, 1.0) * (1 + 8 * _U),
-                 "add": min(t * c.q_tail, 1.0) * (1 + 8 * _U)}
-        # S = t o + step x (index): remove's positions; add's S = t a_K - S_Y
-        out = {"remove": rem, "add": add, "extra": extra, "K": K, "step": step,
-               "t_o": t * o, "t_aK": t * float(a[-1])}
+        out = {"remove": rem, "add": add, "K": K, "step": step, "t_o": t * o,
+               "t_aK": t * float(a[-1]), "tail": None}
+        if self.span is None and c.q_tail > 0:
+            # X > a_K on a geometric grid (.tail): T_1 from the (t-1)-fold body R, T_2 by
+            # convexity from the same sums, N >= 3 charged at +inf
+            lb = float(np.log(o + step * np.arange(1, K + 1))[-1])    # as grid.cells has it
+            # (knots no closer than the S-grid's step: C_R is resolved no finer)
+            log_r = min(T.LOG_R_MAX, max(step / math.sqrt(t), step / float(a[-1])))
+            tail = T.tail_cells(self.loss, lb, self.y_max, log_r, t)
+            tail.pi_up = c.q_tail
+            rest = [PartPMF(parts[0].d, t - 2)] if t > 2 else []
+            rp = _compose([tilt] + rest, step, (t - 1) * (1.0 - o))
+            out["tail"] = tail
+            out["R"] = rp
+            out["callR"] = T.CallR([rp[True], rp["flat"][True]], step, t, tail.pi_lo)
+            rem_extra = c.p_inf + T.charge(c.p_tail, c.q_tail, t)
+        else:
+            # (the tail, if any, charged at +inf: at least one X_i > a_K)
+            rem_extra = c.p_tail + c.p_inf + (t - 1) * c.q_tail
+        out["extra"] = {"remove": min(rem_extra, 1.0) * (1 + 8 * _U), "add": 0.0}
         return out
 
     # --- curves and atoms -------------------------------------------------------------------
@@ -221,8 +266,12 @@ class _Epoch:
         smaller of the tilted and the untilted composition's."""
         r = self.compute(dx)
         both = r["remove" if remove else "add"]
-        return np.minimum(self._upper_curve(r, both[True], remove, x),
-                          self._upper_curve(r, both["flat"][True], remove, x))
+        val = np.minimum(self._upper_curve(r, both[True], remove, x),
+                         self._upper_curve(r, both["flat"][True], remove, x))
+        if remove and r["tail"] is not None:
+            val = np.minimum((val + T.upper_tail(x, self.t, r["tail"], r["callR"]))
+                             * (1 + 4 * _U), 1.0)
+        return val
 
     def _upper_curve(self, r, pmf, remove: bool, x: np.ndarray) -> np.ndarray:
         t = self.t
@@ -258,18 +307,8 @@ class _Epoch:
         from ...pld.loss import LossDistribution
         r = self.compute(dx)
         both = r["remove" if remove else "add"]
-        pmf, flat = both[False], both["flat"][False]
         t = self.t
-        # the per-bin budget (dpamp.pld.engine), not the suffix one: the masses go one by one;
-        # each bin takes the larger of the two compositions' lower bounds
-        lo_idx = min(pmf.jlo, flat.jlo)
-        hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
-        m = np.zeros(hi_idx - lo_idx)
-        for g in (pmf, flat):
-            k = g.jlo - lo_idx
-            seg = np.maximum(g.mass - g.bin_err, 0.0)
-            m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
-        m = m * (1 - 4 * _U)
+        m, lo_idx = _lower_masses(both)
         n = m.size
         idx = lo_idx + np.arange(n)
         keep = m > 0
@@ -285,6 +324,24 @@ class _Epoch:
             with np.errstate(divide="ignore"):
                 loss = np.where(s > 0, np.log(t / np.maximum(s, 1e-300)), np.inf)
             p, q = m, np.where(s > 0, m * s / t, 0.0)
+        if remove and r["tail"] is not None:
+            # T_1 (.tail): R's lower Q-masses (t-1) m'(s)/s from its lower P-tilted compositions
+            ms, lo_r = _lower_masses(r["R"])
+            s_r = r["step"] * (lo_r + np.arange(ms.size))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q_r = np.where(s_r > 0, (t - 1) * ms / np.maximum(s_r, 1e-300), 0.0)
+            pos, qm = T.lower_atoms(s_r, q_r * (1 - 4 * _U), t, r["tail"], 2 * dx / math.sqrt(t))
+            loss = np.concatenate([loss, np.log(pos / t)])
+            p = np.concatenate([p, qm * pos / t * (1 - 4 * _U)])
+            q = np.concatenate([q, qm])
+        elif r["tail"] is not None:
+            # add: the event N = 1 merged into one atom (.tail.add_lower_atom), not left out
+            # (left out, its mass ~ t pi per epoch would be missing from every composition)
+            s1, m1 = T.add_lower_atom(r["tail"], r["callR"], t)
+            if m1 > 0:
+                loss = np.concatenate([loss, [math.log(t / s1)]])
+                p = np.concatenate([p, [m1]])
+                q = np.concatenate([q, [m1 * s1 / t * (1 + 4 * _U)]])
         order = np.argsort(loss)
         return LossDistribution(loss[order], p[order], q[order], name=f"allocation-lower({t})")
 
@@ -307,6 +364,11 @@ class _Epoch:
             s_lo = float(np.nanmax((lt - np.maximum(Kpn, Kqn)) / th))
         hi = math.log(max(s_hi + t * o, 1e-300) / t)
         lo = math.log(max(s_lo + t * o, 1e-12 * t) / t)
+        if self.span is None:
+            # a heavy tail (small sigma) is coarser than the split's cells: S/t exceeds
+            # y/t + E X with P-mass about P0[X > y] + (t-1) Q0[X > y]; at most ~tail above y_q
+            y_q = math.exp(min(G.truncation_point(self.loss, tail / t), 600.0))
+            hi = max(hi, math.log(y_q / t + 1.0))
         return (lo, hi) if remove else (-hi, -lo)
 
 
@@ -326,6 +388,21 @@ def _var_x(loss, a_cut: float) -> float:
     e_px += float(np.sum(loss.atom_p[fin] * np.exp(loss.atom_loss[fin])))
     e_qx += float(np.sum(loss.atom_p[fin]))
     return max(e_px - e_qx ** 2, 1e-12)
+
+
+def _lower_masses(both):
+    """Per bin the larger of the tilted and the untilted lower composition's masses, each
+    lowered by its per-bin budget (dpamp.pld.engine; not the suffix one: the masses go one by
+    one), and the index of the first bin."""
+    pmf, flat = both[False], both["flat"][False]
+    lo_idx = min(pmf.jlo, flat.jlo)
+    hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
+    m = np.zeros(hi_idx - lo_idx)
+    for g in (pmf, flat):
+        k = g.jlo - lo_idx
+        seg = np.maximum(g.mass - g.bin_err, 0.0)
+        m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
+    return m * (1 - 4 * _U), lo_idx
 
 
 def _suffix(x: np.ndarray) -> np.ndarray:
@@ -359,8 +436,11 @@ def _compose(parts, dx, center):
     out = compose(parts, dx, lam, kinds=(True, False), target=target)
     # the tilted FFT is accurate near the tail it aims at and loose far left of it (its budget
     # grows like e^{-lam s}); an untilted one is accurate in the bulk. Both are bounds: the
-    # curves take the smaller upper value and the atoms the larger lower mass, bin by bin
-    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False), target=(mean, 0.0))
+    # curves take the smaller upper value and the atoms the larger lower mass, bin by bin.
+    # (Its window is sized for DELTA_REF: the lower masses are charged, bin by bin, all
+    # the mass that may wrap around, e^-20 per bin at the engine's default, ~1e-4 over 1e5 bins)
+    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False),
+                          target=(mean, math.log(DELTA_REF)))
     return out
 
 
