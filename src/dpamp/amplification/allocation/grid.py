@@ -67,16 +67,24 @@ class Cells:
         return self.p.size
 
     def reflected(self) -> "Cells":
-        """Y = a_K - X: the cells in reverse order, E[Y; cell] = a_K q - p."""
+        """Y = a_K - X: the cells in reverse order, E[Y; cell] = a_K q - p. The atom X = 0
+        (loss -inf, Q0-mass ``zero``: an (epsilon, delta) base) is the atom Y = a_K, on the
+        last knot: in the last cell's q (and so its mean), not inside it (q_gap)."""
         aK = self.K * self.dx
         q = self.q[::-1].copy()
+        eq = self.eq[::-1].copy()
+        if self.zero:
+            q[-1] += self.zero
+            eq[-1] += 2 * _U * q[-1]
         p = np.maximum(aK * q - self.p[::-1], 0.0)
-        ep = aK * self.eq[::-1] + self.ep[::-1] + 4 * _U * (aK * q + self.p[::-1])
-        # C_Y(b_k) = E(a_K - b_k - X)_+ = put(a_{K-k}); put_Y(b_k) = C(a_{K-k})
-        return Cells(self.dx, p, q, ep, self.eq[::-1].copy(), 0.0, self.p_tail, self.q_tail,
+        ep = aK * eq + self.ep[::-1] + 4 * _U * (aK * q + self.p[::-1])
+        ends = (self.q_ends[1], self.q_ends[0] + self.zero * (1 - 4 * _U))
+        # C_Y(b_k) = E(a_K - b_k - X)_+ = put(a_{K-k}) (put counts X = 0); put_Y(b_k) =
+        # C(a_{K-k})
+        return Cells(self.dx, p, q, ep, eq, 0.0, self.p_tail, self.q_tail,
                      self.p_inf, self.put[::-1].copy(), self.dput[::-1].copy(),
                      self.v[::-1].copy(), self.dv[::-1].copy(), 0.0, self.q_gap[::-1].copy(),
-                     self.q_ends[::-1])
+                     ends)
 
 
 def cells(loss, dx: float, K: int, o: float = 0.0) -> Cells:
