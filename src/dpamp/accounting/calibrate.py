@@ -20,8 +20,8 @@ The monotonicity holds for the true epsilon and for the bounds computed here (la
 fewer steps or a smaller rate is a post-processing / sub-composition); the final evaluation
 certifies the returned value whatever happens. With an expensive method (e.g. "pld") the
 bracket starts from the "rdp" answer, so only a handful of expensive evaluations are made
-(about 2 + log2(log(1.25)/rtol) ~ 14 for sigma). Between plans seen to be within 50 targets,
-a PLD evaluation is first made to 5 % of the target (it decides most of them). Where the
+(about 2 + log2(log(1.25)/rtol) ~ 14 for sigma). Where the PLD cannot reach its default tol
+near the target, evaluations are first made to 5 % of the target (``_Oracle._coarse``). Where the
 evaluated brackets are themselves wider than 1e-3 (tiny rates at tiny deltas, docs/pld.md
 "Corners"), the search stops at an eighth of their relative width rather than at ``rtol``:
 below it the upper bound is not monotone, and narrowing further would follow its noise.
@@ -139,16 +139,18 @@ class _Oracle:
         return self.seen[x][0]
 
     def _coarse(self, x, mech):
-        """A bracket to COARSE_TOL of the target first, where the plans seen so far show that
-        epsilon(x) is below 50 targets (there it is coarser than the default tol): kept where
-        it decides x (upper <= target, or lower > target: the default bracket would decide the
-        same way) or where the PLD could not reach it (nor then the default tol), else None (x
-        is then evaluated at the default tol). Only for "pld"/"auto"
-        without a tol of the caller's, and only between plans seen (epsilon is monotone in x)."""
+        """A bracket to COARSE_TOL of the target first, once a plan seen within 50 targets did
+        not reach the default tol (a corner where the PLD's limits, not its grid, set the
+        width: tiny rates at tiny deltas): kept where it decides x (upper <= target, or lower
+        > target: the default bracket would decide the same way) or where the PLD could not
+        reach it either (nor then the default tol), else None (x is then evaluated at the
+        default tol). Only for "pld" / "auto" without a tol of the caller's. Elsewhere the
+        coarse values would only bias the interpolation of the search (measured: more
+        evaluations for steps and sigma)."""
         if "tol" in self.options or self.method not in ("auto", "pld"):
             return None
-        near = [g.epsilon for y, (g, _) in self.seen.items() if g.epsilon < 50 * self.eps]
-        if not near:
+        if not any("did not reach tol" in g.note and g.epsilon < 50 * self.eps
+                   for g, _ in self.seen.values()):
             return None
         try:
             g = mech.epsilon(self.delta, method=self.method, tol=COARSE_TOL * self.eps,
