@@ -29,18 +29,17 @@ from ..core import _validate as V
 from ..core._progress import progress
 from ..core.errors import OutOfReach
 from .cache import PLDCache, cache_key as _key
-from .engine import MAX_N, PartPMF, compose, grid_log_mgf_many
+from .engine import MAX_N, compose, grid_log_mgf_many
 from .caps import atomic_cap
 from .grid import align as _align, initial_h as _initial_h
-from .sources import ProfileSource, SymmetricCurve, discretize_source, parts_of
+from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
+from .sources import ProfileSource, SymmetricCurve, parts_of
 
 #: most grid refinements tried; then (or when the time budget or the largest grid is reached)
 #: the best proven bracket so far is returned, saying that tol was not met
 MAX_ROUNDS = 7
 #: default time budget of one query, in seconds (the ``budget`` option)
 BUDGET = 10.0
-#: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
-MAX_LOSS = 650.0
 #: total P-mass (over all steps) allowed outside the parts' grids, relative to the target delta
 TAIL_FRACTION = 1e-6
 
@@ -72,33 +71,6 @@ def _directions(mechanism):
     if all(getattr(src, "symmetric", False) for src, _ in parts):
         return [parts]
     return [parts, [(src.swapped(), c) for src, c in parts]]
-
-
-def _discretize(parts, h, tail_total, optimistic=True):
-    n = len(parts)
-    out = []
-    for src, c in parts:
-        lo, hi = src.quantile_range(max(tail_total / (c * n), 1e-300))
-        if max(-lo, hi) > MAX_LOSS:
-            raise OutOfReach(f"the PLD works with e^loss in floating point and handles losses "
-                             f"up to {MAX_LOSS:g}; one part reaches {max(-lo, hi):.4g} "
-                             "(epsilon in the hundreds): use method='rdp'")
-        jlo = min(-1, math.floor(lo / h) - 1)
-        jhi = max(1, math.ceil(hi / h) + 1)
-        if jhi - jlo > MAX_N:
-            raise MemoryError(jhi - jlo)
-        d = discretize_source(src, h, jlo, jhi, optimistic)
-        # the optimistic PMF may drop any mass (that only lowers delta): drop its top tail of
-        # mass <= the budget, which otherwise holds the tail rounded down onto the last knot and,
-        # once tilted, widens the FFT window for nothing
-        # (the last knot holds the P-mass above the grid, <= the tail budget by the choice of
-        # jhi, rounded down onto it: it goes too)
-        top = np.cumsum(d.lower[::-1])
-        cut = max(1, int(np.searchsorted(top, tail_total / (c * n), side="right")))
-        d.lower = d.lower.copy()
-        d.lower[d.lower.size - cut:] = 0.0
-        out.append(PartPMF(d, c))
-    return out
 
 
 _S = np.geomspace(1e-2, 1e3, 61)

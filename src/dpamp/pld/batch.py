@@ -1,0 +1,73 @@
+"""All parts of one direction of a composition discretised on one grid (the engine's step 1).
+
+Each part gets its own window [jlo, jhi] from its quantiles; the loss distributions' halves
+(two per part) are then built together by :func:`.polygon_batch.halves`, which returns what the
+part-by-part :func:`.discretize.discretize` would, bit for bit; the other sources (profiles,
+symmetrised curves, self-discretising sources) go one by one as before.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.errors import OutOfReach
+from . import loss as L
+from .discretize import _combine, cells_of, half_args
+from .engine import MAX_N, PartPMF
+from .polygon_batch import halves
+from .sources import discretize_source
+
+#: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
+MAX_LOSS = 650.0
+
+
+def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
+    """[PartPMF] of the (source, count) parts on t_j = j h, each window leaving out P-mass at
+    most tail_total / (count x number of parts) on either side (charged by the discretisation
+    itself, which puts it at +inf or rounds it onto the window's ends). ``batched=False``
+    discretises part by part (the reference the batched path is tested against)."""
+    n = len(parts)
+    grids = []
+    for src, c in parts:
+        lo, hi = src.quantile_range(max(tail_total / (c * n), 1e-300))
+        if max(-lo, hi) > MAX_LOSS:
+            raise OutOfReach(f"the PLD works with e^loss in floating point and handles losses "
+                             f"up to {MAX_LOSS:g}; one part reaches {max(-lo, hi):.4g} "
+                             "(epsilon in the hundreds): use method='rdp'")
+        jlo = min(-1, math.floor(lo / h) - 1)
+        jhi = max(1, math.ceil(hi / h) + 1)
+        if jhi - jlo > MAX_N:
+            raise MemoryError(jhi - jlo)
+        grids.append((jlo, jhi))
+    ds = [None] * n
+    batch = [i for i, (src, _) in enumerate(parts)
+             if batched and type(src) is L.LossDistribution]
+    if len(batch) > 1:
+        prep, args = {}, []
+        for i in batch:
+            src = parts[i][0]
+            jlo, jhi = grids[i]
+            c, mid = cells_of(src, h, jlo, jhi, optimistic)
+            fwd, rev, p_tot, q_tot = half_args(c, h, src.inf_mass, None, src.neg_inf_mass,
+                                               optimistic, mid)
+            prep[i] = (len(args), p_tot, q_tot, src.inf_mass, c["zero"][0])
+            args += [fwd, rev]
+        done = halves(args)
+        for i in batch:
+            k, p_tot, q_tot, p_inf, zero_p = prep[i]
+            ds[i] = _combine(done[k], done[k + 1], h, *grids[i], p_tot, q_tot, p_inf, zero_p)
+    out = []
+    for i, (src, c) in enumerate(parts):
+        d = ds[i] if ds[i] is not None else discretize_source(src, h, *grids[i], optimistic)
+        # the optimistic PMF may drop any mass (that only lowers delta): drop its top tail of
+        # mass <= the budget, which otherwise holds the tail rounded down onto the last knot and,
+        # once tilted, widens the FFT window for nothing
+        # (the last knot holds the P-mass above the grid, <= the tail budget by the choice of
+        # jhi, rounded down onto it: it goes too)
+        top = np.cumsum(d.lower[::-1])
+        cut = max(1, int(np.searchsorted(top, tail_total / (c * n), side="right")))
+        d.lower = d.lower.copy()
+        d.lower[d.lower.size - cut:] = 0.0
+        out.append(PartPMF(d, c))
+    return out
