@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dpamp as dp
-from dpamp.pld import batch, polygon, polygon_batch, query
+from dpamp.pld import batch, engine, polygon, polygon_batch, query
 from dpamp.pld.discretize import _cancel_negatives, cells_of, half_args
 
 
@@ -110,3 +110,30 @@ def test_cancel_negatives_matches_full_rescans():
         a, sa = _cancel_negatives(m)
         b, sb = reference(m)
         assert np.array_equal(a, b) and sa == sb
+
+
+def test_cancel_negatives_many_matches_one_by_one():
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        ms = [rng.normal(0.3, 1.0, rng.integers(1, 30)) * 10.0 ** rng.integers(-30, 0)
+              for _ in range(rng.integers(1, 8))]
+        for (a, sa), m in zip(batch.cancel_negatives_many(ms), ms):
+            b, sb = _cancel_negatives(m)
+            assert np.array_equal(a, b) and sa == sb
+
+
+def test_spectra_wrap_by_slices():
+    """The parts' PMFs are laid on the circle of N points by slices: the same array (hence the
+    same rfft) as placing every point at (jlo + k) mod N."""
+    from types import SimpleNamespace as NS
+    from scipy import fft as sfft
+    rng = np.random.default_rng(1)
+    for N in (16, 17, 100):
+        for _ in range(50):
+            n = int(rng.integers(1, N + 1))
+            jlo = int(rng.integers(-3 * N, 3 * N))
+            w = rng.random(n)
+            ref = np.zeros(N)
+            ref[(jlo + np.arange(n)) % N] = w
+            got = next(engine._spectra([NS(d=NS(jlo=jlo))], [w], [0.0], N))
+            assert np.array_equal(got, sfft.rfft(ref))

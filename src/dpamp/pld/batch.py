@@ -56,7 +56,10 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         done = halves(args)
         for i in batch:
             k, p_tot, q_tot, p_inf, zero_p = prep[i]
-            ds[i] = _combine(done[k], done[k + 1], h, *grids[i], p_tot, q_tot, p_inf, zero_p)
+            ds[i] = _combine(done[k], done[k + 1], h, *grids[i], p_tot, q_tot, p_inf, zero_p,
+                             cancel=False)
+        for i, (m, slack) in zip(batch, cancel_negatives_many([ds[i].lower for i in batch])):
+            ds[i].lower, ds[i].lower_slack = m, slack
     out = []
     for i, (src, c) in enumerate(parts):
         d = ds[i] if ds[i] is not None else discretize_source(src, h, *grids[i], optimistic)
@@ -70,4 +73,38 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         d.lower = d.lower.copy()
         d.lower[d.lower.size - cut:] = 0.0
         out.append(PartPMF(d, c))
+    return out
+
+
+def cancel_negatives_many(ms, passes: int = 20):
+    """[:func:`.discretize._cancel_negatives` (m) for m in ms], the passes run on all PMFs at
+    once (laid end to end: a PMF's top bin passes nothing on, as there; a PMF that meets a
+    negative top bin stops after that pass, as there). Equal values (zeros maybe signed)."""
+    sizes = np.array([m.size for m in ms], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(sizes)])
+    flat = np.concatenate(ms) if ms else np.zeros(0)
+    is_top = np.zeros(flat.size, dtype=bool)
+    is_top[offs[1:][sizes > 0] - 1] = True
+    owner = np.repeat(np.arange(len(ms)), sizes)
+    stopped = np.zeros(len(ms), dtype=bool)
+    neg = np.nonzero(flat < 0)[0]
+    for _ in range(passes):
+        if neg.size == 0:
+            break
+        top = is_top[neg]
+        inner = neg[~top]
+        amount = -flat[inner]
+        flat[inner] = 0.0
+        flat[inner + 1] -= amount             # (distinct indices, none past its PMF's top)
+        stopped[owner[neg[top]]] = True
+        cand = inner + 1
+        cand = cand[~stopped[owner[cand]]]
+        neg = cand[flat[cand] < 0]
+    out = []
+    for a, b in zip(offs[:-1], offs[1:]):
+        m = flat[a:b]
+        if (m < 0).any():
+            out.append((np.maximum(m, 0.0), float(-np.minimum(m, 0.0).sum())))
+        else:
+            out.append((m, 0.0))
     return out

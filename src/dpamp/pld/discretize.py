@@ -148,8 +148,11 @@ def half_args(c: dict, h: float, p_inf: float, totals: tuple | None = None,
     return fwd, rev, p_tot, q_tot
 
 
-def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p) -> Discretized:
-    """Join the eps >= 0 half and the swapped pair's half at x = 1 into the two PMFs."""
+def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p,
+             cancel: bool = True) -> Discretized:
+    """Join the eps >= 0 half and the swapped pair's half at x = 1 into the two PMFs
+    (cancel=False: the optimistic masses before :func:`_cancel_negatives`, for the caller to
+    cancel, with ``lower_slack`` 0 until then)."""
     z = -jlo                                      # index of t = 0
     back = np.exp(-h * np.arange(1, z + 1))       # swapped pair's P-mass -> P-mass: times e^{-t'}
     upper = np.empty(jhi - jlo + 1)
@@ -176,7 +179,7 @@ def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p) -
     neg = -np.minimum(lower, 0.0)
     if neg.sum() > 1e-13 * max(p_tot, 1e-300):
         lower = _hull_masses(fwd, rev, g0, h, lower, z, p_tot, q_tot)
-    lower, slack = _cancel_negatives(lower)
+    lower, slack = _cancel_negatives(lower) if cancel else (lower, 0.0)
     upper = np.maximum(upper, 0.0)        # rounding noise only (>= 0 in exact arithmetic)
     return Discretized(h, jlo, upper, fwd.inf_up, lower, p_inf, slack)
 

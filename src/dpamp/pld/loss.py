@@ -334,12 +334,36 @@ def _bisect(f, a, b, iters=80):
 
 def _mixture_moments(base: LossDistribution, q: float):
     """Mean and variance of L' = log(1 - q + q e^L) under P' = (1-q)Q + qP, and (mean, var) of
-    -L' under Q' = Q (the swapped pair's loss, from the same nodes), by a fine quadrature of
-    the base (sizing only; never used for soundness)."""
+    -L' under Q' = Q (the swapped pair's loss, from the same nodes), by a quadrature of the
+    base (sizing only; never used for soundness): the midpoint rule on 1024 cells and on every
+    other node, combined by Richardson's extrapolation (errors ~ n^-2 cancel; it beats the
+    former 4000 cells at a quarter of the CDF evaluations)."""
     lo, hi = base.quantile_range(1e-12)
     if base.cdf is not None and hi > lo:
-        t = np.linspace(lo, hi, 4001)
+        t = np.linspace(lo, hi, 1025)
         cp, cq = base.cdf(t)
+    else:
+        t = cp = cq = None
+    fine = _mixture_nodes(base, q, t, cp, cq)
+    if t is None:
+        return fine
+    coarse = _mixture_nodes(base, q, t[::2], cp[::2], cq[::2])
+    out = []
+    for f, c in ((fine[:2], coarse[:2]), (fine[2], coarse[2])):
+        if f is None or c is None:
+            out.append(f)
+            continue
+        r = tuple((4.0 * a - b) / 3.0 for a, b in zip(f, c))
+        # an under-resolved quadrature (the extrapolation is then no better): the fine one
+        ok = all(math.isfinite(v) for v in r) and r[1] > 0 and abs(r[1] / f[1] - 1) < 0.5
+        out.append(r if ok else f)
+    return out[0] + (out[1],)
+
+
+def _mixture_nodes(base: LossDistribution, q: float, t, cp, cq):
+    """(mean, var) under P' and the swap's (mean, var) (or None) by the midpoint rule on the
+    cells of the nodes t (CDFs cp, cq there) plus the base's finite atoms."""
+    if t is not None:
         wp, wq = np.diff(cp), np.diff(cq)
         mid = 0.5 * (t[1:] + t[:-1])
     else:

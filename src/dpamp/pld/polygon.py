@@ -252,9 +252,11 @@ def _end_chord(x, f, e):
     if i >= K - 1:
         return e
     j = np.arange(i + 1, K)
-    chord = g[K] + s[i] * (x[j] - x[K])
+    with np.errstate(invalid="ignore", over="ignore"):
+        low = f[j] - (g[K] + s[i] * (x[j] - x[K]))
     e = e.copy()
-    e[j] = np.maximum(e[j], f[j] - chord)
+    # (where x overflows the chord is not a number: those knots stay)
+    e[j] = np.where(np.isfinite(low), np.maximum(e[j], low), e[j])
     return e
 
 

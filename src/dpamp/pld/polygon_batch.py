@@ -79,7 +79,8 @@ def _kinks2(lines):
             den = su - sv
             with np.errstate(divide="ignore", invalid="ignore"):
                 lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
-    lam = np.clip(np.nan_to_num(np.array(lams), nan=0.0), 0.0, 1.0)
+    lam = np.array(lams)
+    np.clip(np.nan_to_num(lam, copy=False, nan=0.0), 0.0, 1.0, out=lam)
     vals = None                   # the minimum over the lines (exact in any order)
     for sl, c0 in lines:
         v = sl[None] * lam + c0[None]
@@ -110,7 +111,7 @@ def _halves_2d(args):
     optimistic = bool(args[0][11])
     rows = np.arange(R)
     V = np.arange(Km)[None, :] < Ks[:, None]                # real cells
-    dA, dB = _pad([a[0] for a in args], Km), _pad([a[1] for a in args], Km)
+    dB = _pad([a[1] for a in args], Km)          # (the P-masses enter through cont)
     A_tail = np.array([a[2] for a in args], dtype=float)
     B_tail = np.array([a[3] for a in args], dtype=float)
     flat_end = np.array([bool(a[5]) for a in args])
@@ -188,6 +189,26 @@ def _halves_2d(args):
             lam[hr, hi] = lh
         return np.where(V, d, -np.inf), lam
 
+    if hr.size:
+        hpos = np.full((R, Km), -1, dtype=np.int64)
+        hpos[hr, hi] = np.arange(hr.size)
+
+    def deficits_at(e, r, i):
+        """deficits(e)[r, i] (the same operations, on these cells only)."""
+        lc = lam_c[:, r, i]
+        d, lam = _pick(need_c[:, r, i] - ((1.0 - lc) * e[r, i][None] + lc * e[r, i + 1][None]),
+                       lc)
+        if hr.size:
+            m = hpos[r, i] >= 0
+            if m.any():
+                k, rm, im = hpos[r, i][m], r[m], i[m]
+                lh = lam_h[:, k]
+                dh, lk = _pick(need_h[:, k] - ((1.0 - lh) * e[rm, im][None]
+                                               + lh * e[rm, im + 1][None]), lh)
+                d, lam = d.copy(), lam.copy()
+                d[m], lam[m] = dh, lk
+        return np.where(V[r, i], d, -np.inf), lam
+
     line = a_ + b_ * x
     cap_hard = np.maximum(f - line, 0.0)
     cap = np.minimum(np.maximum(f - np.maximum(line, c_), 0.0), cap_hard)
@@ -204,13 +225,18 @@ def _halves_2d(args):
     e[:, 1:] = np.maximum(e[:, 1:], G)
     e[fe, Ks[fe]] = cap[fe, Ks[fe]]
     e = np.minimum(e, cap)
+    settled = False
+    # the deficits of every cell once; then, after each round, of the cells next to a knot
+    # the round may have moved (the others' knots are unchanged: so are their deficits)
+    D, LAM = deficits(e)
     for _ in range(ROUNDS):
-        d, lam = deficits(e)
-        br, bi = np.nonzero(d > tol)
+        br, bi = np.nonzero(D > tol)
         if br.size == 0:
+            settled = True
             break
-        lb = lam[br, bi]
-        d = d[br, bi] * (1.0 + 1e-12)
+        moved = [br, br, bi, bi + 1]
+        lb = LAM[br, bi]
+        d = D[br, bi] * (1.0 + 1e-12)
         need = d / np.maximum(lb, 1e-300)
         far = ((lb > FAR_KINK) & (cap[br, bi + 1] - e[br, bi + 1] < need)
                & (cap_hard[br, bi + 1] - e[br, bi + 1] >= need))
@@ -225,7 +251,15 @@ def _halves_2d(args):
         rest = d - (1.0 - lb) * up_l
         up_r = np.where(rest > 0, rest / np.maximum(lb, 1e-300), 0.0)
         np.maximum.at(e, (br, bi + 1), np.minimum(e[br, bi + 1] + up_r, cap[br, bi + 1]))
-    redo = (deficits(e)[0] > tol).any(axis=1)
+        kr = np.concatenate(moved[:2])
+        ki = np.concatenate(moved[2:])
+        cell = np.unique(np.concatenate([kr * (Km + 1) + ki - 1, kr * (Km + 1) + ki]))
+        cr, ci = cell // (Km + 1), cell % (Km + 1)
+        keep = (ci >= 0) & (ci < Ks[cr]) & (cell >= 0)
+        cr, ci = cr[keep], ci[keep]
+        D[cr, ci], LAM[cr, ci] = deficits_at(e, cr, ci)
+    # (a loop that settled has just found no deficit anywhere: nothing to redo)
+    redo = np.zeros(R, dtype=bool) if settled else (D > tol).any(axis=1)
     # the far end made convex (polygon._end_chord), flat-ended rows with K > 1
     g = f - e
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -237,8 +271,9 @@ def _halves_2d(args):
         cols = np.arange(Km + 1)[None, :]
         band = sel[:, None] & (cols > istar[:, None]) & (cols < Ks[:, None])
         br, bi = np.nonzero(band)
-        chord = g[br, Ks[br]] + s[br, istar[br]] * (x[bi] - xK[br])
-        e[br, bi] = np.maximum(e[br, bi], f[br, bi] - chord)
+        with np.errstate(invalid="ignore", over="ignore"):
+            low = f[br, bi] - (g[br, Ks[br]] + s[br, istar[br]] * (x[bi] - xK[br]))
+        e[br, bi] = np.where(np.isfinite(low), np.maximum(e[br, bi], low), e[br, bi])
     s_lo = s_up - np.diff(e, axis=1) / dx
     s_lo = np.where(V, s_lo, end_slope[:, None])
     s_lo_full = np.concatenate([s_lo, end_slope[:, None]], axis=1)

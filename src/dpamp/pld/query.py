@@ -28,11 +28,11 @@ import numpy as np
 from ..core import _validate as V
 from ..core._progress import progress
 from ..core.errors import OutOfReach
+from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, compose, grid_log_mgf_many
 from .caps import atomic_cap
 from .grid import align as _align, initial_h as _initial_h
-from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .sources import ProfileSource, SymmetricCurve, parts_of
 
 #: most grid refinements tried; then (or when the time budget or the largest grid is reached)
