@@ -126,6 +126,7 @@ def test_spectra_wrap_by_slices():
     """The parts' PMFs are laid on the circle of N points by slices: the same array (hence the
     same rfft) as placing every point at (jlo + k) mod N."""
     from types import SimpleNamespace as NS
+
     from scipy import fft as sfft
     rng = np.random.default_rng(1)
     for N in (16, 17, 100):
