@@ -30,7 +30,7 @@ from ..core._progress import progress
 from ..core.errors import OutOfReach
 from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key
-from .engine import MAX_N, compose, grid_log_mgf_many
+from .engine import MAX_N, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .caps import atomic_cap
 from .grid import align as _align, initial_h as _initial_h
 from .sources import ProfileSource, SymmetricCurve, parts_of
@@ -81,12 +81,14 @@ _S = np.geomspace(1e-2, 1e3, 61)
 TILT = 0.5
 
 
-def _log_mgf(pparts, upper=True, s=_S):
-    """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s."""
+def _log_mgf(pparts, upper=True, s=_S, layout=None):
+    """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s
+    (``layout``: engine.mgf_layout of these masses, when the caller asks several times)."""
     if not pparts:
         return np.zeros(s.size)
-    K = grid_log_mgf_many([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts],
-                          pparts[0].d.h, s)
+    if layout is None:
+        layout = mgf_layout([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts])
+    K = layout(pparts[0].d.h, s)
     return np.sum(np.array([float(p.count) for p in pparts])[:, None] * K, axis=0)
 
 
@@ -117,12 +119,13 @@ def _grid_min(pparts, score):
     idx = np.arange(0, _S.size, COARSE_S)
     if idx[-1] != _S.size - 1:
         idx = np.append(idx, _S.size - 1)
-    v = score(_log_mgf(pparts, s=_S[idx]), _S[idx])
+    lay = mgf_layout([p.d.upper for p in pparts], [p.d.jlo for p in pparts]) if pparts else None
+    v = score(_log_mgf(pparts, s=_S[idx], layout=lay), _S[idx])
     i0 = int(idx[int(np.argmin(v))])
     near = np.setdiff1d(np.arange(max(0, i0 - COARSE_S + 1), min(_S.size, i0 + COARSE_S)), idx)
     if near.size:
         idx = np.concatenate([idx, near])
-        v = np.concatenate([v, score(_log_mgf(pparts, s=_S[near]), _S[near])])
+        v = np.concatenate([v, score(_log_mgf(pparts, s=_S[near], layout=lay), _S[near])])
     order = np.argsort(idx, kind="stable")          # ties: the smallest s, as argmin over _S
     idx, v = idx[order], v[order]
     k = int(np.argmin(v))
