@@ -11,7 +11,9 @@ hundred heterogeneous parts are two hundred halves of a few thousand cells each,
 was mostly numpy's per-call overhead (issue 18, plans of 100 stages).
 
 The lowering loop runs on all rows together; a row without a deficit receives no update, as
-when its own loop stops. A row whose loop does not settle within the 200 rounds (which the
+when its own loop stops. After each round only the deficits of cells next to a knot that round
+may have moved are recomputed (the others' knots, hence their deficits, are unchanged). The far
+end of flat-ended rows gets :func:`.polygon._end_chord`, vectorised. A row whose loop does not settle within the 200 rounds (which the
 per-half code follows with its second attempt on the hard floors) is recomputed by ``_half``
 itself, as is any half whose arguments lack the atoms' shares (``cont``, ``beta_atoms``,
 ``q_end``). So the proofs in :mod:`.polygon` and :mod:`.discretize` are those of the rows.
