@@ -81,8 +81,10 @@ def _kinks2(lines):
             den = su - sv
             with np.errstate(divide="ignore", invalid="ignore"):
                 lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
+    # nan_to_num then clip to [0, 1] in two passes: fmax drops a NaN for 0, and +-inf go to
+    # the ends as the clip of nan_to_num's +-max float does
     lam = np.array(lams)
-    np.clip(np.nan_to_num(lam, copy=False, nan=0.0), 0.0, 1.0, out=lam)
+    np.fmin(np.fmax(lam, 0.0, out=lam), 1.0, out=lam)
     vals = None                   # the minimum over the lines (exact in any order)
     for sl, c0 in lines:
         v = sl[None] * lam + c0[None]
