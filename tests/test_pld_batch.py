@@ -138,3 +138,28 @@ def test_spectra_wrap_by_slices():
             ref[(jlo + np.arange(n)) % N] = w
             got = next(engine._spectra([NS(d=NS(jlo=jlo))], [w], [0.0], N))
             assert np.array_equal(got, sfft.rfft(ref))
+
+
+def test_batched_moments_equal_the_per_part_quadrature():
+    """pld.moments (all parts' sizing moments in one quadrature) against loss._mixture_moments
+    part by part, and parts_of's sources against loss_distribution's."""
+    from dpamp.pld import loss as L
+    from dpamp.pld import moments, sources
+    mus = [1 / 0.8, 1 / 1.6, 2.0, 10.0, 0.1, 1.0, 5.0]
+    qs = [0.002, 0.02, 0.001, 0.3, 0.5, 0.9, 0.01]
+    for mu, q, got in zip(mus, qs, moments.subsampled_gaussian_moments(mus, qs)):
+        ref = L._mixture_moments(L.gaussian(mu), q)
+        assert np.allclose([got[0], got[1], *got[2]], [ref[0], ref[1], *ref[2]],
+                           rtol=1e-12, atol=0)
+    mech = dp.compose(*[dp.Gaussian(1 / mu).subsample(dp.Poisson(q)) * 3
+                        for mu, q in zip(mus, qs)], dp.Laplace(1.0) * 2)
+    sources._PARTS.store.clear()
+    got = sources.parts_of(mech)
+    ref = [(sources.loss_distribution(p), c) for p, c in mech.parts()]
+    assert len(got) == len(ref)
+    for (a, ca), (b, cb) in zip(got, ref):
+        assert ca == cb and a.name == b.name
+        assert (a.swap_moments is None) == (b.swap_moments is None)
+        extra = (lambda d: [*d.swap_moments] if d.swap_moments is not None else [])
+        assert np.allclose([a.mean, a.var, *extra(a)], [b.mean, b.var, *extra(b)],
+                           rtol=1e-12, atol=0)

@@ -254,10 +254,12 @@ class LossDistribution:
         m = float(np.sum(w * z) / w.sum())
         return m, float(np.sum(w * (z - m) ** 2) / w.sum())
 
-    def poisson(self, q: float) -> "LossDistribution":
+    def poisson(self, q: float, moments=None) -> "LossDistribution":
         """Poisson subsampling with rate q under add/remove (the pair of 004 Thm 34):
         P' = (1-q) Q + q P, Q' = Q, so L' = log(1 - q + q e^L), an increasing function of L,
         and P'[L' <= t] = (1-q) Q[L <= g(t)] + q P[L <= g(t)], g(t) = log((e^t - 1 + q)/q).
+        ``moments``: (mean, var, swap moments) as :func:`_mixture_moments` returns them, when the
+        caller has them (sizing only; pld.sources computes many parts' at once).
         (Zhu, Dong and Wang show this pair and its swap dominate the subsampled mechanism.)"""
         if q >= 1.0:
             return self
@@ -294,7 +296,7 @@ class LossDistribution:
                 bp, bq = base_sf(g)
                 return (1 - q) * bq + q * bp, bq
             support = tuple(float(x) for x in fwd(np.array(self.support)))
-        mean, var, swap = _mixture_moments(self, q)
+        mean, var, swap = _mixture_moments(self, q) if moments is None else moments
         # L' is increasing in L and P', Q' are mixtures of P, Q: the base's tail points map over
         up, lo = self.upper_tail, self.lower_tail
         fwd1 = lambda v: float(fwd(np.array([v]))[0])  # noqa: E731
