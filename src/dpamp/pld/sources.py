@@ -301,8 +301,11 @@ def _parts_of(mechanism):
         # a mechanism that is a product of parts of its own (an epoch of random allocation:
         # mechanisms.allocated) lists them; every other one is one source
         own = getattr(part, "pld_parts", None)
-        one = [(ready[i] if i in ready else loss_distribution(part), 1)]
-        for src, c in (own() if callable(own) else one):
+        if callable(own):
+            listed = own()
+        else:
+            listed = [(ready[i] if i in ready else loss_distribution(part), 1)]
+        for src, c in listed:
             if getattr(src, "gaussian_mu", None) is not None:
                 mu2 += int(count) * int(c) * src.gaussian_mu ** 2
             else:
