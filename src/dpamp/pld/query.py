@@ -120,7 +120,20 @@ def _grid_min(pparts, score):
     if idx[-1] != _S.size - 1:
         idx = np.append(idx, _S.size - 1)
     lay = mgf_layout([p.d.upper for p in pparts], [p.d.jlo for p in pparts]) if pparts else None
-    v = score(_log_mgf(pparts, s=_S[idx], layout=lay), _S[idx])
+    # the coarse points in two runs: those the MGF takes in blocks of 1024 points, then the
+    # larger s (each block size another pass over the masses) only if the score is still
+    # falling at the end of the first run (quasi-convex: once it rises it rises)
+    h = pparts[0].d.h if pparts else 1.0
+    first = idx[_S[idx] * h * 1024 <= 30.0]
+    if 2 <= first.size < idx.size:
+        v = score(_log_mgf(pparts, s=_S[first], layout=lay), _S[first])
+        if v[-1] > np.min(v):
+            idx = first
+        else:
+            rest = idx[first.size:]
+            v = np.concatenate([v, score(_log_mgf(pparts, s=_S[rest], layout=lay), _S[rest])])
+    else:
+        v = score(_log_mgf(pparts, s=_S[idx], layout=lay), _S[idx])
     i0 = int(idx[int(np.argmin(v))])
     near = np.setdiff1d(np.arange(max(0, i0 - COARSE_S + 1), min(_S.size, i0 + COARSE_S)), idx)
     if near.size:
