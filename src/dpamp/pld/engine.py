@@ -249,8 +249,10 @@ def _tilted(parts, h, lam, upper):
     return np.split(w, cut), np.split(t, cut), [float(v) for v in lM]
 
 
-#: most array entries of one batch of the parts' Fourier transforms (rows of N points)
-_FFT_BATCH = 1 << 21
+#: most array entries of one batch of the parts' Fourier transforms (rows of N points): a
+#: few MB, so that a batch is filled and transformed while in the caches (16 MB batches took
+#: half as long again on W4; each row's transform is the same either way)
+_FFT_BATCH = 1 << 18
 
 
 def _spectra(parts, ws, lMs, N):
