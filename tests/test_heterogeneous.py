@@ -59,6 +59,9 @@ def per_part(monkeypatch):
         monkeypatch.setattr(E, "_spectra", _spectra_ref)
         monkeypatch.setattr(E, "grid_log_mgf_many", _many_ref)
         monkeypatch.setattr(Qy, "grid_log_mgf_many", _many_ref)
+        layout = lambda ms, jlos: lambda h, s: _many_ref(ms, jlos, h, s)  # noqa: E731
+        monkeypatch.setattr(E, "mgf_layout", layout)
+        monkeypatch.setattr(Qy, "mgf_layout", layout)
         _clear()
     return use
 

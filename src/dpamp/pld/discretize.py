@@ -73,6 +73,14 @@ def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int,
                optimistic: bool = True) -> Discretized:
     """Pessimistic and optimistic discretisations of ``loss`` on t_j = j h, jlo < 0 < jhi
     (optimistic=False: the pessimistic one only, ``lower`` all zeros: a valid, useless bound)."""
+    c, mid = cells_of(loss, h, jlo, jhi, optimistic)
+    return discretize_cells(c, h, jlo, jhi, loss.inf_mass, q_ninf=loss.neg_inf_mass,
+                            optimistic=optimistic, mid=mid)
+
+
+def cells_of(loss: LossDistribution, h: float, jlo: int, jhi: int, optimistic: bool = True):
+    """The cell masses (and, optimistic, the half cells' masses ``mid``) that
+    :func:`discretize` feeds to :func:`discretize_cells`."""
     if not (jlo < 0 < jhi):
         raise ValueError("the grid must have points on both sides of 0")
     mid = None
@@ -85,8 +93,7 @@ def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int,
                "left": (c2["left"][0][0::2], c2["left"][1][0::2])}
     else:
         c = loss.cell_masses(jlo, jhi, h)
-    return discretize_cells(c, h, jlo, jhi, loss.inf_mass, q_ninf=loss.neg_inf_mass,
-                            optimistic=optimistic, mid=mid)
+    return c, mid
 
 
 def _coarsen(c2: dict) -> dict:
@@ -110,6 +117,14 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
     The measures may be defective (total masses below 1): the perspective between the halves
     is F(x) = P_tot - x Q_tot + x F_rev(1/x) for x <= 1. ``mid``: the masses of the half cells
     farther from 0, {"right": (P, Q), "left": (P, Q)}, for the midpoint tangents (see _half)."""
+    fwd, rev, p_tot, q_tot = half_args(c, h, p_inf, totals, q_ninf, optimistic, mid)
+    return _combine(_half(*fwd), _half(*rev), h, jlo, jhi, p_tot, q_tot, p_inf, c["zero"][0])
+
+
+def half_args(c: dict, h: float, p_inf: float, totals: tuple | None = None,
+              q_ninf: float = 0.0, optimistic: bool = True, mid: dict | None = None):
+    """The arguments of :func:`.polygon._half` for the eps >= 0 half and for the swapped
+    pair's half, and the total masses (p_tot, q_tot) (see :func:`discretize_cells`)."""
     rp, rq = c["right"]
     lp, lq = c["left"]
     if totals is None:
@@ -117,24 +132,27 @@ def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
         q_tot = c["below"][1] + lq.sum() + c["zero"][1] + rq.sum() + c["above"][1]
     else:
         p_tot, q_tot = totals
-    fwd = _half(rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0, p_inf), p_inf,
-                c.get("right_cont"), c.get("right_beta"), c.get("right_end"), optimistic,
-                None if mid is None else mid["right"])
+    fwd = (rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0, p_inf), p_inf,
+           c.get("right_cont"), c.get("right_beta"), c.get("right_end"), optimistic,
+           None if mid is None else mid["right"])
     # the swapped pair (Q, P): its cell i is [t_{-i-1}, t_{-i}) of L; its curve is
     # E_Q[(1 - x' e^L)_+] >= max(Q[L = -inf], Q_tot - x'(P_tot - p_inf))
     lc = c.get("left_cont")
     lb = c.get("left_beta")
     le = c.get("left_end")
-    rev = _half(lq[::-1], lp[::-1], c["below"][1], c["below"][0], h, False,
-                (q_tot, -(p_tot - p_inf), q_ninf), q_ninf,
-                None if lc is None else (lc[1][::-1], lc[0][::-1]),
-                None if lb is None else lb[::-1], None if le is None else le[::-1], optimistic,
-                None if mid is None else (mid["left"][1][::-1], mid["left"][0][::-1]))
-    return _combine(fwd, rev, h, jlo, jhi, p_tot, q_tot, p_inf, c["zero"][0])
+    rev = (lq[::-1], lp[::-1], c["below"][1], c["below"][0], h, False,
+           (q_tot, -(p_tot - p_inf), q_ninf), q_ninf,
+           None if lc is None else (lc[1][::-1], lc[0][::-1]),
+           None if lb is None else lb[::-1], None if le is None else le[::-1], optimistic,
+           None if mid is None else (mid["left"][1][::-1], mid["left"][0][::-1]))
+    return fwd, rev, p_tot, q_tot
 
 
-def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p) -> Discretized:
-    """Join the eps >= 0 half and the swapped pair's half at x = 1 into the two PMFs."""
+def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p,
+             cancel: bool = True) -> Discretized:
+    """Join the eps >= 0 half and the swapped pair's half at x = 1 into the two PMFs
+    (cancel=False: the optimistic masses before :func:`_cancel_negatives`, for the caller to
+    cancel, with ``lower_slack`` 0 until then)."""
     z = -jlo                                      # index of t = 0
     back = np.exp(-h * np.arange(1, z + 1))       # swapped pair's P-mass -> P-mass: times e^{-t'}
     upper = np.empty(jhi - jlo + 1)
@@ -161,7 +179,7 @@ def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p) -
     neg = -np.minimum(lower, 0.0)
     if neg.sum() > 1e-13 * max(p_tot, 1e-300):
         lower = _hull_masses(fwd, rev, g0, h, lower, z, p_tot, q_tot)
-    lower, slack = _cancel_negatives(lower)
+    lower, slack = _cancel_negatives(lower) if cancel else (lower, 0.0)
     upper = np.maximum(upper, 0.0)        # rounding noise only (>= 0 in exact arithmetic)
     return Discretized(h, jlo, upper, fwd.inf_up, lower, p_inf, slack)
 
@@ -172,17 +190,20 @@ def _cancel_negatives(m: np.ndarray, passes: int = 20):
     (1 - x e^{-t})_+ decreases as t decreases), so the PMF stays a lower bound. What cannot be
     placed (at the top end) is returned as slack for the caller's error budget."""
     m = m.copy()
+    neg = np.nonzero(m < 0)[0]
     for _ in range(passes):
-        neg = np.nonzero(m < 0)[0]
         if neg.size == 0:
             return m, 0.0
         inner = neg[neg < m.size - 1]
         amount = -m[inner]
         m[inner] = 0.0
-        np.add.at(m, inner + 1, -amount)
-        if inner.size == neg.size:
-            continue
-        break
+        m[inner + 1] -= amount            # (the indices are distinct)
+        if inner.size != neg.size:
+            break
+        # only the bins that received mass can have turned negative (the ones emptied are 0,
+        # the rest unchanged): the next pass looks there, not at the whole PMF again
+        cand = inner + 1
+        neg = cand[m[cand] < 0]
     slack = float(-np.minimum(m, 0.0).sum())
     return np.maximum(m, 0.0), slack
 

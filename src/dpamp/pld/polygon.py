@@ -226,11 +226,38 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
             break
         cap[stuck] = cap_hard[stuck]
         cap[stuck + 1] = cap_hard[stuck + 1]
+    if flat_end and K > 1:
+        e = _end_chord(x, f, e)
     s_lo = s_up - np.diff(e) / dx
     s_lo_full = np.concatenate([s_lo, [end_slope]])
     m_lo = x[1:] * (s_lo_full[1:] - s_lo_full[:-1])
     return _Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, e, m_lo,
                  float(s_lo[0]) if K else end_slope, end_slope, floor)
+
+
+def _end_chord(x, f, e):
+    """The optimistic knots of a flat-ended half made convex at the far end: the last knot
+    sits on F(inf) (e_K = cap_K), often far below the curve's value there, which leaves a
+    concave kink at x_{K-1} (a negative mass that used to send the whole part through the
+    lower convex hull of :func:`.discretize._hull_masses`). The lower hull's last segment is
+    the chord from the last knot to the knot i* of largest slope s* = max_i (g_K - g_i) /
+    (x_K - x_i), g = f - e: every knot is above that line, so the knots between i* and K are
+    lowered onto it (e only grows: the polygon only goes down, still below the curve; a knot
+    already below the rounded chord stays where it is). Knots stay >= g_K = F(inf), the floor."""
+    K = f.size - 1
+    g = f - e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = (g[K] - g[:-1]) / (x[K] - x[:-1])
+    i = int(np.argmax(np.where(np.isnan(s), -np.inf, s)))
+    if i >= K - 1:
+        return e
+    j = np.arange(i + 1, K)
+    with np.errstate(invalid="ignore", over="ignore"):
+        low = f[j] - (g[K] + s[i] * (x[j] - x[K]))
+    e = e.copy()
+    # (where x overflows the chord is not a number: those knots stay)
+    e[j] = np.where(np.isfinite(low), np.maximum(e[j], low), e[j])
+    return e
 
 
 def _half_from_values(f, h, flat_end: bool, floor: tuple, inf_true: float) -> _Half:

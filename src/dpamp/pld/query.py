@@ -22,19 +22,18 @@ import numpy as np
 from ..core import _validate as V
 from ..core._progress import progress
 from ..core.errors import OutOfReach
+from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key
-from .engine import MAX_N, PartPMF, compose, grid_log_mgf_many
+from .engine import MAX_N, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .caps import atomic_cap
 from .grid import align as _align, initial_h as _initial_h
-from .sources import ProfileSource, SymmetricCurve, discretize_source, parts_of
+from .sources import ProfileSource, SymmetricCurve, parts_of
 
 #: most grid refinements tried; then (or when the time budget or the largest grid is reached)
 #: the best proven bracket so far is returned, saying that tol was not met
 MAX_ROUNDS = 7
 #: default time budget of one query, in seconds (the ``budget`` option)
 BUDGET = 10.0
-#: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
-MAX_LOSS = 650.0
 #: total P-mass (over all steps) allowed outside the parts' grids, relative to the target delta
 TAIL_FRACTION = 1e-6
 
@@ -68,33 +67,6 @@ def _directions(mechanism):
     return [parts, [(src.swapped(), c) for src, c in parts]]
 
 
-def _discretize(parts, h, tail_total, optimistic=True):
-    n = len(parts)
-    out = []
-    for src, c in parts:
-        lo, hi = src.quantile_range(max(tail_total / (c * n), 1e-300))
-        if max(-lo, hi) > MAX_LOSS:
-            raise OutOfReach(f"the PLD works with e^loss in floating point and handles losses "
-                             f"up to {MAX_LOSS:g}; one part reaches {max(-lo, hi):.4g} "
-                             "(epsilon in the hundreds): use method='rdp'")
-        jlo = min(-1, math.floor(lo / h) - 1)
-        jhi = max(1, math.ceil(hi / h) + 1)
-        if jhi - jlo > MAX_N:
-            raise MemoryError(jhi - jlo)
-        d = discretize_source(src, h, jlo, jhi, optimistic)
-        # the optimistic PMF may drop any mass (that only lowers delta): drop its top tail of
-        # mass <= the budget, which otherwise holds the tail rounded down onto the last knot and,
-        # once tilted, widens the FFT window for nothing
-        # (the last knot holds the P-mass above the grid, <= the tail budget by the choice of
-        # jhi, rounded down onto it: it goes too)
-        top = np.cumsum(d.lower[::-1])
-        cut = max(1, int(np.searchsorted(top, tail_total / (c * n), side="right")))
-        d.lower = d.lower.copy()
-        d.lower[d.lower.size - cut:] = 0.0
-        out.append(PartPMF(d, c))
-    return out
-
-
 _S = np.geomspace(1e-2, 1e3, 61)
 #: fraction of the Chernoff saddle point used as the exponential tilt of the FFT: half the
 #: saddle keeps the FFT's error far below the tolerance near the answer for the usual deltas
@@ -103,12 +75,14 @@ _S = np.geomspace(1e-2, 1e3, 61)
 TILT = 0.5
 
 
-def _log_mgf(pparts, upper=True, s=_S):
-    """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s."""
+def _log_mgf(pparts, upper=True, s=_S, layout=None):
+    """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s
+    (``layout``: engine.mgf_layout of these masses, when the caller asks several times)."""
     if not pparts:
         return np.zeros(s.size)
-    K = grid_log_mgf_many([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts],
-                          pparts[0].d.h, s)
+    if layout is None:
+        layout = mgf_layout([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts])
+    K = layout(pparts[0].d.h, s)
     return np.sum(np.array([float(p.count) for p in pparts])[:, None] * K, axis=0)
 
 
@@ -139,12 +113,26 @@ def _grid_min(pparts, score):
     idx = np.arange(0, _S.size, COARSE_S)
     if idx[-1] != _S.size - 1:
         idx = np.append(idx, _S.size - 1)
-    v = score(_log_mgf(pparts, s=_S[idx]), _S[idx])
+    lay = mgf_layout([p.d.upper for p in pparts], [p.d.jlo for p in pparts]) if pparts else None
+    # the coarse points in two runs: those the MGF takes in blocks of 1024 points, then the
+    # larger s (each block size another pass over the masses) only if the score is still
+    # falling at the end of the first run (quasi-convex: once it rises it rises)
+    h = pparts[0].d.h if pparts else 1.0
+    first = idx[_S[idx] * h * 1024 <= 30.0]
+    if 2 <= first.size < idx.size:
+        v = score(_log_mgf(pparts, s=_S[first], layout=lay), _S[first])
+        if v[-1] > np.min(v):
+            idx = first
+        else:
+            rest = idx[first.size:]
+            v = np.concatenate([v, score(_log_mgf(pparts, s=_S[rest], layout=lay), _S[rest])])
+    else:
+        v = score(_log_mgf(pparts, s=_S[idx], layout=lay), _S[idx])
     i0 = int(idx[int(np.argmin(v))])
     near = np.setdiff1d(np.arange(max(0, i0 - COARSE_S + 1), min(_S.size, i0 + COARSE_S)), idx)
     if near.size:
         idx = np.concatenate([idx, near])
-        v = np.concatenate([v, score(_log_mgf(pparts, s=_S[near]), _S[near])])
+        v = np.concatenate([v, score(_log_mgf(pparts, s=_S[near], layout=lay), _S[near])])
     order = np.argsort(idx, kind="stable")          # ties: the smallest s, as argmin over _S
     idx, v = idx[order], v[order]
     k = int(np.argmin(v))

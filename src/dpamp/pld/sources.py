@@ -266,16 +266,46 @@ def parts_of(mechanism):
     return list(hit)
 
 
+def _subsampled_gaussians(parts) -> dict:
+    """{index: loss distribution} of the plain Poisson-subsampled Gaussians among the parts
+    (add/remove, 0 < q < 1), built with their sizing moments computed together
+    (:mod:`.moments`) rather than one quadrature each; loss_distribution gives the same pairs."""
+    from ..core.relations import Relation
+    from ..core.sampling import Poisson
+    from ..mechanisms.gaussian import Gaussian
+    from ..mechanisms.subsampled import Subsampled
+    from .moments import subsampled_gaussian_moments
+    found = {}
+    for i, (part, count) in enumerate(parts):
+        if count > 0 and type(part) is Subsampled and type(part.base) is Gaussian \
+                and type(part.scheme) is Poisson and part.scheme.relation is Relation.ADD_REMOVE:
+            mu, q = part.base.sensitivity / part.base.sigma, float(part.scheme.rate)
+            if 0.0 < q < 1.0 and 0.0 < mu < math.inf:
+                found[i] = (mu, q)
+    if len(found) < 2:
+        return {}
+    keys = list(found)
+    ms = subsampled_gaussian_moments([found[k][0] for k in keys], [found[k][1] for k in keys])
+    return {k: L.gaussian(found[k][0]).poisson(found[k][1], moments=m)
+            for k, m in zip(keys, ms)}
+
+
 def _parts_of(mechanism):
     out = []
     mu2 = 0.0
-    for part, count in mechanism.parts():
+    parts = list(mechanism.parts())
+    ready = _subsampled_gaussians(parts)
+    for i, (part, count) in enumerate(parts):
         if count <= 0:
             continue
         # a mechanism that is a product of parts of its own (an epoch of random allocation:
         # mechanisms.allocated) lists them; every other one is one source
         own = getattr(part, "pld_parts", None)
-        for src, c in (own() if callable(own) else [(loss_distribution(part), 1)]):
+        if callable(own):
+            listed = own()
+        else:
+            listed = [(ready[i] if i in ready else loss_distribution(part), 1)]
+        for src, c in listed:
             if getattr(src, "gaussian_mu", None) is not None:
                 mu2 += int(count) * int(c) * src.gaussian_mu ** 2
             else:

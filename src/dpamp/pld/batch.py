@@ -1,0 +1,134 @@
+"""All parts of one direction of a composition discretised on one grid (the engine's step 1).
+
+Each part gets its own window [jlo, jhi] from its quantiles (a pessimistic-only pass from its
+tail functions alone, see :func:`_range`); the loss distributions' halves (two per part) are
+then built together by :func:`.polygon_batch.halves`, joined part by part
+(:func:`.discretize._combine`), and their optimistic PMFs' rounding-level negative masses
+cancelled in one pass over all of them (:func:`cancel_negatives_many`): bit for bit what the
+part-by-part :func:`.discretize.discretize` gives (tests/test_pld_batch.py). The other sources
+(profiles, symmetrised curves, self-discretising sources) go one by one as before. Issue 18:
+a hundred heterogeneous parts cost mostly numpy's per-call overhead part by part.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..core.errors import OutOfReach
+from . import loss as L
+from .discretize import _combine, cells_of, half_args
+from .engine import MAX_N, PartPMF
+from .polygon_batch import halves
+from .sources import discretize_source
+
+#: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
+MAX_LOSS = 650.0
+
+
+def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
+    """[PartPMF] of the (source, count) parts on t_j = j h, each window leaving out P-mass at
+    most tail_total / (count x number of parts) on either side (charged by the discretisation
+    itself, which puts it at +inf or rounds it onto the window's ends). ``batched=False``
+    discretises part by part (the reference the batched path is tested against)."""
+    n = len(parts)
+    grids = []
+    for src, c in parts:
+        lo, hi = _range(src, max(tail_total / (c * n), 1e-300), h, scan=optimistic)
+        if max(-lo, hi) > MAX_LOSS:
+            raise OutOfReach(f"the PLD works with e^loss in floating point and handles losses "
+                             f"up to {MAX_LOSS:g}; one part reaches {max(-lo, hi):.4g} "
+                             "(epsilon in the hundreds): use method='rdp'")
+        jlo = min(-1, math.floor(lo / h) - 1)
+        jhi = max(1, math.ceil(hi / h) + 1)
+        if jhi - jlo > MAX_N:
+            raise MemoryError(jhi - jlo)
+        grids.append((jlo, jhi))
+    ds = [None] * n
+    batch = [i for i, (src, _) in enumerate(parts)
+             if batched and type(src) is L.LossDistribution]
+    if len(batch) > 1:
+        prep, args = {}, []
+        for i in batch:
+            src = parts[i][0]
+            jlo, jhi = grids[i]
+            c, mid = cells_of(src, h, jlo, jhi, optimistic)
+            fwd, rev, p_tot, q_tot = half_args(c, h, src.inf_mass, None, src.neg_inf_mass,
+                                               optimistic, mid)
+            prep[i] = (len(args), p_tot, q_tot, src.inf_mass, c["zero"][0])
+            args += [fwd, rev]
+        done = halves(args)
+        for i in batch:
+            k, p_tot, q_tot, p_inf, zero_p = prep[i]
+            ds[i] = _combine(done[k], done[k + 1], h, *grids[i], p_tot, q_tot, p_inf, zero_p,
+                             cancel=False)
+        for i, (m, slack) in zip(batch, cancel_negatives_many([ds[i].lower for i in batch])):
+            ds[i].lower, ds[i].lower_slack = m, slack
+    out = []
+    for i, (src, c) in enumerate(parts):
+        d = ds[i] if ds[i] is not None else discretize_source(src, h, *grids[i], optimistic)
+        # the optimistic PMF may drop any mass (that only lowers delta): drop its top tail of
+        # mass <= the budget, which otherwise holds the tail rounded down onto the last knot and,
+        # once tilted, widens the FFT window for nothing
+        # (the last knot holds the P-mass above the grid, <= the tail budget by the choice of
+        # jhi, rounded down onto it: it goes too)
+        top = np.cumsum(d.lower[::-1])
+        cut = max(1, int(np.searchsorted(top, tail_total / (c * n), side="right")))
+        d.lower = d.lower.copy()
+        d.lower[d.lower.size - cut:] = 0.0
+        out.append(PartPMF(d, c))
+    return out
+
+
+def _range(src, tail: float, h: float, scan: bool = True):
+    """src.quantile_range(tail), or for a pessimistic-only pass (coarse grids, whose size
+    matters little) the range from the part's tail functions alone, without quantile_range's
+    scans of the CDFs, which cost most of a coarse pass (the scans move the ends in by ~20%).
+    Sizing only: the tail functions bound both P's and Q's tails by ``tail`` as the scans do,
+    and the discretisation charges whatever lies outside its grid anyway."""
+    if scan or type(src) is not L.LossDistribution or src.cdf is None \
+            or src.upper_tail is None or src.lower_tail is None:
+        return src.quantile_range(tail)
+    a, b = src.lower_tail(tail), src.upper_tail(tail)
+    fin = np.isfinite(src.atom_loss) & (np.maximum(src.atom_p, src.atom_q) > tail * 1e-3)
+    if fin.any():
+        a, b = min(a, float(src.atom_loss[fin].min())), max(b, float(src.atom_loss[fin].max()))
+    if not (math.isfinite(a) and math.isfinite(b) and a <= b) or max(-a, b) > MAX_LOSS / 2 \
+            or (b - a) / h > MAX_N / 4:
+        return src.quantile_range(tail)
+    return a, b
+
+
+def cancel_negatives_many(ms, passes: int = 20):
+    """[:func:`.discretize._cancel_negatives` (m) for m in ms], the passes run on all PMFs at
+    once (laid end to end: a PMF's top bin passes nothing on, as there; a PMF that meets a
+    negative top bin stops after that pass, as there). Equal values (zeros maybe signed)."""
+    sizes = np.array([m.size for m in ms], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(sizes)])
+    flat = np.concatenate(ms) if ms else np.zeros(0)
+    is_top = np.zeros(flat.size, dtype=bool)
+    is_top[offs[1:][sizes > 0] - 1] = True
+    owner = np.repeat(np.arange(len(ms)), sizes)
+    stopped = np.zeros(len(ms), dtype=bool)
+    neg = np.nonzero(flat < 0)[0]
+    for _ in range(passes):
+        if neg.size == 0:
+            break
+        top = is_top[neg]
+        inner = neg[~top]
+        amount = -flat[inner]
+        flat[inner] = 0.0
+        flat[inner + 1] -= amount             # (distinct indices, none past its PMF's top)
+        stopped[owner[neg[top]]] = True
+        cand = inner + 1
+        cand = cand[~stopped[owner[cand]]]
+        neg = cand[flat[cand] < 0]
+    out = []
+    for a, b in itertools.pairwise(offs):
+        m = flat[a:b]
+        if (m < 0).any():
+            out.append((np.maximum(m, 0.0), float(-np.minimum(m, 0.0).sum())))
+        else:
+            out.append((m, 0.0))
+    return out

@@ -1,0 +1,165 @@
+"""The batched discretisation of many parts (dpamp.pld.batch, dpamp.pld.polygon_batch) against
+the part-by-part one it replaces: bit-for-bit equal PMFs (upper, lower, masses at +inf, slack),
+on heterogeneous plans of Poisson-subsampled Gaussians (both directions, optimistic and
+pessimistic-only), and on parts with atoms (subsampled Laplace, randomized response)."""
+import numpy as np
+import pytest
+
+import dpamp as dp
+from dpamp.pld import batch, engine, polygon, polygon_batch, query
+from dpamp.pld.discretize import _cancel_negatives, cells_of, half_args
+
+
+def _plan(n, seed=0):
+    rng = np.random.default_rng(seed)
+    sig = rng.uniform(0.8, 1.6, n).round(4)
+    rates = rng.uniform(0.002, 0.02, n).round(5)
+    return dp.compose(*[dp.Gaussian(float(s)).subsample(dp.Poisson(float(q))) * 10
+                        for s, q in zip(sig, rates)])
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for p, q in zip(a, b):
+        assert p.count == q.count
+        assert p.d.jlo == q.d.jlo and p.d.h == q.d.h
+        assert np.array_equal(p.d.upper, q.d.upper)
+        assert np.array_equal(p.d.lower, q.d.lower)
+        assert p.d.upper_inf == q.d.upper_inf and p.d.lower_inf == q.d.lower_inf
+        assert p.d.lower_slack == q.d.lower_slack
+
+
+@pytest.mark.parametrize("h", [0.004, 0.0113])
+@pytest.mark.parametrize("optimistic", [True, False])
+def test_batched_equals_per_part_gaussians(h, optimistic):
+    dirs = query._directions(_plan(12))
+    assert len(dirs) == 2
+    for d in dirs:
+        _same(batch.discretize_parts(d, h, 1e-11, optimistic),
+              batch.discretize_parts(d, h, 1e-11, optimistic, batched=False))
+
+
+def test_batched_equals_per_part_with_atoms():
+    mech = dp.compose(dp.Laplace(1.0).subsample(dp.Poisson(0.1)) * 5,
+                      dp.Laplace(2.5).subsample(dp.Poisson(0.03)) * 3,
+                      dp.RandomizedResponse(0.7).subsample(dp.Poisson(0.2)) * 4,
+                      dp.Gaussian(1.1).subsample(dp.Poisson(0.05)) * 6)
+    for d in query._directions(mech):
+        for h in (0.01, 0.0037):
+            _same(batch.discretize_parts(d, h, 1e-12),
+                  batch.discretize_parts(d, h, 1e-12, batched=False))
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 200])
+def test_halves_fall_back_row_by_row(monkeypatch, rounds):
+    """A row the 2-D loop leaves unsettled (with 0 or 1 rounds: those with deficits left) is
+    redone by polygon._half: the result still equals the per-half one."""
+    monkeypatch.setattr(polygon_batch, "ROUNDS", rounds)
+    args = []
+    for src, _ in query._directions(_plan(4))[0]:
+        c, mid = cells_of(src, 0.01, -3, 250)
+        fwd, rev, _, _ = half_args(c, 0.01, src.inf_mass, None, src.neg_inf_mass, True, mid)
+        args += [fwd, rev]
+    calls = []
+    real = polygon_batch._half
+    monkeypatch.setattr(polygon_batch, "_half", lambda *a: calls.append(1) or real(*a))
+    got = polygon_batch.halves(args)
+    if rounds != 1:
+        assert (len(calls) > 0) == (rounds == 0)
+    for a, g in zip(args, got):
+        ref = polygon._half(*a)
+        for f in ("f", "m_up", "e", "m_lo"):
+            assert np.array_equal(getattr(ref, f), getattr(g, f))
+
+
+def test_end_chord_keeps_the_knots_below_and_convex():
+    """polygon._end_chord lowers the knots before the last one onto the hull's last segment:
+    every knot only goes down, and the kinks there become convex (non-negative masses)."""
+    x = np.exp(0.01 * np.arange(8))
+    f = np.array([1.0, 0.8, 0.62, 0.46, 0.32, 0.2, 0.1, 0.05])
+    e = np.zeros(8)
+    e[-1] = f[-1]                         # the last knot on F(inf) = 0: concave kink at 6
+    out = polygon._end_chord(x, f, e)
+    assert np.all(out >= e)
+    g = f - out
+    slopes = np.diff(g) / np.diff(x)
+    assert np.all(np.diff(slopes) >= -1e-12)
+
+
+def test_cancel_negatives_matches_full_rescans():
+    """_cancel_negatives looks only where mass was moved; the full rescan of every pass (its
+    former loop) gives the same masses and slack."""
+    rng = np.random.default_rng(3)
+
+    def reference(m, passes=20):
+        m = m.copy()
+        for _ in range(passes):
+            neg = np.nonzero(m < 0)[0]
+            if neg.size == 0:
+                return m, 0.0
+            inner = neg[neg < m.size - 1]
+            amount = -m[inner]
+            m[inner] = 0.0
+            np.add.at(m, inner + 1, -amount)
+            if inner.size == neg.size:
+                continue
+            break
+        return np.maximum(m, 0.0), float(-np.minimum(m, 0.0).sum())
+    for _ in range(200):
+        m = rng.normal(0.0, 1.0, rng.integers(1, 40)) * 10.0 ** rng.integers(-30, 0)
+        a, sa = _cancel_negatives(m)
+        b, sb = reference(m)
+        assert np.array_equal(a, b) and sa == sb
+
+
+def test_cancel_negatives_many_matches_one_by_one():
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        ms = [rng.normal(0.3, 1.0, rng.integers(1, 30)) * 10.0 ** rng.integers(-30, 0)
+              for _ in range(rng.integers(1, 8))]
+        for (a, sa), m in zip(batch.cancel_negatives_many(ms), ms):
+            b, sb = _cancel_negatives(m)
+            assert np.array_equal(a, b) and sa == sb
+
+
+def test_spectra_wrap_by_slices():
+    """The parts' PMFs are laid on the circle of N points by slices: the same array (hence the
+    same rfft) as placing every point at (jlo + k) mod N."""
+    from types import SimpleNamespace as NS
+
+    from scipy import fft as sfft
+    rng = np.random.default_rng(1)
+    for N in (16, 17, 100):
+        for _ in range(50):
+            n = int(rng.integers(1, N + 1))
+            jlo = int(rng.integers(-3 * N, 3 * N))
+            w = rng.random(n)
+            ref = np.zeros(N)
+            ref[(jlo + np.arange(n)) % N] = w
+            got = next(engine._spectra([NS(d=NS(jlo=jlo))], [w], [0.0], N))
+            assert np.array_equal(got, sfft.rfft(ref))
+
+
+def test_batched_moments_equal_the_per_part_quadrature():
+    """pld.moments (all parts' sizing moments in one quadrature) against loss._mixture_moments
+    part by part, and parts_of's sources against loss_distribution's."""
+    from dpamp.pld import loss as L
+    from dpamp.pld import moments, sources
+    mus = [1 / 0.8, 1 / 1.6, 2.0, 10.0, 0.1, 1.0, 5.0]
+    qs = [0.002, 0.02, 0.001, 0.3, 0.5, 0.9, 0.01]
+    for mu, q, got in zip(mus, qs, moments.subsampled_gaussian_moments(mus, qs)):
+        ref = L._mixture_moments(L.gaussian(mu), q)
+        assert np.allclose([got[0], got[1], *got[2]], [ref[0], ref[1], *ref[2]],
+                           rtol=1e-12, atol=0)
+    mech = dp.compose(*[dp.Gaussian(1 / mu).subsample(dp.Poisson(q)) * 3
+                        for mu, q in zip(mus, qs)], dp.Laplace(1.0) * 2)
+    sources._PARTS.store.clear()
+    got = sources.parts_of(mech)
+    ref = [(sources.loss_distribution(p), c) for p, c in mech.parts()]
+    assert len(got) == len(ref)
+    for (a, ca), (b, cb) in zip(got, ref):
+        assert ca == cb and a.name == b.name
+        assert (a.swap_moments is None) == (b.swap_moments is None)
+        extra = (lambda d: [*d.swap_moments] if d.swap_moments is not None else [])
+        assert np.allclose([a.mean, a.var, *extra(a)], [b.mean, b.var, *extra(b)],
+                           rtol=1e-12, atol=0)
