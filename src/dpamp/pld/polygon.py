@@ -98,9 +98,9 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
 FAR_KINK = 0.9
 
 
-def _kinks(lines):
-    """Pairwise intersections lam in [0, 1] of lines (slope, value at 0) in lam, per cell, and
-    the minimum of all the lines there: (lams, values), each (pairs, cells)."""
+def pair_crossings(lines):
+    """The pairwise intersections (cv - cu) / (su - sv) of lines (slope, value at 0), -1 where
+    parallel, unclipped: one array per pair (any shape, elementwise)."""
     lams = []
     for u in range(len(lines)):
         for v in range(u + 1, len(lines)):
@@ -108,7 +108,13 @@ def _kinks(lines):
             den = su - sv
             with np.errstate(divide="ignore", invalid="ignore"):
                 lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
-    lam = np.clip(np.nan_to_num(np.array(lams), nan=0.0), 0.0, 1.0)
+    return lams
+
+
+def _kinks(lines):
+    """Pairwise intersections lam in [0, 1] of lines (slope, value at 0) in lam, per cell, and
+    the minimum of all the lines there: (lams, values), each (pairs, cells)."""
+    lam = np.clip(np.nan_to_num(np.array(pair_crossings(lines)), nan=0.0), 0.0, 1.0)
     vals = np.min(np.stack([sl[None, :] * lam + c0[None, :] for sl, c0 in lines]), axis=0)
     return lam, vals
 

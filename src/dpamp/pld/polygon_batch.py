@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .polygon import FAR_KINK, _Half, _half
+from .polygon import FAR_KINK, _Half, _half, pair_crossings
 
 #: rounds of the lowering loop (those of polygon._half_core's first attempt)
 ROUNDS = 200
@@ -74,13 +74,7 @@ def _pad(rows, Km):
 
 def _kinks2(lines):
     """:func:`.polygon._kinks` on arrays of any shape (the same elementwise operations)."""
-    lams = []
-    for u in range(len(lines)):
-        for v in range(u + 1, len(lines)):
-            (su, cu), (sv, cv) = lines[u], lines[v]
-            den = su - sv
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
+    lams = pair_crossings(lines)
     # nan_to_num then clip to [0, 1] in two passes: fmax drops a NaN for 0, and +-inf go to
     # the ends as the clip of nan_to_num's +-max float does
     lam = np.array(lams)

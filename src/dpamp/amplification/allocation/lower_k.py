@@ -378,15 +378,8 @@ def _tilts(parts):
     the Chernoff saddles for DELTA_REF, at most 20 over the standard deviation, as the engine's
     own tilt cap)."""
     from ...pld.engine import grid_log_mgf
-    mean = var = 0.0
-    for p in parts:
-        m = p.d.upper
-        z = np.arange(m.size, dtype=float)
-        tot = max(float(np.sum(m)), 1e-300)
-        m1 = float(np.sum(m * z)) / tot
-        mean += p.count * m1
-        var += p.count * float(np.sum(m * (z - m1) ** 2)) / tot
-    sd = math.sqrt(max(var, 1e-300))
+    from .pld import composed_moments
+    mean, sd = composed_moments(parts, 1.0)
     th = np.geomspace(1e-2, 1e2, 80) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
     out = [(0.0, (mean, 0.0))]
     ld = math.log(DELTA_REF)

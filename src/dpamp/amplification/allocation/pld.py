@@ -409,9 +409,8 @@ def _suffix(x: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
 
 
-def _compose(parts, dx, center):
-    """Both kinds of the composition, tilted at half the Chernoff saddle for DELTA_REF."""
-    from ...pld.engine import compose, grid_log_mgf
+def composed_moments(parts, dx: float):
+    """(mean, sd) of the composition of grid parts (upper masses at dx * index; sizing only)."""
     mean = var = 0.0
     for p in parts:
         m = p.d.upper
@@ -420,7 +419,13 @@ def _compose(parts, dx, center):
         m1 = float(np.sum(m * z)) / tot
         mean += p.count * m1
         var += p.count * float(np.sum(m * (z - m1) ** 2)) / tot
-    sd = math.sqrt(max(var, 1e-300))
+    return mean, math.sqrt(max(var, 1e-300))
+
+
+def _compose(parts, dx, center):
+    """Both kinds of the composition, tilted at half the Chernoff saddle for DELTA_REF."""
+    from ...pld.engine import compose, grid_log_mgf
+    mean, sd = composed_moments(parts, dx)
     th = np.geomspace(1e-2, 1e2, 120) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
     Kt = np.zeros(th.size)
     for p in parts:
