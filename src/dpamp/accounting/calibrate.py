@@ -152,11 +152,9 @@ class _Oracle:
         if not any("did not reach tol" in g.note and g.epsilon < 50 * self.eps
                    for g, _ in self.seen.values()):
             return None
-        try:
-            g = mech.epsilon(self.delta, method=self.method, tol=COARSE_TOL * self.eps,
-                             **self.options)
-        except TypeError:      # auto picked a method without tol
-            return None
+        # (auto gives each method only the options it takes: tol goes to the PLD alone)
+        g = mech.epsilon(self.delta, method=self.method, tol=COARSE_TOL * self.eps,
+                         **self.options)
         if g.epsilon <= self.eps or (g.lower is not None and g.lower > self.eps):
             return g
         # not met: a limit of the PLD (its time budget, its FFT's floating-point budget, the

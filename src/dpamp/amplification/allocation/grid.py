@@ -147,13 +147,9 @@ def cells(loss, dx: float, K: int, o: float = 0.0) -> Cells:
         knot = np.where(on_in, near[inside], -1)
         q_ends = (float(np.sum(aq[inside][knot == 0])) * (1 - 4 * _U),
                   float(np.sum(aq[inside][knot == K])) * (1 - 4 * _U))
-        p += np.bincount(cc, ap[inside], K)
-        q += np.bincount(cc, aq[inside], K)
-        # an atom's X = e^l is known to a few ulps only: its cell's split is charged for it
-        ep += np.bincount(cc, ap[inside], K) * 8 * _U
-        eq += np.bincount(cc, aq[inside], K) * 8 * _U
-        p_tail += float(np.sum(ap[~inside]))
-        q_tail += float(np.sum(aq[~inside]))
+        tp, tq = add_atoms(p, q, ep, eq, cc, ap, aq, inside)
+        p_tail += tp
+        q_tail += tq
     else:
         q_on = q_on_gap = np.zeros(K)
         q_ends = (0.0, 0.0)
@@ -165,6 +161,19 @@ def cells(loss, dx: float, K: int, o: float = 0.0) -> Cells:
         p = np.maximum(p - o * q, 0.0)
     return Cells(dx, p, q, ep, eq, zero, p_tail * (1 + 4 * _U), q_tail * (1 + 4 * _U), p_inf,
                  v, dv, put, dput, o, q_gap, q_ends)
+
+
+def add_atoms(p, q, ep, eq, cc, ap, aq, inside):
+    """Add the atoms (P0-mass ap, Q0-mass aq) that are ``inside`` to the cells cc of p, q (in
+    place), with 8 ulps of their masses charged to ep, eq (an atom's X = e^l is known to a few
+    ulps only: its cell's split is charged for it); returns the P0- and Q0-mass outside."""
+    n = p.size
+    bp, bq = np.bincount(cc, ap[inside], n), np.bincount(cc, aq[inside], n)
+    p += bp
+    q += bq
+    ep += bp * 8 * _U
+    eq += bq * 8 * _U
+    return float(np.sum(ap[~inside])), float(np.sum(aq[~inside]))
 
 
 def _knots(loss, dx, K, lk, zero, o=0.0):
@@ -245,7 +254,6 @@ def lowered_masses(c: Cells) -> np.ndarray:
     """Masses at a_0..a_K whose call function is below that of X restricted to [0, a_K] and
     whose total is no larger (see the module docstring); each lowered by its error bound."""
     K, dx = c.K, c.dx
-    j = np.arange(K, dtype=float)
     v, dv = c.v, c.dv
     # total mass Q0[X <= a_K] from below, and Q0[X > 0] from above
     M = max(float(np.sum(c.q) + c.zero) - float(np.sum(c.eq)) - (K + 4) * _U, 0.0)

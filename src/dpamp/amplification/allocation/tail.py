@@ -63,7 +63,7 @@ import math
 
 import numpy as np
 
-from .grid import FUNC_ULPS
+from .grid import FUNC_ULPS, add_atoms
 
 _U = 2.0 ** -53
 #: ratio log r of the geometric tail grid: at most this, and about dx / sqrt(t) (the loss grid
@@ -158,13 +158,9 @@ def tail_cells(loss, lb: float, y_max: float, log_r: float, t: int) -> Tail:
         cell = np.searchsorted(lk, al[fin], side="left") - 1      # lk_c < l <= lk_{c+1}
         inside = cell < n
         cc = cell[inside]
-        ap, aq = loss.atom_p[fin], loss.atom_q[fin]
-        p += np.bincount(cc, ap[inside], n)
-        q += np.bincount(cc, aq[inside], n)
-        ep += np.bincount(cc, ap[inside], n) * 8 * _U
-        eq += np.bincount(cc, aq[inside], n) * 8 * _U
-        beyond_p += float(np.sum(ap[~inside]))
-        beyond_q += float(np.sum(aq[~inside]))
+        bp, bq = add_atoms(p, q, ep, eq, cc, loss.atom_p[fin], loss.atom_q[fin], inside)
+        beyond_p += bp
+        beyond_q += bq
     y = np.exp(lk)
     A = y[:-1] * (1 - 4 * _U)                 # the true cell [e^lk_c, e^lk_{c+1}] lies in [A, B]
     B = y[1:] * (1 + 4 * _U)
