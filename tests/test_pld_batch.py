@@ -163,3 +163,71 @@ def test_batched_moments_equal_the_per_part_quadrature():
         extra = (lambda d: [*d.swap_moments] if d.swap_moments is not None else [])
         assert np.allclose([a.mean, a.var, *extra(a)], [b.mean, b.var, *extra(b)],
                            rtol=1e-12, atol=0)
+
+
+def _families():
+    from dpamp.pld.loss import eps_delta, gaussian, laplace
+    out = []
+    for mu, q in ((0.7, 0.013), (1.25, 0.002), (0.3, 0.2)):
+        g = gaussian(mu)
+        out += [g, g.poisson(q), g.poisson(q).swapped()]
+    # parts of no family (evaluated by their own functions) and one without a continuous part
+    return out + [laplace(0.5).poisson(0.1), eps_delta(1.0, 1e-3)]
+
+
+@pytest.mark.parametrize("which", ["cdf", "sf"])
+def test_evaluate_many_is_each_parts_own_function(which):
+    """loss_batch repeats each family's operations on the parts' points laid end to end: the
+    values are bit for bit those of every part's own cdf / sf (so the batched discretisation
+    is that of the parts' own closures), in any order of the parts."""
+    from dpamp.pld.loss_batch import evaluate_many
+    srcs = _families()
+    rng = np.random.default_rng(3)
+    ts = [np.sort(rng.uniform(-3, 6, rng.integers(1, 400))) for _ in srcs]
+    got = evaluate_many(srcs, ts, which)
+    for src, t, v in zip(srcs, ts, got):
+        fn = getattr(src, which)
+        if fn is None:
+            assert v is None
+            continue
+        with np.errstate(all="ignore"):
+            want = fn(t)
+        assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(v, want))
+    perm = rng.permutation(len(srcs))
+    again = evaluate_many([srcs[i] for i in perm], [ts[i] for i in perm], which)
+    for i, v in zip(perm, again):
+        if got[i] is not None:
+            assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(v, got[i]))
+
+
+def test_quantile_ranges_are_each_parts_own_scan():
+    """The batched quantile scans give each part the range of its own scans (the reference
+    scan, written out here: a grid of 64 points from the mean to the tail function's end,
+    twice)."""
+    from dpamp.pld.loss_batch import quantile_ranges
+    srcs = [s for s in _families() if s.cdf is not None]
+    tails = [10.0 ** -k for k in range(6, 6 + len(srcs))]
+
+    def scan(src, tail, end, upper):
+        near, fn = src.mean, (src.sf if upper else src.cdf)
+        if (end <= near) if upper else (end >= near):
+            return end
+        for _ in range(2):
+            t = np.linspace(near, end, 64)
+            with np.errstate(all="ignore"):
+                p, q = fn(t)
+            ok = (p <= tail) & (q <= tail)
+            if not ok.any():
+                return end
+            i = int(np.argmax(ok))
+            if i == 0:
+                return float(t[0])
+            near, end = float(t[i - 1]), float(t[i])
+        return end
+    for src, tail, (lo, hi) in zip(srcs, tails, quantile_ranges(srcs, tails)):
+        a = scan(src, tail, src.lower_tail(tail), False)
+        b = scan(src, tail, src.upper_tail(tail), True)
+        fin = np.isfinite(src.atom_loss) & (np.maximum(src.atom_p, src.atom_q) > tail * 1e-3)
+        if fin.any():
+            a, b = min(a, src.atom_loss[fin].min()), max(b, src.atom_loss[fin].max())
+        assert (lo, hi) == (a, b)

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..core.errors import OutOfReach
 from . import loss as L
-from .discretize import _combine, cells_of, half_args
+from .discretize import _combine, cells_of, continuous_grid, half_args
 from .engine import MAX_N, PartPMF
+from .loss_batch import evaluate_many, quantile_ranges
 from .polygon_batch import halves
 from .sources import discretize_source
 
@@ -34,8 +35,8 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
     discretises part by part (the reference the batched path is tested against)."""
     n = len(parts)
     grids = []
-    for src, c in parts:
-        lo, hi = _range(src, max(tail_total / (c * n), 1e-300), h, scan=optimistic)
+    tails = [max(tail_total / (c * n), 1e-300) for _, c in parts]
+    for lo, hi in _ranges(parts, tails, h, optimistic, batched):
         if max(-lo, hi) > MAX_LOSS:
             raise OutOfReach(f"the PLD works with e^loss in floating point and handles losses "
                              f"up to {MAX_LOSS:g}; one part reaches {max(-lo, hi):.4g} "
@@ -50,10 +51,16 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
              if batched and type(src) is L.LossDistribution]
     if len(batch) > 1:
         prep, args = {}, []
-        for i in batch:
+        # the continuous parts' CDFs and survival functions, all parts of a family together
+        pts = [continuous_grid(h, *grids[i], optimistic) for i in batch]
+        srcs = [parts[i][0] for i in batch]
+        cont = zip(evaluate_many(srcs, [a for a, _ in pts], "cdf"),
+                   evaluate_many(srcs, [b for _, b in pts], "sf"))
+        for i, cv in zip(batch, cont):
             src = parts[i][0]
             jlo, jhi = grids[i]
-            c, mid = cells_of(src, h, jlo, jhi, optimistic)
+            c, mid = cells_of(src, h, jlo, jhi, optimistic,
+                              continuous=cv if src.cdf is not None else None)
             fwd, rev, p_tot, q_tot = half_args(c, h, src.inf_mass, None, src.neg_inf_mass,
                                                optimistic, mid)
             prep[i] = (len(args), p_tot, q_tot, src.inf_mass, c["zero"][0])
@@ -79,6 +86,19 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         d.lower[d.lower.size - cut:] = 0.0
         out.append(PartPMF(d, c))
     return out
+
+
+def _ranges(parts, tails, h: float, scan: bool, batched: bool = True):
+    """[_range(src, tail, h, scan)] for the (source, count) parts, the quantile scans of the
+    loss distributions evaluated together (:func:`.loss_batch.quantile_ranges`)."""
+    if not (scan and batched):
+        return [_range(src, t, h, scan) for (src, _), t in zip(parts, tails)]
+    out = [None] * len(parts)
+    many = [i for i, (src, _) in enumerate(parts) if type(src) is L.LossDistribution]
+    for i, r in zip(many, quantile_ranges([parts[i][0] for i in many], [tails[i] for i in many])):
+        out[i] = r
+    return [r if r is not None else _range(src, t, h, scan)
+            for r, (src, _), t in zip(out, parts, tails)]
 
 
 def _range(src, tail: float, h: float, scan: bool = True):

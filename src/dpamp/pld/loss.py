@@ -60,6 +60,9 @@ class LossDistribution:
     #: (mean, var) of the swapped pair's loss -L under Q, when known (sizing only; else
     #: ``swapped`` computes them by quadrature)
     swap_moments: tuple[float, float] | None = None
+    #: how the continuous part was built, for evaluating many parts at once (:mod:`.loss_batch`):
+    #: ("gaussian", mu), ("poisson", q, base's), ("swap", base's); None otherwise
+    family: tuple | None = None
 
     # --- masses --------------------------------------------------------------------------
     @property
@@ -72,7 +75,7 @@ class LossDistribution:
         """Q[L = -inf] (the swapped pair's mass at +inf)."""
         return float(np.sum(self.atom_q[self.atom_loss == -np.inf]))
 
-    def cell_masses(self, jlo: int, jhi: int, h: float):
+    def cell_masses(self, jlo: int, jhi: int, h: float, continuous=None):
         """Masses of P and Q in the cells of the grid t_j = j h, jlo <= 0 <= jhi:
 
             below  : L < t_jlo                      (incl. -inf)
@@ -90,7 +93,8 @@ class LossDistribution:
         left_end / right_end: the Q-mass (again in the half's coordinates) of atoms exactly on
         the cell's far grid point, for the left tangent there. Cells are
         closed on the side away from 0. Continuous masses are differences of the CDF on the
-        left half and of the survival function on the right half."""
+        left half and of the survival function on the right half; ``continuous``, if given, is
+        (cdf(t_left), sf(t_right)) already evaluated (:func:`.loss_batch.evaluate_many`)."""
         t_left = h * np.arange(jlo, 1)        # t_jlo .. 0
         t_right = h * np.arange(0, jhi + 1)   # 0 .. t_jhi
         zero2 = lambda n: (np.zeros(n), np.zeros(n))  # noqa: E731
@@ -105,12 +109,12 @@ class LossDistribution:
         zero = [0.0, 0.0]
         em1 = math.expm1(h)
         if self.cdf is not None:
-            cp, cq = self.cdf(t_left)
+            cp, cq = self.cdf(t_left) if continuous is None else continuous[0]
             left_pc += np.maximum(np.diff(cp), 0.0)
             left_qc += np.maximum(np.diff(cq), 0.0)
             below[0] += float(cp[0])
             below[1] += float(cq[0])
-            sp, sq = self.sf(t_right)
+            sp, sq = self.sf(t_right) if continuous is None else continuous[1]
             right_pc += np.maximum(-np.diff(sp), 0.0)
             right_qc += np.maximum(-np.diff(sq), 0.0)
             above[0] += float(sp[-1])
@@ -160,44 +164,10 @@ class LossDistribution:
     def quantile_range(self, tail: float) -> tuple[float, float]:
         """A range [a, b] of finite losses outside which both P and Q have mass <= tail on each
         side (atoms of mass > tail * 1e-3 always inside). Sizing only, never soundness: the
-        discretisation accounts for whatever lies outside its grid."""
-        fin = np.isfinite(self.atom_loss) & (np.maximum(self.atom_p, self.atom_q) > tail * 1e-3)
-        lo = float(self.atom_loss[fin].min()) if fin.any() else math.inf
-        hi = float(self.atom_loss[fin].max()) if fin.any() else -math.inf
-        if self.cdf is not None:
-            a = self.lower_tail(tail) if self.lower_tail else self._bisect_tail(tail, False)
-            b = self.upper_tail(tail) if self.upper_tail else self._bisect_tail(tail, True)
-            # the tail functions are safe but can be loose (a mixture's tail point is mapped
-            # from its components'); two vectorised scans move the ends in to where the tails
-            # actually reach ``tail`` (this keeps the grids of subsampled losses ~30% shorter)
-            a, b = self._scan_tail(tail, a, False), self._scan_tail(tail, b, True)
-            lo, hi = min(lo, a), max(hi, b)
-        if not math.isfinite(lo):
-            lo, hi = 0.0, 0.0
-        return lo, hi
-
-    def _scan_tail(self, tail: float, end: float, upper: bool, n: int = 64) -> float:
-        """The grid point nearest the centre among n between the mean and ``end`` (twice, the
-        second time inside the first's last step) beyond which the tail is still <= tail."""
-        if not (math.isfinite(end) and math.isfinite(self.mean)):
-            return end
-        near = self.mean
-        if (end <= near) if upper else (end >= near):
-            return end
-        fn = self.sf if upper else self.cdf
-        for _ in range(2):
-            t = np.linspace(near, end, n)
-            with np.errstate(all="ignore"):
-                p, q = fn(t)
-            # (a NaN compares False: not in the tail, as nan_to_num(nan=1) made it)
-            ok = (p <= tail) & (q <= tail)
-            if not ok.any():
-                return end
-            i = int(np.argmax(ok))            # the tails are monotone: ok from i on
-            if i == 0:
-                return float(t[0])
-            near, end = float(t[i - 1]), float(t[i])
-        return end
+        discretisation accounts for whatever lies outside its grid. (The computation, shared
+        with the batched one of many parts: :func:`.loss_batch.quantile_ranges`.)"""
+        from .loss_batch import quantile_ranges
+        return quantile_ranges([self], [tail])[0]
 
     def _bisect_tail(self, tail: float, upper: bool) -> float:
         a, b = self.support
@@ -233,7 +203,8 @@ class LossDistribution:
                                 m2[0], m2[1], f"swap({self.name})",
                                 (lambda tail: -lo(tail)) if lo else None,
                                 (lambda tail: -up(tail)) if up else None,
-                                swap_moments=(self.mean, self.var))
+                                swap_moments=(self.mean, self.var),
+                                family=("swap", self.family) if self.family else None)
 
     def _q_moments(self):
         """Mean and variance of -L under Q (the swapped pair's loss under its P), from the
@@ -304,7 +275,8 @@ class LossDistribution:
                                 f"poisson({self.name}, {q:g})",
                                 (lambda tail: fwd1(up(tail))) if up else None,
                                 (lambda tail: fwd1(lo(tail))) if lo else None,
-                                swap_moments=swap)
+                                swap_moments=swap,
+                                family=("poisson", q, self.family) if self.family else None)
 
 
 def _grid_floor(u: np.ndarray) -> np.ndarray:
@@ -417,7 +389,8 @@ def gaussian(mu: float) -> LossDistribution:
     def lower(tail):   # Q is the larger in the lower tail: N(-half, mu^2)
         return -half + mu * float(ndtri_exp(math.log(tail)))
     return LossDistribution(_EMPTY, _EMPTY, _EMPTY, cdf, sf, (-math.inf, math.inf), True,
-                            half, mu * mu, f"gaussian({mu:g})", upper, lower, mu)
+                            half, mu * mu, f"gaussian({mu:g})", upper, lower, mu,
+                            family=("gaussian", mu))
 
 
 def laplace(t0: float) -> LossDistribution:
