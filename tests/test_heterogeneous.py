@@ -296,3 +296,20 @@ def test_saddle_searches_find_the_full_grid_minimum(mech, delta, eps):
     v = K - Qy._S * eps
     j = int(np.argmin(v))
     assert Qy.saddle_for_epsilon(pp, eps) == (float(Qy._S[j]), min(float(v[j]), 0.0))
+
+
+@pytest.mark.parametrize("mech, delta", [
+    (dp.Gaussian(5) * 10, 0.245),                                   # eps 0.0085: near the TV
+    (dp.Gaussian(1).subsample(dp.Poisson(0.01)) * 100, 0.05),       # eps 0.0015
+])
+def test_tail_budget_keeps_flat_answers_in_reach(mech, delta):
+    """Where delta(eps) is flat (the answer near the total variation distance, eps << the
+    loss's spread) the mass the grids leave out moves epsilon by about its share of delta over
+    the slope: the tail-regime share (1e-4 of delta) kept tol out of reach there (brackets 1.2e-2
+    and 1.8e-2 wide), so above TAIL_REGIME the grids keep 1e-6 of delta."""
+    from dpamp.pld import grid, query
+    query._CACHE.store.clear()
+    b = query.epsilon_bracket(mech, delta)
+    assert b.met and b.upper - b.lower <= 1e-3 * b.upper
+    assert grid.tail_fraction(delta) == grid.TAIL_FRACTION
+    assert grid.tail_fraction(1e-5) == grid.TAIL_FRACTION_TAIL

@@ -1,6 +1,7 @@
-"""The grid step of a PLD query: a first step from a model of the bracket's width, fitted to
-the parts' atoms and support ends (the anchors), where the loss curve has kinks that cost the
-optimistic polygon first-order errors off the grid and nothing (or almost) on it."""
+"""The grid of a PLD query: the mass its windows may leave out (:func:`tail_fraction`), and a
+first step from a model of the bracket's width, fitted to the parts' atoms and support ends (the
+anchors), where the loss curve has kinks that cost the optimistic polygon first-order errors off
+the grid and nothing (or almost) on it."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,23 @@ import math
 import numpy as np
 
 from ..core.errors import OutOfReach
+
+#: total P-mass (over all steps) allowed outside the parts' grids, relative to the target delta.
+#: It is charged (to +inf in the upper PMFs, dropped from the lower ones), so it moves epsilon
+#: by about TAIL_FRACTION delta / |d delta / d eps|. Where delta <= TAIL_REGIME the answer is in
+#: the tail of the composed loss, whose slope |d log delta / d eps| is at least about z / sd
+#: (z = sqrt(2 log(1/delta)) >= 4.3): there TAIL_FRACTION_TAIL moves epsilon by ~1e-4 sd / z,
+#: a few percent of the tolerance, and makes W4's grids 30% shorter (the subsampled losses'
+#: right tails are long and light). Above it the answer can be where delta(eps) is flat (near
+#: the total variation distance, eps << sd): 1e-4 there kept tol out of reach.
+TAIL_FRACTION = 1e-6
+TAIL_FRACTION_TAIL = 1e-4
+TAIL_REGIME = 1e-4
+
+
+def tail_fraction(delta: float) -> float:
+    """TAIL_FRACTION_TAIL for delta <= TAIL_REGIME, else TAIL_FRACTION (see there)."""
+    return TAIL_FRACTION_TAIL if delta <= TAIL_REGIME else TAIL_FRACTION
 
 
 def initial_h(direction_parts, tol_abs, z=4.0):

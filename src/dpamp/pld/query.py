@@ -26,7 +26,7 @@ from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .caps import atomic_cap
-from .grid import align as _align, initial_h as _initial_h
+from .grid import TAIL_FRACTION_TAIL, align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
 
 #: most grid refinements tried; then (or when the time budget or the largest grid is reached)
@@ -34,10 +34,6 @@ from .sources import ProfileSource, SymmetricCurve, parts_of
 MAX_ROUNDS = 7
 #: default time budget of one query, in seconds (the ``budget`` option)
 BUDGET = 10.0
-#: total P-mass (over all steps) allowed outside the parts' grids, relative to the target delta
-TAIL_FRACTION = 1e-6
-
-
 @dataclasses.dataclass
 class Bracket:
     upper: float
@@ -171,11 +167,11 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
         tol = V.positive("tol", tol)
     budget = BUDGET if budget is None else V.positive("budget", budget)
     dirs = _directions(mechanism)
-    tail_total = delta * TAIL_FRACTION
+    tail_total = delta * tail_fraction(delta)
     if tail_total < 1e-300:
         # the tails the grids leave out must weigh << delta, and below 1e-300 they cannot
         raise OutOfReach(f"delta={delta:g} is below what the PLD grids resolve "
-                         f"({1e-300 / TAIL_FRACTION:g}); use method='rdp'")
+                         f"({1e-300 / TAIL_FRACTION_TAIL:g}); use method='rdp'")
     # the pure epsilon caps the upper bound: it decides tiny deltas
     pure = min(_pure_epsilon(mechanism), atomic_cap(dirs, delta))
     return _proven(dirs, _refine(
