@@ -13,6 +13,7 @@ Corners where a 1e-3 bracket is not reached by default, with the widths measured
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 import time
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..core import _validate as V
 from ..core._progress import progress
+from ..core._threads import submit
 from ..core.errors import OutOfReach
 from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key
@@ -286,9 +288,12 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True
     e_est, lam, log_d = saddle(pp)
     lam = min(lam * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
+    # the lower PMF is wanted if this direction turns out the worse one (:func:`_evaluate`): it
+    # is composed meanwhile on another thread (the result is the same either way)
+    lower = submit(compose, pp, h, lam, kinds=(False,), target=target) if optimistic else None
     pm = compose(pp, h, lam, kinds=(True,), target=target)
     return {"parts": pp, "lam": lam, "pmf": pm, "target": target, "h": h,
-            "optimistic": optimistic}
+            "optimistic": optimistic, "lower": lower}
 
 
 #: the other directions are first accounted on a grid this many times coarser, pessimistically
@@ -299,13 +304,18 @@ COARSE = 8
 
 
 def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query):
-    """The first direction at step h; the others first at COARSE h, upper bound only: only if
-    one could be the worse direction is it redone at h (with both bounds)."""
-    out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta)]
+    """The first direction at step h; the others first at COARSE h, upper bound only (on
+    another thread, meanwhile): only if one could be the worse direction is it redone at h
+    (with both bounds)."""
+    jobs = [submit(_direction, d, COARSE * h, tail_total, tilt, saddle, log_delta,
+                   optimistic=False) for d in dirs[1:]]
+    try:
+        out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta)]
+    finally:
+        concurrent.futures.wait(jobs)
     best = query(out[0]["pmf"][True])
-    for d in dirs[1:]:
-        coarse = _direction(d, COARSE * h, tail_total, tilt, saddle, log_delta,
-                            optimistic=False)
+    for d, job in zip(dirs[1:], jobs):
+        coarse = job.result()
         if query(coarse["pmf"][True]) <= best:
             out.append(coarse)
         else:
@@ -355,7 +365,9 @@ def _evaluate(state, tol, bound, at, floor=0.0):
         state["error_bound"] = False
         return None
     if False not in dd["pmf"]:
-        dd["pmf"].update(compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
+        job = dd.pop("lower", None)
+        dd["pmf"].update(job.result() if job is not None else
+                         compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
     low = bound(dd["pmf"][False])
     state["last"] = (up, low)
