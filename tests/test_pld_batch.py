@@ -231,3 +231,14 @@ def test_quantile_ranges_are_each_parts_own_scan():
         if fin.any():
             a, b = min(a, src.atom_loss[fin].min()), max(b, src.atom_loss[fin].max())
         assert (lo, hi) == (a, b)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+def test_tail_points_many_are_each_parts_own(upper):
+    """The batched tail functions give every part exactly its own tail function's value."""
+    from dpamp.pld.loss_batch import tail_points_many
+    srcs = _families()
+    tails = [10.0 ** -k for k in range(3, 3 + len(srcs))]
+    for src, t, v in zip(srcs, tails, tail_points_many(srcs, tails, upper)):
+        fn = src.upper_tail if upper else src.lower_tail
+        assert v == (fn(t) if fn is not None else None)

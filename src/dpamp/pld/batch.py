@@ -20,7 +20,7 @@ from ..core.errors import OutOfReach
 from . import loss as L
 from .discretize import _combine, cells_of, continuous_grid, half_args
 from .engine import MAX_N, PartPMF
-from .loss_batch import evaluate_many, quantile_ranges
+from .loss_batch import evaluate_many, quantile_ranges, tail_points_many
 from .polygon_batch import halves
 from .sources import discretize_source
 
@@ -91,26 +91,33 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
 def _ranges(parts, tails, h: float, scan: bool, batched: bool = True):
     """[_range(src, tail, h, scan)] for the (source, count) parts, the quantile scans of the
     loss distributions evaluated together (:func:`.loss_batch.quantile_ranges`)."""
-    if not (scan and batched):
+    if not batched:
         return [_range(src, t, h, scan) for (src, _), t in zip(parts, tails)]
     out = [None] * len(parts)
     many = [i for i, (src, _) in enumerate(parts) if type(src) is L.LossDistribution]
-    for i, r in zip(many, quantile_ranges([parts[i][0] for i in many], [tails[i] for i in many])):
-        out[i] = r
+    srcs, ts = [parts[i][0] for i in many], [tails[i] for i in many]
+    if scan:
+        for i, r in zip(many, quantile_ranges(srcs, ts)):
+            out[i] = r
+    else:
+        for i, a, b in zip(many, tail_points_many(srcs, ts, False),
+                           tail_points_many(srcs, ts, True)):
+            out[i] = _range(parts[i][0], tails[i], h, False, (a, b))
     return [r if r is not None else _range(src, t, h, scan)
             for r, (src, _), t in zip(out, parts, tails)]
 
 
-def _range(src, tail: float, h: float, scan: bool = True):
+def _range(src, tail: float, h: float, scan: bool = True, ends=None):
     """src.quantile_range(tail), or for a pessimistic-only pass (coarse grids, whose size
     matters little) the range from the part's tail functions alone, without quantile_range's
     scans of the CDFs, which cost most of a coarse pass (the scans move the ends in by ~20%).
     Sizing only: the tail functions bound both P's and Q's tails by ``tail`` as the scans do,
-    and the discretisation charges whatever lies outside its grid anyway."""
+    and the discretisation charges whatever lies outside its grid anyway. ``ends``: the tail
+    functions' values, when already evaluated (:func:`.loss_batch.tail_points_many`)."""
     if scan or type(src) is not L.LossDistribution or src.cdf is None \
             or src.upper_tail is None or src.lower_tail is None:
         return src.quantile_range(tail)
-    a, b = src.lower_tail(tail), src.upper_tail(tail)
+    a, b = ends if ends is not None else (src.lower_tail(tail), src.upper_tail(tail))
     fin = np.isfinite(src.atom_loss) & (np.maximum(src.atom_p, src.atom_q) > tail * 1e-3)
     if fin.any():
         a, b = min(a, float(src.atom_loss[fin].min())), max(b, float(src.atom_loss[fin].max()))

@@ -17,7 +17,7 @@ import math
 from collections import defaultdict
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri_exp
 
 _FLIP = {"cdf": "sf", "sf": "cdf"}
 
@@ -81,6 +81,49 @@ def _evaluate(fams, sizes, t, which):
     return one_minus_q * bq + q * bp, bq
 
 
+def tail_points_many(srcs, tails, upper: bool) -> list:
+    """[src.upper_tail(tail) if upper else src.lower_tail(tail)] (None where the part has no
+    such function), the parts of one family shape together: the Gaussian's mu^2/2 -+ mu z with
+    z = ndtri_exp(log tail) (-z above), mapped by the Poisson pair's L -> log(1 - q + q e^L),
+    negated and swapped by the swap, each operation as the parts' own functions do it."""
+    out = [None] * len(srcs)
+    groups = defaultdict(list)
+    for i, src in enumerate(srcs):
+        fn = src.upper_tail if upper else src.lower_tail
+        key = shape(src.family) if fn is not None else None
+        if key is None:
+            out[i] = fn(tails[i]) if fn is not None else None
+        else:
+            groups[key].append(i)
+    for idx in groups.values():
+        log_tail = np.array([math.log(tails[i]) for i in idx])
+        for i, v in zip(idx, _tail_points([srcs[i].family for i in idx], log_tail, upper)):
+            out[i] = float(v)
+    return out
+
+
+def _tail_points(fams, log_tail, upper):
+    def col(values):
+        return np.array(values, dtype=float)
+    kind = fams[0][0]
+    if kind == "gaussian":
+        mu = col([f[1] for f in fams])
+        half = col([0.5 * f[1] * f[1] for f in fams])
+        if upper:
+            return half + mu * (ndtri_exp(log_tail) * -1.0)
+        return -half + mu * ndtri_exp(log_tail)
+    if kind == "swap":
+        return -_tail_points([f[1] for f in fams], log_tail, not upper)
+    q = col([f[1] for f in fams])
+    one_minus_q = col([1 - f[1] for f in fams])
+    log1mq = col([math.log1p(-f[1]) for f in fams])
+    log_q = col([math.log(f[1]) for f in fams])
+    loss = _tail_points([f[2] for f in fams], log_tail, upper)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(loss > 0, loss + np.log(q + one_minus_q * np.exp(-loss)),
+                        np.logaddexp(log1mq, log_q + loss))
+
+
 def quantile_ranges(srcs, tails) -> list[tuple[float, float]]:
     """[src.quantile_range(tail)] (see :meth:`.loss.LossDistribution.quantile_range`), the
     parts' CDF scans evaluated together: each part's range holds its finite atoms of mass above
@@ -95,8 +138,10 @@ def quantile_ranges(srcs, tails) -> list[tuple[float, float]]:
     cont = [i for i, src in enumerate(srcs) if src.cdf is not None]
     if cont:
         cs, ct = [srcs[i] for i in cont], [tails[i] for i in cont]
-        a = [s.lower_tail(t) if s.lower_tail else s._bisect_tail(t, False) for s, t in zip(cs, ct)]
-        b = [s.upper_tail(t) if s.upper_tail else s._bisect_tail(t, True) for s, t in zip(cs, ct)]
+        a = [v if v is not None else s._bisect_tail(t, False)
+             for s, t, v in zip(cs, ct, tail_points_many(cs, ct, False))]
+        b = [v if v is not None else s._bisect_tail(t, True)
+             for s, t, v in zip(cs, ct, tail_points_many(cs, ct, True))]
         # the tail functions are safe but can be loose (a mixture's tail point is mapped from
         # its components'); the scans move the ends in to where the tails actually reach
         # ``tail`` (this keeps the grids of subsampled losses ~30% shorter)

@@ -27,6 +27,7 @@ from ..core.errors import OutOfReach
 from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
+from .engine import tilt_cap as _tilt_cap
 from .caps import atomic_cap
 from .grid import TAIL_FRACTION_TAIL, align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
@@ -82,22 +83,6 @@ def _log_mgf(pparts, upper=True, s=_S, layout=None):
         layout = mgf_layout([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts])
     K = layout(pparts[0].d.h, s)
     return np.sum(np.array([float(p.count) for p in pparts])[:, None] * K, axis=0)
-
-
-def _tilt_cap(pparts):
-    """Largest useful tilt: 20 over the composed standard deviation. Beyond it the values that
-    decide delta near the answer are tiny next to the tilted peak (bounded losses push the
-    Chernoff saddle to infinity) and the FFT's relative accuracy there is lost."""
-    var = 0.0
-    for p in pparts:
-        m = np.maximum(p.d.upper, 0.0)
-        s = m.sum()
-        if s <= 0:
-            continue
-        t = p.d.h * (p.d.jlo + np.arange(m.size))
-        mu = float(np.sum(m * t) / s)
-        var += p.count * float(np.sum(m * (t - mu) ** 2) / s)
-    return 20.0 / math.sqrt(max(var, 1e-12))
 
 
 #: the saddle searches take every COARSE_S-th point of _S, then the neighbours of the best (a
