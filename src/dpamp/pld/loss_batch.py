@@ -166,7 +166,12 @@ def scan_tails(srcs, tails, ends, upper: bool, n: int = 64) -> list[float]:
     for _ in range(2):
         if not todo:
             break
-        ts = [np.linspace(near[i], out[i], n) for i in todo]
+        # np.linspace's points, all parts at once: near + k (end - near) / (n - 1), the last
+        # one the end itself
+        a, b = np.array([near[i] for i in todo]), np.array([out[i] for i in todo])
+        grid = np.arange(n) * ((b - a) / (n - 1))[:, None] + a[:, None]
+        grid[:, -1] = b
+        ts = list(grid)
         with np.errstate(all="ignore"):
             vals = evaluate_many([srcs[i] for i in todo], ts, which)
         nxt = []
