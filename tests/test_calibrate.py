@@ -282,6 +282,9 @@ def test_rate_at_a_tiny_rate_and_tiny_delta_corner():
     assert c.guarantee.epsilon <= 0.01
     assert 1.0e-5 < c.value < 1.45e-5
     assert c.evaluations <= 20
+    # the printout says the search stopped short of rtol, and where
+    assert c.resolution > 1e-4 and "relative resolution" in str(c)
+    assert c.as_dict()["resolution"] == c.resolution
     assert "floating-point budget" in c.guarantee.note or "time budget" in c.guarantee.note
 
 
@@ -294,6 +297,7 @@ def test_coarse_first_evaluations_decide_only_where_they_can():
     c = dp.calibrate.sigma(3.0, 1e-5, sampling=P, steps=1000, method="pld")
     g = c.guarantee
     assert g.epsilon <= 3.0 and g.epsilon - g.lower <= 1e-3 * g.epsilon
+    assert c.resolution <= 1e-4 and "resolution" not in str(c)
     fine = dp.calibrate.sigma(3.0, 1e-5, sampling=P, steps=1000, method="pld", tol=3e-3)
     assert c.value == pytest.approx(fine.value, rel=2e-4)
 

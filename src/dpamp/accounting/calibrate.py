@@ -38,6 +38,7 @@ from ..core._progress import open_bar
 from ..core.guarantee import Guarantee
 from ..core.relations import ADD_REMOVE, Relation, as_relation
 from ._search import geometric_search, largest_int
+from .calibration import Calibration
 
 if TYPE_CHECKING:
     from ..core.sampling import SamplingScheme
@@ -47,62 +48,6 @@ __all__ = ["Calibration", "sigma", "steps", "epochs", "rate", "sweep"]
 
 _SIGMA_RANGE = (1e-8, 1e8)
 _MIN_RATE = 1e-15
-
-
-@dataclasses.dataclass(frozen=True)
-class Calibration:
-    """The answer of a calibration.
-
-    ``value``: the calibrated parameter (float for sigma and rate, int for steps, epochs and
-    batch). ``guarantee``: epsilon(delta) of ``mechanism`` (the plan at ``value``) by
-    ``guarantee.method``; ``guarantee.epsilon <= target_epsilon``. ``evaluations``: how many
-    accounting queries the search made."""
-
-    parameter: str
-    value: float | int
-    guarantee: Guarantee
-    target_epsilon: float
-    target_delta: float
-    mechanism: object = dataclasses.field(repr=False)
-    evaluations: int = 0
-    steps: int | None = None
-
-    @property
-    def epsilon(self) -> float:
-        return self.guarantee.epsilon
-
-    @property
-    def method(self) -> str:
-        return self.guarantee.method
-
-    def __float__(self) -> float:
-        return float(self.value)
-
-    def __int__(self) -> int:
-        return int(self.value)
-
-    def as_dict(self) -> dict:
-        d = {"parameter": self.parameter, "value": self.value,
-             "target_epsilon": self.target_epsilon, "target_delta": self.target_delta,
-             "evaluations": self.evaluations, "guarantee": self.guarantee.as_dict()}
-        if self.steps is not None:
-            d["steps"] = self.steps
-        return d
-
-    def __str__(self) -> str:
-        """Rounded so that the printed value still meets the target: sigma up (more noise),
-        a rate or a number of epochs down; the achieved epsilon up."""
-        from ..core._rounding import round_down, round_up
-        if isinstance(self.value, float):
-            v = (round_up if self.parameter == "sigma" else round_down)(self.value, 6)
-        else:
-            v = str(self.value)
-        extra = "" if self.steps is None or self.parameter == "steps" else \
-            f" ({self.steps} steps)"
-        eps = round_up(self.guarantee.epsilon, 6)
-        return (f"{self.parameter} = {v}{extra}: epsilon {eps} <= "
-                f"{self.target_epsilon:g} at delta {self.target_delta:g} by "
-                f"{self.guarantee.method}")
 
 
 # --- the accounting oracle ----------------------------------------------------------------
@@ -180,14 +125,15 @@ class _Oracle:
                 w = max(w, (g.epsilon - max(g.lower, 0.0)) / g.epsilon)
         return 0.125 * w
 
-    def result(self, parameter, x, steps=None) -> Calibration:
+    def result(self, parameter, x, steps=None, other=None, rtol=None) -> Calibration:
         g = self.guarantee(x)
         self.bar.close()
         if not g.epsilon <= self.eps:  # the certificate: the returned value was evaluated
             raise RuntimeError(f"calibration bug: {x!r} does not meet the target "
                                f"({g.epsilon!r} > {self.eps!r})")  # pragma: no cover
         return Calibration(parameter, x, g, self.eps, self.delta, self.seen[x][1],
-                           self.evaluations, steps)
+                           self.evaluations, steps, None if other is None else (x, other),
+                           rtol)
 
 
 def _resolve(build, x0, method: str) -> str:
@@ -320,7 +266,7 @@ def sigma(epsilon: float, delta: float, sampling: SamplingScheme | None = None,
         if lo is None:
             raise ValueError(f"every sigma >= {_SIGMA_RANGE[0]:g} meets epsilon <= {eps_t:g} "
                              f"at delta {d:g} by {m}: the target is not binding")
-        return oracle.result("sigma", hi, T * _samplers.steps_per_run(sampling))
+        return oracle.result("sigma", hi, T * _samplers.steps_per_run(sampling), lo, rtol)
 
     warm = _warm_start(build, sens, name, solve)
     if warm is None:
@@ -447,7 +393,7 @@ def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int
             if lo is None or not oracle.ok(lo):
                 raise ValueError(f"no rate >= {_MIN_RATE:g} meets epsilon <= {eps_t:g} at "
                                  f"delta {d:g} by {m}")
-            return oracle.result(param, lo, T)
+            return oracle.result(param, lo, T, hi, rtol)
         best = largest_int(oracle.ok, n if start is None else start, high=n)
         if best is None:
             g = oracle.guarantee(1)

@@ -1,0 +1,84 @@
+"""The answer of a calibration (:mod:`.calibrate`): the parameter's value, the guarantee of the
+plan at that value, and how the search got there."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..core.guarantee import Guarantee
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The answer of a calibration.
+
+    ``value``: the calibrated parameter (float for sigma and rate, int for steps, epochs and
+    batch). ``guarantee``: epsilon(delta) of ``mechanism`` (the plan at ``value``) by
+    ``guarantee.method``; ``guarantee.epsilon <= target_epsilon``. ``evaluations``: how many
+    accounting queries the search made. ``search``: for sigma and rate, the search's last
+    bracket (the value that meets the target, and the nearest one that did not), and ``rtol``
+    the resolution asked: where the evaluated plans' own brackets are wider, the search stops
+    at an eighth of their width, and the printout says so."""
+
+    parameter: str
+    value: float | int
+    guarantee: Guarantee
+    target_epsilon: float
+    target_delta: float
+    mechanism: object = dataclasses.field(repr=False)
+    evaluations: int = 0
+    steps: int | None = None
+    search: tuple | None = None
+    rtol: float | None = None
+
+    @property
+    def resolution(self) -> float | None:
+        """The relative width of the search's last bracket (None without one)."""
+        if not self.search or None in self.search:
+            return None
+        lo, hi = sorted(float(v) for v in self.search)
+        return hi / lo - 1.0 if lo > 0 else math.inf
+
+    @property
+    def epsilon(self) -> float:
+        return self.guarantee.epsilon
+
+    @property
+    def method(self) -> str:
+        return self.guarantee.method
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def as_dict(self) -> dict:
+        d = {"parameter": self.parameter, "value": self.value,
+             "target_epsilon": self.target_epsilon, "target_delta": self.target_delta,
+             "evaluations": self.evaluations, "guarantee": self.guarantee.as_dict()}
+        if self.steps is not None:
+            d["steps"] = self.steps
+        if self.resolution is not None:
+            d["resolution"] = self.resolution
+        return d
+
+    def __str__(self) -> str:
+        """Rounded so that the printed value still meets the target: sigma up (more noise),
+        a rate or a number of epochs down; the achieved epsilon up."""
+        from ..core._rounding import round_down, round_up
+        if isinstance(self.value, float):
+            v = (round_up if self.parameter == "sigma" else round_down)(self.value, 6)
+        else:
+            v = str(self.value)
+        extra = "" if self.steps is None or self.parameter == "steps" else \
+            f" ({self.steps} steps)"
+        eps = round_up(self.guarantee.epsilon, 6)
+        out = (f"{self.parameter} = {v}{extra}: epsilon {eps} <= "
+               f"{self.target_epsilon:g} at delta {self.target_delta:g} by "
+               f"{self.guarantee.method}")
+        res = self.resolution
+        if res is not None and self.rtol is not None and res > self.rtol * (1 + 1e-9):
+            out += (f" (the search stopped at a relative resolution of {res:.2g}, above rtol "
+                    f"{self.rtol:g}: the evaluated plans' brackets are wider than that)")
+        return out
