@@ -76,7 +76,10 @@ def _evaluate(fams, sizes, t, which):
     one_minus_q = rep([1 - f[1] for f in fams])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         inner = np.expm1(t) + q
-        g = np.where(inner > 0, np.log(np.maximum(inner, 1e-320)) - log_q, -np.inf)
+        if inner.size and inner.min() >= 1e-320:
+            g = np.log(inner) - log_q     # (the where and the floor below change nothing then)
+        else:
+            g = np.where(inner > 0, np.log(np.maximum(inner, 1e-320)) - log_q, -np.inf)
     bp, bq = _evaluate([f[2] for f in fams], sizes, g, which)
     return one_minus_q * bq + q * bp, bq
 
