@@ -313,3 +313,16 @@ def test_tail_budget_keeps_flat_answers_in_reach(mech, delta):
     assert b.met and b.upper - b.lower <= 1e-3 * b.upper
     assert grid.tail_fraction(delta) == grid.TAIL_FRACTION
     assert grid.tail_fraction(1e-5) == grid.TAIL_FRACTION_TAIL
+
+
+def test_tail_budget_follows_a_tighter_tol():
+    """The tails the grids leave out cost the bracket a fixed width that no refinement
+    narrows: a caller's tol tighter than the default shrinks their share with it (with the
+    tail regime's share fixed, tol 1e-6 stopped at a width of 2.3e-5 after every refinement)."""
+    from dpamp.pld import grid, query
+    query._CACHE.store.clear()
+    b = query.epsilon_bracket(dp.Gaussian(0.61).subsample(dp.Poisson(0.0213)) * 1000, 1e-5,
+                              tol=1e-6)
+    assert b.met and b.upper - b.lower <= 1e-6
+    assert grid.tail_fraction(1e-5, 1e-5) == pytest.approx(1e-6)
+    assert grid.tail_fraction(1e-5, 1e-1) == grid.TAIL_FRACTION_TAIL

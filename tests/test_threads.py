@@ -30,3 +30,17 @@ def test_submit_hands_over_results_and_errors(monkeypatch, threads):
         raise MemoryError(7)
     with pytest.raises(MemoryError):
         _threads.submit(fail).result()
+
+
+def test_a_forked_child_gets_a_pool_of_its_own():
+    """After a fork (process pools of sweeps) the parent's pool has no threads in the child:
+    work queued to it there would never run. The child makes its own."""
+    import multiprocessing as mp
+    _threads.submit(lambda: 1).result()                 # the parent's pool exists
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply_async(_in_child).get(timeout=60) == 3
+
+
+def _in_child():
+    return _threads.submit(lambda: 3).result(timeout=30)

@@ -13,6 +13,16 @@ _POOL = None
 _LOCK = threading.Lock()
 
 
+def _forget_pool():
+    """In a forked child (a process pool of sweeps): the parent's pool has no threads here,
+    and work queued to it would wait forever; a new one is made on first use."""
+    global _POOL, _LOCK
+    _POOL, _LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def submit(fn, *args, **kwargs) -> concurrent.futures.Future:
     """A future of fn(*args, **kwargs), run by the pool (or at once when THREADS is 1, or when
     called from a pool thread, which must not wait on its own pool)."""

@@ -23,9 +23,15 @@ TAIL_FRACTION_TAIL = 1e-4
 TAIL_REGIME = 1e-4
 
 
-def tail_fraction(delta: float) -> float:
-    """TAIL_FRACTION_TAIL for delta <= TAIL_REGIME, else TAIL_FRACTION (see there)."""
-    return TAIL_FRACTION_TAIL if delta <= TAIL_REGIME else TAIL_FRACTION
+def tail_fraction(delta: float, tol_rel: float | None = None) -> float:
+    """TAIL_FRACTION_TAIL for delta <= TAIL_REGIME, else TAIL_FRACTION (see there); for a
+    tolerance tighter than the default 1e-3 of epsilon (``tol_rel``, relative to an estimate
+    of epsilon) the tail share shrinks with it, down to TAIL_FRACTION: a refinement of the
+    grid cannot narrow what the left-out tails cost."""
+    frac = TAIL_FRACTION_TAIL if delta <= TAIL_REGIME else TAIL_FRACTION
+    if tol_rel is not None:
+        frac = max(TAIL_FRACTION, min(frac, frac * tol_rel / 1e-3))
+    return frac
 
 
 def initial_h(direction_parts, tol_abs, z=4.0):

@@ -154,7 +154,8 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
         tol = V.positive("tol", tol)
     budget = BUDGET if budget is None else V.positive("budget", budget)
     dirs = _directions(mechanism)
-    tail_total = delta * tail_fraction(delta)
+    tol_rel = None if tol is None else tol / max(_gaussian_guess(d, delta) for d in dirs)
+    tail_total = delta * tail_fraction(delta, tol_rel)
     if tail_total < 1e-300:
         # the tails the grids leave out must weigh << delta, and below 1e-300 they cannot
         raise OutOfReach(f"delta={delta:g} is below what the PLD grids resolve "
