@@ -242,3 +242,26 @@ def test_tail_points_many_are_each_parts_own(upper):
     for src, t, v in zip(srcs, tails, tail_points_many(srcs, tails, upper)):
         fn = src.upper_tail if upper else src.lower_tail
         assert v == (fn(t) if fn is not None else None)
+
+
+@pytest.mark.parametrize("optimistic", [True, False])
+def test_cells_many_are_each_parts_own_cells(optimistic):
+    """batch.cells_many (all atomless family parts' cells laid end to end) against cells_of
+    part by part: every array of every cell dict, and the half cells, bit for bit."""
+    srcs = [s for s in _families() if batch._flat(s)]
+    h = 0.0037
+    grids = [(-(3 + i), 40 + 17 * i) for i in range(len(srcs))]
+    got = batch.cells_many(srcs, grids, h, optimistic)
+    for src, (jlo, jhi), (c, mid) in zip(srcs, grids, got):
+        c_ref, mid_ref = cells_of(src, h, jlo, jhi, optimistic)
+        assert set(c) == set(c_ref)
+        for key, v in c_ref.items():
+            if isinstance(v, tuple):
+                assert all(np.array_equal(a, b) and np.shape(a) == np.shape(b)
+                           for a, b in zip(c[key], v)), key
+            else:
+                assert np.array_equal(c[key], v), key
+        assert (mid is None) == (mid_ref is None)
+        if mid is not None:
+            for side in ("left", "right"):
+                assert all(np.array_equal(a, b) for a, b in zip(mid[side], mid_ref[side]))

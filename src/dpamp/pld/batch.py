@@ -20,7 +20,8 @@ from ..core.errors import OutOfReach
 from . import loss as L
 from .discretize import _combine, cells_of, continuous_grid, half_args
 from .engine import MAX_N, PartPMF
-from .loss_batch import evaluate_many, quantile_ranges, tail_points_many
+from .loss_batch import (evaluate_flat, evaluate_many, quantile_ranges, shape,
+                         tail_points_many)
 from .polygon_batch import halves
 from .sources import discretize_source
 
@@ -52,15 +53,20 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
     if len(batch) > 1:
         prep, args = {}, []
         # the continuous parts' CDFs and survival functions, all parts of a family together
-        pts = [continuous_grid(h, *grids[i], optimistic) for i in batch]
-        srcs = [parts[i][0] for i in batch]
-        cont = zip(evaluate_many(srcs, [a for a, _ in pts], "cdf"),
-                   evaluate_many(srcs, [b for _, b in pts], "sf"))
-        for i, cv in zip(batch, cont):
+        fam = [i for i in batch if _flat(parts[i][0])]
+        cells = dict(zip(fam, cells_many([parts[i][0] for i in fam], [grids[i] for i in fam],
+                                         h, optimistic)))
+        rest = [i for i in batch if i not in cells]
+        pts = [continuous_grid(h, *grids[i], optimistic) for i in rest]
+        srcs = [parts[i][0] for i in rest]
+        cont = dict(zip(rest, zip(evaluate_many(srcs, [a for a, _ in pts], "cdf"),
+                                  evaluate_many(srcs, [b for _, b in pts], "sf"))))
+        for i in batch:
             src = parts[i][0]
             jlo, jhi = grids[i]
-            c, mid = cells_of(src, h, jlo, jhi, optimistic,
-                              continuous=cv if src.cdf is not None else None)
+            c, mid = cells[i] if i in cells else cells_of(
+                src, h, jlo, jhi, optimistic,
+                continuous=cont[i] if src.cdf is not None else None)
             fwd, rev, p_tot, q_tot = half_args(c, h, src.inf_mass, None, src.neg_inf_mass,
                                                optimistic, mid)
             prep[i] = (len(args), p_tot, q_tot, src.inf_mass, c["zero"][0])
@@ -85,6 +91,72 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         d.lower = d.lower.copy()
         d.lower[d.lower.size - cut:] = 0.0
         out.append(PartPMF(d, c))
+    return out
+
+
+def _flat(src) -> bool:
+    """Whether :func:`cells_many` takes this part: a loss distribution of a family
+    (:mod:`.loss_batch`) without atoms."""
+    return type(src) is L.LossDistribution and src.atom_loss.size == 0 \
+        and src.cdf is not None and shape(src.family) is not None
+
+
+def cells_many(srcs, grids, h: float, optimistic: bool):
+    """[:func:`.discretize.cells_of` (src, h, jlo, jhi, optimistic)] for parts without atoms
+    whose continuous part :mod:`.loss_batch` evaluates: the same masses (bit for bit), computed
+    on all parts' cells laid end to end. Every part's cells are its own: the differences that
+    would straddle two parts are dropped, and the pairs of half cells never straddle (each part
+    has an even number of them on either side)."""
+    if not srcs:
+        return []
+    k = 2 if optimistic else 1
+    step = 0.5 * h if optimistic else h
+    lo = np.array([k * g[0] for g in grids], dtype=np.int64)
+    hi = np.array([k * g[1] for g in grids], dtype=np.int64)
+
+    def laid(first, n):
+        """first_i + 0, 1, ..., n_i - 1 for every part, end to end, and the starts."""
+        start = np.concatenate([[0], np.cumsum(n)[:-1]])
+        return np.arange(n.sum()) - np.repeat(start - first, n), start
+    jl, sl = laid(lo, 1 - lo)
+    jr, sr = laid(np.zeros_like(hi), hi + 1)
+    cp, cq = evaluate_flat(srcs, 1 - lo, step * jl, "cdf")
+    sp, sq = evaluate_flat(srcs, hi + 1, step * jr, "sf")
+    # the cells of each part: differences inside its own points (the one after its last point
+    # straddles into the next part); P[L < t_lo] and P[L > t_hi] at its ends
+    inl = np.ones(cp.size - 1, dtype=bool)
+    inl[sl[1:] - 1] = False
+    inr = np.ones(sp.size - 1, dtype=bool)
+    inr[sr[1:] - 1] = False
+    left = [np.maximum(np.diff(v)[inl], 0.0) + 0.0 for v in (cp, cq)]
+    right = [np.maximum(-np.diff(v)[inr], 0.0) + 0.0 for v in (sp, sq)]
+    ends = np.concatenate([sr[1:], [sp.size]]) - 1
+    below, above = (cp[sl], cq[sl]), (sp[ends], sq[ends])
+    nl, nr = -lo, hi
+    cl, cr = np.concatenate([[0], np.cumsum(nl)]), np.concatenate([[0], np.cumsum(nr)])
+    pair = lambda v: v[0::2] + v[1::2]  # noqa: E731
+    if optimistic:
+        coarse = [pair(v) for v in left], [pair(v) for v in right]
+        ml, mr = [v[0::2] for v in left], [v[1::2] for v in right]
+        cl2, cr2 = cl // 2, cr // 2
+    out = []
+    for i in range(len(srcs)):
+        a, b = slice(cl[i], cl[i + 1]), slice(cr[i], cr[i + 1])
+        if optimistic:
+            a2, b2 = slice(cl2[i], cl2[i + 1]), slice(cr2[i], cr2[i + 1])
+            lv, rv = [v[a2] for v in coarse[0]], [v[b2] for v in coarse[1]]
+            mid = {"right": (mr[0][b2], mr[1][b2]), "left": (ml[0][a2], ml[1][a2])}
+        else:
+            lv, rv = [v[a] for v in left], [v[b] for v in right]
+            mid = None
+        n_l, n_r = lv[0].size, rv[0].size
+        c = {"below": (0.0 + float(below[0][i]), 0.0 + float(below[1][i])),
+             "left": tuple(lv), "zero": (0.0, 0.0), "right": tuple(rv),
+             "above": (0.0 + float(above[0][i]), 0.0 + float(above[1][i])),
+             "left_cont": tuple(v.copy() for v in lv), "right_cont": tuple(v.copy() for v in rv),
+             "left_beta": np.zeros(n_l), "right_beta": np.zeros(n_r),
+             "left_end": np.zeros(n_l), "right_end": np.zeros(n_r)}
+        out.append((c, mid))
     return out
 
 

@@ -56,6 +56,25 @@ def evaluate_many(srcs, ts, which: str) -> list:
     return out
 
 
+def evaluate_flat(srcs, sizes, t, which: str):
+    """(P, Q) of the parts' ``which`` ("cdf" or "sf") at their points laid end to end (``t``,
+    ``sizes[i]`` points for part i), every part of a family (:func:`shape` not None), laid
+    out the same way: :func:`evaluate_many` without splitting its values part by part."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    groups = defaultdict(list)
+    for i, src in enumerate(srcs):
+        groups[shape(src.family)].append(i)
+    if len(groups) == 1:
+        return _evaluate([s.family for s in srcs], sizes, t, which)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    p, q = np.empty_like(t), np.empty_like(t)
+    for idx in groups.values():
+        where = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in idx])
+        a, b = _evaluate([srcs[i].family for i in idx], sizes[idx], t[where], which)
+        p[where], q[where] = a, b
+    return p, q
+
+
 def _evaluate(fams, sizes, t, which):
     def rep(values):
         return np.repeat(np.array(values, dtype=float), sizes)
