@@ -34,19 +34,25 @@ def shape(family) -> tuple | None:
     return None if inner is None else (kind, inner)
 
 
+def _one_by_one(srcs, fns, args):
+    """([fn(arg)] for the parts without a family, None for those without the function, and
+    None (to be filled) for the others; the others' indices grouped by family shape)."""
+    out = [None] * len(srcs)
+    groups = defaultdict(list)
+    for i, (src, fn) in enumerate(zip(srcs, fns)):
+        key = shape(src.family) if fn is not None else None
+        if key is None:
+            out[i] = fn(args[i]) if fn is not None else None
+        else:
+            groups[key].append(i)
+    return out, list(groups.values())
+
+
 def evaluate_many(srcs, ts, which: str) -> list:
     """[getattr(src, which)(t) for src, t in zip(srcs, ts)] (``which``: "cdf" or "sf"; None
     for a part without a continuous part), the parts of one family shape in one pass each."""
-    out = [None] * len(srcs)
-    groups = defaultdict(list)
-    for i, src in enumerate(srcs):
-        fn = getattr(src, which)
-        key = shape(src.family) if fn is not None else None
-        if key is None:
-            out[i] = fn(ts[i]) if fn is not None else None
-        else:
-            groups[key].append(i)
-    for idx in groups.values():
+    out, groups = _one_by_one(srcs, [getattr(s, which) for s in srcs], ts)
+    for idx in groups:
         sizes = np.array([ts[i].size for i in idx], dtype=np.int64)
         t = np.concatenate([np.asarray(ts[i], dtype=float) for i in idx])
         p, q = _evaluate([srcs[i].family for i in idx], sizes, t, which)
@@ -108,16 +114,9 @@ def tail_points_many(srcs, tails, upper: bool) -> list:
     such function), the parts of one family shape together: the Gaussian's mu^2/2 -+ mu z with
     z = ndtri_exp(log tail) (-z above), mapped by the Poisson pair's L -> log(1 - q + q e^L),
     negated and swapped by the swap, each operation as the parts' own functions do it."""
-    out = [None] * len(srcs)
-    groups = defaultdict(list)
-    for i, src in enumerate(srcs):
-        fn = src.upper_tail if upper else src.lower_tail
-        key = shape(src.family) if fn is not None else None
-        if key is None:
-            out[i] = fn(tails[i]) if fn is not None else None
-        else:
-            groups[key].append(i)
-    for idx in groups.values():
+    out, groups = _one_by_one(srcs, [s.upper_tail if upper else s.lower_tail for s in srcs],
+                              tails)
+    for idx in groups:
         log_tail = np.array([math.log(tails[i]) for i in idx])
         for i, v in zip(idx, _tail_points([srcs[i].family for i in idx], log_tail, upper)):
             out[i] = float(v)
