@@ -18,10 +18,9 @@ import numpy as np
 
 from ..core.errors import OutOfReach
 from . import loss as L
-from .discretize import _combine, cells_of, continuous_grid, half_args
+from .discretize import _combine, cells_of, half_args
 from .engine import MAX_N, PartPMF
-from .loss_batch import (evaluate_flat, evaluate_many, quantile_ranges, shape,
-                         tail_points_many)
+from .loss_batch import evaluate_flat, quantile_ranges, shape, tail_points_many
 from .polygon_batch import halves
 from .sources import discretize_source
 
@@ -52,21 +51,14 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
              if batched and type(src) is L.LossDistribution]
     if len(batch) > 1:
         prep, args = {}, []
-        # the continuous parts' CDFs and survival functions, all parts of a family together
+        # the cells of the parts of a family all together; the others' one by one
         fam = [i for i in batch if _flat(parts[i][0])]
         cells = dict(zip(fam, cells_many([parts[i][0] for i in fam], [grids[i] for i in fam],
                                          h, optimistic)))
-        rest = [i for i in batch if i not in cells]
-        pts = [continuous_grid(h, *grids[i], optimistic) for i in rest]
-        srcs = [parts[i][0] for i in rest]
-        cont = dict(zip(rest, zip(evaluate_many(srcs, [a for a, _ in pts], "cdf"),
-                                  evaluate_many(srcs, [b for _, b in pts], "sf"))))
         for i in batch:
             src = parts[i][0]
             jlo, jhi = grids[i]
-            c, mid = cells[i] if i in cells else cells_of(
-                src, h, jlo, jhi, optimistic,
-                continuous=cont[i] if src.cdf is not None else None)
+            c, mid = cells[i] if i in cells else cells_of(src, h, jlo, jhi, optimistic)
             fwd, rev, p_tot, q_tot = half_args(c, h, src.inf_mass, None, src.neg_inf_mass,
                                                optimistic, mid)
             prep[i] = (len(args), p_tot, q_tot, src.inf_mass, c["zero"][0])

@@ -78,34 +78,22 @@ def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int,
                             optimistic=optimistic, mid=mid)
 
 
-def cells_of(loss: LossDistribution, h: float, jlo: int, jhi: int, optimistic: bool = True,
-             continuous=None):
+def cells_of(loss: LossDistribution, h: float, jlo: int, jhi: int, optimistic: bool = True):
     """The cell masses (and, optimistic, the half cells' masses ``mid``) that
-    :func:`discretize` feeds to :func:`discretize_cells`. ``continuous``: the continuous part's
-    (cdf, sf) on the grid of the first cell_masses call below, when already evaluated (see
-    :func:`continuous_grid`)."""
+    :func:`discretize` feeds to :func:`discretize_cells`."""
     if not (jlo < 0 < jhi):
         raise ValueError("the grid must have points on both sides of 0")
     mid = None
     if optimistic:
         # the half cells' masses give every cell a third tangent, at its midpoint (see _half)
-        c2 = loss.cell_masses(2 * jlo, 2 * jhi, 0.5 * h, continuous)
+        c2 = loss.cell_masses(2 * jlo, 2 * jhi, 0.5 * h)
         fin = np.isfinite(loss.atom_loss)
         c = _coarsen(c2) if not fin.any() else loss.cell_masses(jlo, jhi, h)
         mid = {"right": (c2["right"][0][1::2], c2["right"][1][1::2]),
                "left": (c2["left"][0][0::2], c2["left"][1][0::2])}
     else:
-        c = loss.cell_masses(jlo, jhi, h, continuous)
+        c = loss.cell_masses(jlo, jhi, h)
     return c, mid
-
-
-def continuous_grid(h: float, jlo: int, jhi: int, optimistic: bool = True):
-    """The points (left, right) where :func:`cells_of` evaluates the continuous part's CDF and
-    survival function: t_j = j h' for j in [jlo', 0] and [0, jhi'], on the half-step grid
-    (h' = h/2, jlo' = 2 jlo, jhi' = 2 jhi) when optimistic."""
-    if optimistic:
-        h, jlo, jhi = 0.5 * h, 2 * jlo, 2 * jhi
-    return h * np.arange(jlo, 1), h * np.arange(0, jhi + 1)
 
 
 def _coarsen(c2: dict) -> dict:

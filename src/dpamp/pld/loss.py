@@ -27,6 +27,8 @@ from typing import Callable
 import numpy as np
 from scipy.special import ndtr, ndtri_exp
 
+from .loss_batch import quantile_ranges
+
 Pair = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
@@ -75,7 +77,7 @@ class LossDistribution:
         """Q[L = -inf] (the swapped pair's mass at +inf)."""
         return float(np.sum(self.atom_q[self.atom_loss == -np.inf]))
 
-    def cell_masses(self, jlo: int, jhi: int, h: float, continuous=None):
+    def cell_masses(self, jlo: int, jhi: int, h: float):
         """Masses of P and Q in the cells of the grid t_j = j h, jlo <= 0 <= jhi:
 
             below  : L < t_jlo                      (incl. -inf)
@@ -93,8 +95,7 @@ class LossDistribution:
         left_end / right_end: the Q-mass (again in the half's coordinates) of atoms exactly on
         the cell's far grid point, for the left tangent there. Cells are
         closed on the side away from 0. Continuous masses are differences of the CDF on the
-        left half and of the survival function on the right half; ``continuous``, if given, is
-        (cdf(t_left), sf(t_right)) already evaluated (:func:`.loss_batch.evaluate_many`)."""
+        left half and of the survival function on the right half."""
         t_left = h * np.arange(jlo, 1)        # t_jlo .. 0
         t_right = h * np.arange(0, jhi + 1)   # 0 .. t_jhi
         zero2 = lambda n: (np.zeros(n), np.zeros(n))  # noqa: E731
@@ -109,12 +110,12 @@ class LossDistribution:
         zero = [0.0, 0.0]
         em1 = math.expm1(h)
         if self.cdf is not None:
-            cp, cq = self.cdf(t_left) if continuous is None else continuous[0]
+            cp, cq = self.cdf(t_left)
             left_pc += np.maximum(np.diff(cp), 0.0)
             left_qc += np.maximum(np.diff(cq), 0.0)
             below[0] += float(cp[0])
             below[1] += float(cq[0])
-            sp, sq = self.sf(t_right) if continuous is None else continuous[1]
+            sp, sq = self.sf(t_right)
             right_pc += np.maximum(-np.diff(sp), 0.0)
             right_qc += np.maximum(-np.diff(sq), 0.0)
             above[0] += float(sp[-1])
@@ -166,7 +167,6 @@ class LossDistribution:
         side (atoms of mass > tail * 1e-3 always inside). Sizing only, never soundness: the
         discretisation accounts for whatever lies outside its grid. (The computation, shared
         with the batched one of many parts: :func:`.loss_batch.quantile_ranges`.)"""
-        from .loss_batch import quantile_ranges
         return quantile_ranges([self], [tail])[0]
 
     def _bisect_tail(self, tail: float, upper: bool) -> float:
