@@ -29,7 +29,7 @@ from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .engine import tilt_cap as _tilt_cap
 from .caps import atomic_cap
-from .grid import TAIL_FRACTION_TAIL, align as _align, initial_h as _initial_h, tail_fraction
+from .grid import align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
 
 #: most grid refinements tried; then (or when the time budget or the largest grid is reached)
@@ -37,6 +37,8 @@ from .sources import ProfileSource, SymmetricCurve, parts_of
 MAX_ROUNDS = 7
 #: default time budget of one query, in seconds (the ``budget`` option)
 BUDGET = 10.0
+
+
 @dataclasses.dataclass
 class Bracket:
     upper: float
@@ -155,11 +157,12 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
     budget = BUDGET if budget is None else V.positive("budget", budget)
     dirs = _directions(mechanism)
     tol_rel = None if tol is None else tol / max(_gaussian_guess(d, delta) for d in dirs)
-    tail_total = delta * tail_fraction(delta, tol_rel)
+    frac = tail_fraction(delta, tol_rel)
+    tail_total = delta * frac
     if tail_total < 1e-300:
         # the tails the grids leave out must weigh << delta, and below 1e-300 they cannot
         raise OutOfReach(f"delta={delta:g} is below what the PLD grids resolve "
-                         f"({1e-300 / TAIL_FRACTION_TAIL:g}); use method='rdp'")
+                         f"({1e-300 / frac:g}); use method='rdp'")
     # the pure epsilon caps the upper bound: it decides tiny deltas
     pure = min(_pure_epsilon(mechanism), atomic_cap(dirs, delta))
     return _proven(dirs, _refine(
