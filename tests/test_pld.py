@@ -595,14 +595,19 @@ def test_without_replacement_composition_reports_no_unproven_lower_bound():
     assert g.lower is None and g.epsilon >= 12.26
 
 
-def test_refinement_stops_where_the_grid_no_longer_narrows_the_bracket():
-    """One epoch of balls-in-bins at delta 1e-12: the bracket is decided by the epoch's own
-    bounds (its grid and tail charges), and finer engine grids widened it (1.17e-3 -> 1.45e-3
-    over 7 rounds and the whole 10 s budget). Two rounds that do not narrow it end the
-    refinement, with the best bracket and a note saying why."""
+def test_refinement_stops_where_the_grid_no_longer_narrows_the_bracket(monkeypatch):
+    """One epoch of balls-in-bins at delta 1e-12 with the epoch's former tail charges (1e-14,
+    ~1 % of delta): the bracket is decided by the epoch's own bounds, and finer engine grids
+    widened it (1.17e-3 -> 1.45e-3 over 7 rounds and the whole 10 s budget). Two rounds that
+    do not narrow it end the refinement, with the best bracket and a note saying why."""
+    from dpamp.amplification.allocation import pld as A
     from dpamp.pld.query import _CACHE, epsilon_bracket
+    monkeypatch.setattr(A, "CUT_TAILS", (1e-14, 1e-12, 1e-10))
+    A._epoch.cache_clear()
     _CACHE.store.clear()
     m = dp.Gaussian(1.0).subsample(dp.RandomAllocation(1, 1000))
     b = epsilon_bracket(m, 1e-12)
     assert not b.met and "no longer narrows" in b.note and b.rounds <= 4
     assert 0.87 < b.lower and b.upper - b.lower < 1.5e-3
+    A._epoch.cache_clear()
+    _CACHE.store.clear()
