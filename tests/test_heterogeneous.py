@@ -305,8 +305,8 @@ def test_saddle_searches_find_the_full_grid_minimum(mech, delta, eps):
 def test_tail_budget_keeps_flat_answers_in_reach(mech, delta):
     """Where delta(eps) is flat (the answer near the total variation distance, eps << the
     loss's spread) the mass the grids leave out moves epsilon by about its share of delta over
-    the slope: the tail-regime share (1e-4 of delta) kept tol out of reach there (brackets 1.2e-2
-    and 1.8e-2 wide), so above TAIL_REGIME the grids keep 1e-6 of delta."""
+    the slope: the tail-regime share (1e-4 of delta) kept tol out of reach there (brackets 1.8e-2
+    and 1.2e-2 wide), so above TAIL_REGIME the grids keep 1e-6 of delta."""
     from dpamp.pld import grid, query
     query._CACHE.store.clear()
     b = query.epsilon_bracket(mech, delta)
