@@ -611,3 +611,22 @@ def test_refinement_stops_where_the_grid_no_longer_narrows_the_bracket(monkeypat
     assert 0.87 < b.lower and b.upper - b.lower < 1.5e-3
     A._epoch.cache_clear()
     _CACHE.store.clear()
+
+
+def test_rounds_that_prove_nothing_do_not_end_the_refinement():
+    """The stop after two rounds that do not narrow the gap counts finite gaps only: rounds
+    whose upper bound is still infinite (nothing proven yet) go on refining."""
+    from dpamp.pld import query as Qy
+    dirs = Qy._directions(dp.Gaussian(1.0) * 10)
+    seen = []
+
+    def compute(h, tilt, grid_tol):
+        seen.append(h)
+        return {"h": 0.01 if h is None else h, "error_bound": False}
+
+    def evaluate(state):
+        k = len(seen)
+        state["last"] = (math.inf, 0.0) if k < 4 else (1.0, 1.0)
+        return Qy.Bracket(1.0, 1.0, state["h"], 0) if k >= 4 else None
+    b = Qy._refine(dirs, ("test-infinite-gap",), None, 10.0, "epsilon", compute, evaluate)
+    assert len(seen) == 4 and b.met

@@ -239,8 +239,10 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
         else:
             # the grid's gap falls like h^2 (by 0.64 at least a round): two rounds in a row that
             # do not narrow it mean the parts' own bounds decide it (a random-allocation
-            # epoch's grid and tail charges at delta 1e-12 kept it at 1.2e-3 for 10 s)
-            flat = flat + 1 if prev_gap is not None and not gap < 0.9 * prev_gap else 0
+            # epoch's grid and tail charges at delta 1e-12 kept it at 1.2e-3 for 10 s); an
+            # infinite gap (nothing proven yet: the grids must get finer) never counts
+            flat = flat + 1 if (prev_gap is not None and math.isfinite(gap)
+                                and not gap < 0.9 * prev_gap) else 0
             if flat >= 2:
                 return _not_met(best, rounds, "refining the grid no longer narrows the bracket "
                                               "(the parts' own bounds decide it here)")
