@@ -4,9 +4,15 @@ subsampling at rate k/t (the PLD's upper end), at delta = 1e-6, one cold process
 
 For sigma in {0.8, 1, 2}, t = 1000, k in {2, 5, 10}, epochs in {1, 10}:
 
-    python benchmarks/bench_allocation_k.py [--quick]
+    python benchmarks/bench_allocation_k.py [--quick] [--peers] [-t T]
 
-(--quick: sigma 1 only). width/eps = (upper - lower) / upper.
+(--quick: sigma 1 only; -t: another number of steps). width/eps = (upper - lower) / upper.
+--peers adds pld-accounting 2.0 (``gaussian_allocation_epsilon_range`` at its default
+accuracy), in the same process after ours. Read its pair with care: for 1 < k < t it computes
+k blocks of 1-out-of-t/k allocations for both ends, and the blocks bound the allocation from
+ABOVE, so its "lower" end is a lower bound of the blocks' epsilon, not of the allocation's (at
+t = 3, k = 2, sigma 1, delta 1e-3 it is 4.241 where the exact epsilon is 4.016:
+tests/test_allocation_quadrature.py).
 """
 from __future__ import annotations
 
@@ -44,24 +50,45 @@ def poisson(sigma, k, epochs):
     return g.epsilon, time.perf_counter() - t0
 
 
+def peer(sigma, k, epochs):
+    """pld-accounting 2.0's (lower, upper) and its time (see the module docstring)."""
+    from PLD_accounting.random_allocation_api import gaussian_allocation_epsilon_range
+    t0 = time.perf_counter()
+    up, low = gaussian_allocation_epsilon_range(delta=DELTA, sigma=sigma, num_steps=T,
+                                                num_selected=k, num_epochs=epochs)
+    return low, up, time.perf_counter() - t0
+
+
 def main():
+    global T
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="sigma 1 only")
+    ap.add_argument("--peers", action="store_true", help="also pld-accounting 2.0")
+    ap.add_argument("-t", type=int, default=T, help="steps per epoch (default 1000)")
     args = ap.parse_args()
+    T = args.t
     sigmas = (1.0,) if args.quick else (0.8, 1.0, 2.0)
+    ks = [k for k in (2, 5, 10) if k < T]
     print(f"delta = {DELTA:g}, t = {T}; times in seconds")
-    print("| sigma | k | epochs | allocation [lower, upper] | width/eps | time | "
-          "Poisson (k/t) eps | time | upper / Poisson |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    head = ("| sigma | k | epochs | allocation [lower, upper] | width/eps | time | "
+            "Poisson (k/t) eps | time | upper / Poisson |")
+    if args.peers:
+        head += " pld-accounting [blocks' lower, upper] | time | time ratio |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
     for sigma in sigmas:
-        for k in (2, 5, 10):
+        for k in ks:
             for e in (1, 10):
                 low, up, dt = allocation(sigma, k, e)
                 pe, pt = poisson(sigma, k, e)
                 w = (up - low) / up if low is not None else float("nan")
                 lo_s = "-" if low is None else f"{low:.5f}"
-                print(f"| {sigma:g} | {k} | {e} | [{lo_s}, {up:.5f}] | {w:.1e} | {dt:.2f} | "
-                      f"{pe:.5f} | {pt:.2f} | {up / pe:.3f} |", flush=True)
+                row = (f"| {sigma:g} | {k} | {e} | [{lo_s}, {up:.5f}] | {w:.1e} | {dt:.2f} | "
+                       f"{pe:.5f} | {pt:.2f} | {up / pe:.3f} |")
+                if args.peers:
+                    plo, pup, ptime = peer(sigma, k, e)
+                    row += f" [{plo:.5f}, {pup:.5f}] | {ptime:.1f} | {ptime / dt:.0f}x |"
+                print(row, flush=True)
 
 
 if __name__ == "__main__":
