@@ -34,42 +34,41 @@ def _fresh():
     lower_k._tpair.cache_clear()
 
 
-def allocation(sigma, k, epochs):
+def allocation(sigma, k, epochs, t):
     _fresh()
-    m = dp.Gaussian(sigma).subsample(dp.RandomAllocation(k, T)) * epochs
+    m = dp.Gaussian(sigma).subsample(dp.RandomAllocation(k, t)) * epochs
     t0 = time.perf_counter()
     g = m.epsilon(DELTA, method="pld")
     return g.lower, g.epsilon, time.perf_counter() - t0
 
 
-def poisson(sigma, k, epochs):
+def poisson(sigma, k, epochs, t):
     _fresh()
-    m = dp.Gaussian(sigma).subsample(dp.Poisson(k / T)) * (T * epochs)
+    m = dp.Gaussian(sigma).subsample(dp.Poisson(k / t)) * (t * epochs)
     t0 = time.perf_counter()
     g = m.epsilon(DELTA, method="pld")
     return g.epsilon, time.perf_counter() - t0
 
 
-def peer(sigma, k, epochs):
+def peer(sigma, k, epochs, t):
     """pld-accounting 2.0's (lower, upper) and its time (see the module docstring)."""
     from PLD_accounting.random_allocation_api import gaussian_allocation_epsilon_range
     t0 = time.perf_counter()
-    up, low = gaussian_allocation_epsilon_range(delta=DELTA, sigma=sigma, num_steps=T,
+    up, low = gaussian_allocation_epsilon_range(delta=DELTA, sigma=sigma, num_steps=t,
                                                 num_selected=k, num_epochs=epochs)
     return low, up, time.perf_counter() - t0
 
 
 def main():
-    global T
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="sigma 1 only")
     ap.add_argument("--peers", action="store_true", help="also pld-accounting 2.0")
     ap.add_argument("-t", type=int, default=T, help="steps per epoch (default 1000)")
     args = ap.parse_args()
-    T = args.t
+    t = args.t
     sigmas = (1.0,) if args.quick else (0.8, 1.0, 2.0)
-    ks = [k for k in (2, 5, 10) if k < T]
-    print(f"delta = {DELTA:g}, t = {T}; times in seconds")
+    ks = [k for k in (2, 5, 10) if k < t]
+    print(f"delta = {DELTA:g}, t = {t}; times in seconds")
     head = ("| sigma | k | epochs | allocation [lower, upper] | width/eps | time | "
             "Poisson (k/t) eps | time | upper / Poisson |")
     if args.peers:
@@ -79,14 +78,14 @@ def main():
     for sigma in sigmas:
         for k in ks:
             for e in (1, 10):
-                low, up, dt = allocation(sigma, k, e)
-                pe, pt = poisson(sigma, k, e)
+                low, up, dt = allocation(sigma, k, e, t)
+                pe, pt = poisson(sigma, k, e, t)
                 w = (up - low) / up if low is not None else float("nan")
                 lo_s = "-" if low is None else f"{low:.5f}"
                 row = (f"| {sigma:g} | {k} | {e} | [{lo_s}, {up:.5f}] | {w:.1e} | {dt:.2f} | "
                        f"{pe:.5f} | {pt:.2f} | {up / pe:.3f} |")
                 if args.peers:
-                    plo, pup, ptime = peer(sigma, k, e)
+                    plo, pup, ptime = peer(sigma, k, e, t)
                     row += f" [{plo:.5f}, {pup:.5f}] | {ptime:.1f} | {ptime / dt:.0f}x |"
                 print(row, flush=True)
 
