@@ -120,8 +120,32 @@ def _run(mechanism, method: str, query) -> Guarantee:
         if skipped:
             g = dataclasses.replace(g, note="; ".join(
                 [g.note] * bool(g.note) + [f"auto: {s}; answered by {name}" for s in skipped]))
+        if "did not reach tol" in g.note:
+            g = _best_upper(mechanism, g, name, query)
         return g
     raise refused
+
+
+def _best_upper(mechanism, g: Guarantee, name: str, query) -> Guarantee:
+    """auto, where ``name`` gave a bracket short of its tol: the next method that answers may
+    prove a smaller upper bound (e.g. RDP where the PLD's grid cannot resolve the plan). Both
+    are proven, so the smaller upper bound and the larger lower bound stand together."""
+    names = available(mechanism)
+    for other in names[names.index(name) + 1:]:
+        try:
+            h = witness_lower(mechanism, _ask(_REGISTRY[other], query))
+        except OutOfReach:
+            continue
+        if h.value < g.value:
+            lows = [v for v in (g.lower, h.lower) if v is not None]
+            field = "epsilon" if g.query == "epsilon" else "delta"
+            g = dataclasses.replace(
+                g, **{field: h.value}, lower=max(lows) if lows else None, method=other,
+                source=f"{h.source}; lower bound: {g.source}",
+                note=f"{g.note}; auto: the upper bound is {other}'s ({h.value:.6g}), smaller "
+                     f"than {name}'s ({g.value:.6g}); the lower bound is the larger of both")
+        return g
+    return g
 
 
 def _ask(m: Method, query) -> Guarantee:
