@@ -20,6 +20,7 @@ bound and the post-processed lower bound of 1 < k < t, which are far from each o
 """
 import math
 
+import numpy as np
 import pytest
 from scipy import integrate, optimize, special
 
@@ -112,3 +113,27 @@ def test_peer_lower_bound_for_k_above_one_is_the_block_schemes():
     assert ex < low <= up
     g = dp.Gaussian(1.0).subsample(dp.RandomAllocation(2, 3)).epsilon(1e-3, method="pld")
     assert g.lower <= ex <= g.epsilon <= up       # and our upper end is not above theirs
+
+
+def _lower_curve(pair, x):
+    return float(sum(max(p - x * q, 0.0) for p, q in zip(pair.atom_p, pair.atom_q)))
+
+
+@pytest.mark.parametrize("remove", [True, False])
+def test_small_noise_curves_hold_the_exact_ones(remove):
+    """sigma 0.3 (beyond the one-grid reach: X's median is e^-5.6, its standard deviation 259),
+    t = 3: the add curve from its own grid on [0, t] (.capped) and the remove lower pair from
+    the fine grid, both directions, bracket the quadrature's exact curve from 1 to e^8."""
+    from dpamp.amplification.allocation import pld as A
+    from dpamp.pld.sources import loss_distribution
+    ep = A._Epoch(loss_distribution(dp.Gaussian(0.3)), 3)
+    dx = ep.dx_for(1e-3)
+    assert "lower" in ep.compute(dx) and ep.compute(dx)["add_atom"] is not None
+    pair = ep.lower_pair(dx, remove)
+    for eps in (0.0, 0.5, 2.0, 5.0, 8.0):
+        x = math.exp(eps)
+        ex = _exact_delta(eps, 0.3, 1, add=not remove)
+        up = float(ep.upper_curve(dx, remove, np.array([x]))[0])
+        assert _lower_curve(pair, x) - _margin(ex) <= ex <= up + _margin(ex), (eps, ex)
+    if remove:    # the fine grid: the lower remove curve is close (it was 0.029 at eps 0)
+        assert _lower_curve(pair, 1.0) >= 0.995 * _exact_delta(0.0, 0.3, 1)

@@ -187,13 +187,32 @@ def test_lower_pair_keeps_its_mass():
     assert float(np.sum(lp.atom_p)) <= 1.0 and float(np.sum(lp.atom_q)) <= 1.0
 
 
-def test_below_reach_the_rdp_route_answers():
-    from dpamp.core.errors import OutOfReach
+def test_small_noise_is_answered_by_the_pld():
+    """sigma 0.3 (X's standard deviation 259): the add direction on its own grid up to t
+    (.capped) and the remove lower pair on a fine grid give a bracket within 1e-3 of epsilon,
+    below the RDP route's upper bound (it was refused, and auto answered 18.01 by RDP alone)."""
     m = dp.Gaussian(0.3).subsample(dp.RandomAllocation(1, 100))
-    with pytest.raises(OutOfReach):
-        m.epsilon(1e-6, method="pld")
-    g = m.epsilon(1e-6)
-    assert math.isfinite(g.epsilon) and "rdp" in g.note
+    g = m.epsilon(1e-6, method="pld")
+    assert g.lower is not None and 0.0 < g.epsilon - g.lower <= 1e-3 * g.epsilon
+    r = m.epsilon(1e-6, method="rdp")
+    assert g.epsilon < r.epsilon
+    a = m.epsilon(1e-6)
+    assert (a.method, a.epsilon, a.lower) == ("pld", g.epsilon, g.lower)
+
+
+def test_auto_keeps_the_smaller_upper_bound_where_the_pld_falls_short():
+    """sigma 0.4, t 3: the PLD's grid cannot resolve this epoch (its upper end stays above 26
+    after all its refinements; here its time budget ends it sooner); auto then takes RDP's
+    smaller upper bound and keeps the PLD's lower one, for both kinds of query."""
+    m = dp.Gaussian(0.4).subsample(dp.RandomAllocation(1, 3))
+    r = m.epsilon(1e-6, method="rdp")
+    a = m.epsilon(1e-6, budget=0.5)
+    assert a.method == "rdp" and a.epsilon == r.epsilon and r.lower is None
+    assert a.lower is not None and 0.0 < a.lower < a.epsilon
+    assert "the upper bound is rdp's" in a.note and "pld did not reach tol" in a.note
+    d = m.delta(12.0, budget=0.5)
+    assert d.method == "rdp" and d.delta == m.delta(12.0, method="rdp").delta
+    assert d.lower is not None and 0.0 <= d.lower <= d.delta
 
 
 def test_tiny_delta_bracket_within_tolerance():

@@ -378,7 +378,7 @@ def _tilts(parts):
     the Chernoff saddles for DELTA_REF, at most 20 over the standard deviation, as the engine's
     own tilt cap)."""
     from ...pld.engine import grid_log_mgf
-    from .pld import composed_moments
+    from .sums import composed_moments
     mean, sd = composed_moments(parts, 1.0)
     th = np.geomspace(1e-2, 1e2, 80) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
     out = [(0.0, (mean, 0.0))]

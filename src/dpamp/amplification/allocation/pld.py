@@ -21,8 +21,13 @@ per-step losses, and its law is a t-fold convolution in the exp-loss domain.
    of :mod:`.tail` with the (t-1)-fold body R (a second composition, of t-1 steps), two by
    convexity, three or more charged at +inf (b is chosen where that charge is about
    CUT_TAILS); for add the tail is put at b in the upper bound (X ^ b <= X and the curve
-   decreases in S), and the lower one keeps one large coordinate as one merged atom. Bases whose X lives on [x_lo, x_hi]
-   (atoms at both ends) have no tail: the grid spans [x_lo, x_hi].
+   decreases in S), and the lower one keeps one large coordinate as one merged atom. Bases
+   whose X lives on [x_lo, x_hi] (atoms at both ends) have no tail: the grid spans [x_lo,
+   x_hi]. Small noise (standard deviation of X above MAX_SD_X, Gaussian sigma < ~0.38: X's
+   median is below any step the remove body can afford): the add direction gets its own grid
+   on [0, t] (:mod:`.capped`: X ^ t gives the same add curve for x >= 1), and the remove
+   direction's LOWER pair its own fine grid (the lowering of a coarse grid's first cell, dx
+   Q0[cell] / 4 per step, compounds over t steps), with the tail of :mod:`.tail` above it.
 2. The t-fold convolution on that grid by the PLD engine's tilted FFT
    (:func:`dpamp.pld.engine.compose`, with its proven floating-point budget E_k on every
    suffix, for weights in [0, 1]). Remove is computed under P (the masses of S tilted by S/t,
@@ -56,8 +61,10 @@ import math
 
 import numpy as np
 
+from . import capped as C
 from . import grid as G
 from . import tail as T
+from .sums import _compose, _lower_masses, _suffix, _var_x
 
 _U = 2.0 ** -53
 #: the body ends b tried, finest first: the charge of three or more coordinates above b
@@ -68,16 +75,12 @@ _U = 2.0 ** -53
 #: [0.873744, 0.873825] in 0.6 s (10 epochs 2e-4, 0.2 s), and the delta 1e-6 table is as fast
 CUT_TAILS = (1e-17, 1e-14, 1e-12, 1e-10)
 CUT_TAIL = CUT_TAILS[0]
-#: delta the tilt of the S-domain FFT is aimed at (any tilt is sound; this one keeps the budget
-#: small for deltas between about 1e-3 and 1e-12)
-DELTA_REF = 1e-8
 #: largest one-step grid (the epoch's FFT is a few times longer)
 MAX_K = 1 << 17
-#: largest standard deviation of X for the PLD (check_reach). Beyond it (Gaussian sigma < ~0.38)
-#: most of X's mass lies far below any step the body's grid can afford (median e^{-1/(2
-#: sigma^2)}), which the add direction's small sums need, and the body's FFT windows grow:
-#: measured at delta 1e-6, sigma 0.4-0.45 brackets are within 6e-4, sigma 0.35 within 1e-4
-#: for t = 100 and 10^4 but [0.13, 10.17] for t = 1000, sigma 0.3 wider than the RDP route
+#: largest standard deviation of X for one grid. Beyond it (Gaussian sigma < ~0.38) most of X's
+#: mass lies far below any step the body's grid can afford (median e^{-1/(2 sigma^2)}), which
+#: the add direction's small sums need: on one grid sigma 0.3 gave an add curve of ~0.6 at every
+#: x. So the add direction and the remove lower pair get grids of their own (.capped)
 MAX_SD_X = 30.0
 #: the tail grid (:mod:`.tail`) reaches X where P0 and Q0 have mass about this above
 Y_MAX_TAIL = 1e-18
@@ -171,22 +174,32 @@ class _Epoch:
         K = max(2, int(math.ceil(self.a_cut / dx)))
         return G.cells(self.loss, dx, K)
 
+    def _cells_add(self, c, dx):
+        """The add direction's cells: ``c`` itself, or for X too spread for it (.capped) its
+        own grid on [0, t] at step dx (coarser if it would exceed MAX_K points)."""
+        cap = C.cap_for(self.t, c.o + c.dx * c.K)
+        if self.span is not None or cap >= c.o + c.dx * c.K \
+                or not C.needs_own_grid(math.sqrt(self.var_x), MAX_SD_X):
+            return c
+        return G.cells(self.loss, *C.step_for(cap, dx, MAX_K))
+
+    def _cells_fine(self, dx):
+        """Cells at step dx (K <= MAX_K), up to the finest body end that fits, else as far as
+        MAX_K points reach (the tail above: :mod:`.tail`)."""
+        fits = [b for b in self.splits if b / dx <= MAX_K]
+        b = fits[0] if fits else MAX_K * dx
+        return G.cells(self.loss, *C.step_for(b, dx, MAX_K))
+
     def check_reach(self):
         """OutOfReach where the linear grid cannot resolve the body of X: a step of 1/20 of X's
         standard deviation (the split's noise then adds < 1/1000 to the loss variance) must
         cover X up to the coarsest body end b within MAX_K points (the tail above b is on
-        :mod:`.tail`'s geometric grid), and X's standard deviation must be at most MAX_SD_X.
-        Gaussians down to sigma 0.4 pass; below, the RDP route (.rdp) answers those plans."""
+        :mod:`.tail`'s geometric grid). Beyond MAX_SD_X the add direction and the remove
+        lower pair have grids of their own (.capped), so small noise is no reason to refuse."""
         if self.span is not None:
             return
         sd = math.sqrt(self.var_x)
         need = self.splits[-1] / (0.05 * sd)
-        if sd > MAX_SD_X:
-            from ...core.errors import OutOfReach
-            raise OutOfReach(
-                f"random allocation over {self.t} steps: the likelihood ratio of this base "
-                f"mechanism is too spread for the PLD's linear grid (standard deviation "
-                f"{sd:.3g} > {MAX_SD_X:g}); use method='rdp'")
         if need > MAX_K:
             from ...core.errors import OutOfReach
             raise OutOfReach(
@@ -224,6 +237,31 @@ class _Epoch:
         from ...pld.discretize import Discretized
         from ...pld.engine import PartPMF
         c = self._cells(dx)
+        t = self.t
+        out = self._remove_sums(c)
+        # add: X ^ a_K <= X, the whole Q0[X > a_K] at a_K (Y = 0) bounds the decreasing curve;
+        # for small noise on its own grid up to a_K = t (.capped)
+        ca = self._cells_add(c, dx)
+        y = ca.reflected()
+        yup, ylo = G.split_masses(y), G.lowered_masses(y)
+        yup[0] += ca.q_tail * (1 + 4 * _U)
+        t_aK = t * (ca.o + ca.dx * ca.K)
+        add = _compose([PartPMF(Discretized(ca.dx, 0, yup, 0.0, ylo, 0.0), t)], ca.dx, t_aK - t)
+        out.update({"add": add, "t_aK": t_aK, "step_add": ca.dx, "add_atom": None})
+        if ca is not c:
+            out["add_atom"] = C.merged_atom(ca.q_tail, ca.p_tail + ca.p_inf, t)
+            # the remove direction's lower pair on a fine grid too (.capped): the lowering of
+            # the coarse grid costs each of the t steps about dx Q0[cell 0] / 4
+            out["lower"] = self._remove_sums(self._cells_fine(dx), lower_only=True)
+        out["extra"]["add"] = 0.0
+        return out
+
+    def _remove_sums(self, c, lower_only: bool = False) -> dict:
+        """The remove direction's compositions on the cells ``c``: S under P (one factor x mu,
+        t - 1 factors mu), and for X > a_K the tail of :mod:`.tail` with the (t-1)-fold R
+        (``lower_only``: the lower kinds alone, for :meth:`lower_pair`)."""
+        from ...pld.discretize import Discretized
+        from ...pld.engine import PartPMF
         K, t, o = c.K, self.t, c.o
         step = c.dx
         a = o + step * np.arange(K + 1)                     # X at the knots
@@ -233,15 +271,9 @@ class _Epoch:
             parts.append(PartPMF(Discretized(step, 0, up, 0.0, lo, 0.0), t - 1))
         tilt = PartPMF(Discretized(step, 0, a * up * (1 + 4 * _U), 0.0,
                                    a * lo * (1 - 4 * _U), 0.0), 1)
-        rem = _compose([tilt] + parts, step, t * (1.0 - o))
-        y = c.reflected()
-        yup, ylo = G.split_masses(y), G.lowered_masses(y)
-        # add: X ^ a_K <= X, the whole Q0[X > a_K] at a_K (Y = 0) bounds the decreasing curve
-        yup[0] += c.q_tail * (1 + 4 * _U)
-        add = _compose([PartPMF(Discretized(step, 0, yup, 0.0, ylo, 0.0), t)], step,
-                       t * float(a[-1]) - t)
-        out = {"remove": rem, "add": add, "K": K, "step": step, "t_o": t * o,
-               "t_aK": t * float(a[-1]), "tail": None}
+        kinds = (False,) if lower_only else (True, False)
+        rem = _compose([tilt] + parts, step, t * (1.0 - o), kinds)
+        out = {"remove": rem, "K": K, "step": step, "t_o": t * o, "tail": None}
         if self.span is None and c.q_tail > 0:
             # X > a_K on a geometric grid (.tail): T_1 from the (t-1)-fold body R, T_2 by
             # convexity from the same sums, N >= 3 charged at +inf
@@ -251,15 +283,16 @@ class _Epoch:
             tail = T.tail_cells(self.loss, lb, self.y_max, log_r, t)
             tail.pi_up = c.q_tail
             rest = [PartPMF(parts[0].d, t - 2)] if t > 2 else []
-            rp = _compose([tilt] + rest, step, (t - 1) * (1.0 - o))
+            rp = _compose([tilt] + rest, step, (t - 1) * (1.0 - o), kinds)
             out["tail"] = tail
             out["R"] = rp
-            out["callR"] = T.CallR([rp[True], rp["flat"][True]], step, t, tail.pi_lo)
+            out["callR"] = None if lower_only else \
+                T.CallR([rp[True], rp["flat"][True]], step, t, tail.pi_lo)
             rem_extra = c.p_inf + T.charge(c.p_tail, c.q_tail, t)
         else:
             # (the tail, if any, charged at +inf: at least one X_i > a_K)
             rem_extra = c.p_tail + c.p_inf + (t - 1) * c.q_tail
-        out["extra"] = {"remove": min(rem_extra, 1.0) * (1 + 8 * _U), "add": 0.0}
+        out["extra"] = {"remove": min(rem_extra, 1.0) * (1 + 8 * _U)}
         return out
 
     # --- curves and atoms -------------------------------------------------------------------
@@ -279,7 +312,7 @@ class _Epoch:
         t = self.t
         n = pmf.mass.size
         idx = pmf.jlo + np.arange(n)
-        pos = r["step"] * idx
+        pos = r["step" if remove else "step_add"] * idx
         m = np.maximum(pmf.mass, 0.0)
         if remove:
             s = r["t_o"] + pos
@@ -308,6 +341,8 @@ class _Epoch:
         """The lower pair as a LossDistribution of atoms (masses lowered by their budget)."""
         from ...pld.loss import LossDistribution
         r = self.compute(dx)
+        if remove and "lower" in r:
+            r = r["lower"]
         both = r["remove" if remove else "add"]
         t = self.t
         m, lo_idx = _lower_masses(both)
@@ -322,7 +357,7 @@ class _Epoch:
             loss = np.log(s / t)
             p, q = m, m * (t / s)
         else:
-            s = np.maximum(r["t_aK"] - r["step"] * idx, 0.0)
+            s = np.maximum(r["t_aK"] - r["step_add"] * idx, 0.0)
             with np.errstate(divide="ignore"):
                 loss = np.where(s > 0, np.log(t / np.maximum(s, 1e-300)), np.inf)
             p, q = m, np.where(s > 0, m * s / t, 0.0)
@@ -336,6 +371,12 @@ class _Epoch:
             loss = np.concatenate([loss, np.log(pos / t)])
             p = np.concatenate([p, qm * pos / t * (1 - 4 * _U)])
             q = np.concatenate([q, qm])
+        elif r["add_atom"] is not None:
+            # add on its own grid (.capped): the event "some X_i > t" as one atom
+            m1, p1 = r["add_atom"]
+            if m1 > 0:
+                loss = np.concatenate([loss, [math.log(m1 / p1)]])
+                p, q = np.concatenate([p, [m1]]), np.concatenate([q, [p1]])
         elif r["tail"] is not None:
             # add: the event N = 1 merged into one atom (.tail.add_lower_atom), not left out
             # (left out, its mass ~ t pi per epoch would be missing from every composition)
@@ -374,83 +415,6 @@ class _Epoch:
         return (lo, hi) if remove else (-hi, -lo)
 
 
-def _var_x(loss, a_cut: float) -> float:
-    """Var_Q0(X) = E_P0[X] - E_Q0[X]^2 for X <= a_cut (sizing only): a fine quadrature of the
-    loss's cdf on a log grid, plus its atoms."""
-    lo, _ = loss.quantile_range(1e-14)
-    hi = math.log(a_cut)
-    e_px, e_qx = 0.0, 0.0
-    if loss.cdf is not None and hi > lo:
-        lk = np.linspace(lo, hi, 20001)
-        cp, cq = loss.cdf(lk)
-        mid = np.exp(0.5 * (lk[1:] + lk[:-1]))
-        e_px += float(np.sum(np.diff(cp) * mid))
-        e_qx += float(np.sum(np.diff(cp)))
-    fin = np.isfinite(loss.atom_loss) & (loss.atom_loss <= hi)
-    e_px += float(np.sum(loss.atom_p[fin] * np.exp(loss.atom_loss[fin])))
-    e_qx += float(np.sum(loss.atom_p[fin]))
-    return max(e_px - e_qx ** 2, 1e-12)
-
-
-def _lower_masses(both):
-    """Per bin the larger of the tilted and the untilted lower composition's masses, each
-    lowered by its per-bin budget (dpamp.pld.engine; not the suffix one: the masses go one by
-    one), and the index of the first bin."""
-    pmf, flat = both[False], both["flat"][False]
-    lo_idx = min(pmf.jlo, flat.jlo)
-    hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
-    m = np.zeros(hi_idx - lo_idx)
-    for g in (pmf, flat):
-        k = g.jlo - lo_idx
-        seg = np.maximum(g.mass - g.bin_err, 0.0)
-        m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
-    return m * (1 - 4 * _U), lo_idx
-
-
-def _suffix(x: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
-
-
-def composed_moments(parts, dx: float):
-    """(mean, sd) of the composition of grid parts (upper masses at dx * index; sizing only)."""
-    mean = var = 0.0
-    for p in parts:
-        m = p.d.upper
-        z = dx * np.arange(m.size)
-        tot = max(float(np.sum(m)), 1e-300)
-        m1 = float(np.sum(m * z)) / tot
-        mean += p.count * m1
-        var += p.count * float(np.sum(m * (z - m1) ** 2)) / tot
-    return mean, math.sqrt(max(var, 1e-300))
-
-
-def _compose(parts, dx, center):
-    """Both kinds of the composition, tilted at half the Chernoff saddle for DELTA_REF."""
-    from ...pld.engine import compose, grid_log_mgf
-    mean, sd = composed_moments(parts, dx)
-    th = np.geomspace(1e-2, 1e2, 120) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
-    Kt = np.zeros(th.size)
-    for p in parts:
-        Kt += p.count * grid_log_mgf(p.d.upper, 0.0, dx, th)
-    s_star = (Kt - math.log(DELTA_REF)) / th
-    i = int(np.nanargmin(s_star))
-    # (at most 20 over the standard deviation, as the engine's own tilt cap: beyond it the
-    # values that matter are tiny next to the tilted peak, e.g. when the support ends first)
-    # and at most 25 over the distance from x = 1 (``center``, where S = t) to the target, so
-    # that the budget stays small on the whole half-line x >= 1 whose values are used
-    lam = min(0.5 * float(th[i]), 20.0 / sd, 25.0 / max(float(s_star[i]) - center, sd))
-    target = (max(float(s_star[i]), mean), math.log(DELTA_REF))
-    out = compose(parts, dx, lam, kinds=(True, False), target=target)
-    # the tilted FFT is accurate near the tail it aims at and loose far left of it (its budget
-    # grows like e^{-lam s}); an untilted one is accurate in the bulk. Both are bounds: the
-    # curves take the smaller upper value and the atoms the larger lower mass, bin by bin.
-    # (Its window is sized for DELTA_REF: the lower masses are charged, bin by bin, all
-    # the mass that may wrap around, e^-20 per bin at the engine's default, ~1e-4 over 1e5 bins)
-    out["flat"] = compose(parts, dx, 0.0, kinds=(True, False),
-                          target=(mean, math.log(DELTA_REF)))
-    return out
-
-
 class AllocationSource:
     """A PLD source of one 1-out-of-t epoch for :mod:`dpamp.pld` (remove direction, or add
     when ``remove`` is False; ``swapped`` gives the other)."""
@@ -462,8 +426,10 @@ class AllocationSource:
         self.remove = remove
         self.has_lower = lower
         t = epoch.t
-        # moments of log(S/t) by the delta method (sizing only)
-        v = epoch.var_x * t / (t * t)
+        # moments of log(S/t) by the delta method (sizing only), at most the base loss's
+        # variance (for a heavy-tailed X the delta method is meaningless: sigma 0.2 gave loss
+        # grids with steps beyond e^709)
+        v = min(epoch.var_x * t / (t * t), max(epoch.loss.var, 1.0))
         self.var = max(v, 1e-12)
         self.mean = (0.5 if remove else -0.5) * v
         self.inf_mass = 0.0
