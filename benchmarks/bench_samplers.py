@@ -12,6 +12,7 @@ epochs, at delta = 1e-6 (one process, cold caches per cell):
   minutes per cell), and the ratios.
 
     python benchmarks/bench_samplers.py [--quick] [--peers]
+    python benchmarks/bench_samplers.py --sigmas 0.2,0.3,0.35 --rdp --no-shuffle
 """
 from __future__ import annotations
 
@@ -53,11 +54,20 @@ def ours(sigma, t, epochs):
     return g.epsilon, g.lower, time.perf_counter() - t0, how
 
 
+def _rdp(sigma, t, epochs):
+    m = dp.Gaussian(sigma).subsample(dp.RandomAllocation(1, t)) * epochs
+    return m.epsilon(DELTA, method="rdp").epsilon
+
+
 def poisson(sigma, t, epochs):
+    from dpamp.core.errors import OutOfReach
     _fresh()
     m = dp.Gaussian(sigma).subsample(dp.Poisson(1.0 / t)) * (t * epochs)
     t0 = time.perf_counter()
-    g = m.epsilon(DELTA, method="pld")
+    try:
+        g = m.epsilon(DELTA, method="pld")
+    except OutOfReach:             # (tiny sigma, many steps) auto's answer: RDP
+        g = m.epsilon(DELTA)
     return g.epsilon, time.perf_counter() - t0
 
 
@@ -95,8 +105,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="sigma 1 and 2, 1 and 10 epochs")
     ap.add_argument("--peers", action="store_true", help="pld-accounting on PEER_CELLS")
     ap.add_argument("--no-shuffle", action="store_true")
+    ap.add_argument("--sigmas", type=lambda v: tuple(float(x) for x in v.split(",")),
+                    help="comma-separated sigmas instead of the default (e.g. 0.2,0.3,0.35)")
+    ap.add_argument("--rdp", action="store_true",
+                    help="also the RDP route's epsilon (what small sigma fell back to)")
+    ap.add_argument("--peer-cell", action="append", default=[], metavar="SIGMA,T,EPOCHS",
+                    type=lambda v: (float(v.split(",")[0]), int(v.split(",")[1]),
+                                    int(v.split(",")[2])),
+                    help="with --peers: these cells instead of PEER_CELLS (repeatable)")
     args = ap.parse_args()
-    sigmas = (1.0, 2.0) if args.quick else SIGMAS
+    sigmas = args.sigmas or ((1.0, 2.0) if args.quick else SIGMAS)
     epochs_list = (1, 10) if args.quick else EPOCHS
     print(f"delta = {DELTA:g}; times in seconds; ratio = random-allocation upper / Poisson")
     print("| sigma | t | epochs | Poisson eps | allocation [lower, upper] | gap/eps | time |"
@@ -110,14 +128,15 @@ def main():
                 up, low, dt, how = ours(sigma, t, e)
                 sh = None if args.no_shuffle else shuffle_lower(sigma, t, e)[0]
                 gap = (up - low) / up if low is not None and up > 0 else float("nan")
+                rdp = f" RDP {_f(_rdp(sigma, t, e))} |" if args.rdp else ""
                 print(f"| {sigma:g} | {t} | {e} | {_f(pe)} | [{_f(low)}, {_f(up)}]{how} | "
-                      f"{gap:.1e} | {dt:.2f} | {up / pe:.3f} | {_f(sh)} |", flush=True)
+                      f"{gap:.1e} | {dt:.2f} | {up / pe:.3f} | {_f(sh)} |{rdp}", flush=True)
     if args.peers:
         print("\npld-accounting 2.0 (gaussian_allocation_epsilon_range, default accuracy)")
         print("| sigma | t | epochs | pld-accounting [lower, upper] | time | dpamp [lower, upper] "
               "| time | speed-up | width ratio (theirs / ours) |")
         print("|---|---|---|---|---|---|---|---|---|")
-        for sigma, t, e in PEER_CELLS:
+        for sigma, t, e in args.peer_cell or PEER_CELLS:
             pu, pl, pt = peer(sigma, t, e)
             up, low, dt, how = ours(sigma, t, e)
             print(f"| {sigma:g} | {t} | {e} | [{_f(pl)}, {_f(pu)}] | {pt:.1f} | "
