@@ -371,7 +371,7 @@ class _Epoch:
             loss = np.concatenate([loss, np.log(pos / t)])
             p = np.concatenate([p, qm * pos / t * (1 - 4 * _U)])
             q = np.concatenate([q, qm])
-        elif r["add_atom"] is not None:
+        elif not remove and r["add_atom"] is not None:
             # add on its own grid (.capped): the event "some X_i > t" as one atom
             m1, p1 = r["add_atom"]
             if m1 > 0:
