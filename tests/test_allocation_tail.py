@@ -215,6 +215,23 @@ def test_auto_keeps_the_smaller_upper_bound_where_the_pld_falls_short():
     assert d.lower is not None and 0.0 <= d.lower <= d.delta
 
 
+def test_auto_keeps_the_pld_answer_when_the_next_method_fails(monkeypatch):
+    """The next method is only asked for a better upper bound: if it raises, auto still
+    answers with the PLD's bracket."""
+    import dataclasses
+
+    from dpamp.accounting import registry
+    m = dp.Gaussian(0.4).subsample(dp.RandomAllocation(1, 3))
+
+    def broken(*args, **kwargs):
+        raise ValueError("no answer here")
+    for name in ("rdp", "rdp-classic"):
+        monkeypatch.setitem(registry._REGISTRY, name,
+                            dataclasses.replace(registry._REGISTRY[name], epsilon=broken))
+    a = m.epsilon(1e-6, budget=0.5)
+    assert a.method == "pld" and "did not reach tol" in a.note and a.lower is not None
+
+
 def test_tiny_delta_bracket_within_tolerance():
     """delta 1e-12 (the epoch's tail charges at 1e-17, not 1e-14, which were ~1 % of delta):
     one and ten epochs of balls-in-bins at sigma 1, t 1000 within 1e-3 of epsilon (they were

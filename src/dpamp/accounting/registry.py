@@ -129,12 +129,13 @@ def _run(mechanism, method: str, query) -> Guarantee:
 def _best_upper(mechanism, g: Guarantee, name: str, query) -> Guarantee:
     """auto, where ``name`` gave a bracket short of its tol: the next method that answers may
     prove a smaller upper bound (e.g. RDP where the PLD's grid cannot resolve the plan). Both
-    are proven, so the smaller upper bound and the larger lower bound stand together."""
+    are proven, so the smaller upper bound and the larger lower bound stand together. A next
+    method that cannot answer leaves ``g`` as it is (it is an answer already)."""
     names = available(mechanism)
     for other in names[names.index(name) + 1:]:
         try:
             h = witness_lower(mechanism, _ask(_REGISTRY[other], query))
-        except OutOfReach:
+        except (OutOfReach, ValueError, NotImplementedError):
             continue
         if h.value < g.value:
             lows = [v for v in (g.lower, h.lower) if v is not None]
