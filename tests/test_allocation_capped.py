@@ -37,3 +37,24 @@ def test_step_reaches_the_cap(c, dx, max_k):
 def test_cap_is_t_unless_the_body_ends_first():
     assert C.cap_for(1000, 1e5) == 1000.0 and C.cap_for(1000, 10.0) == 10.0
     assert C.needs_own_grid(259.0, 30.0) and not C.needs_own_grid(1.3, 30.0)
+
+
+@pytest.mark.parametrize("sigma,t", [(0.3, 5), (0.3, 40), (0.5, 3)])
+def test_max_bound_is_above_the_largest_coordinates_integral(sigma, t):
+    """max_bound >= int_0^1 F(r t/x)^t dr = E_Q[(1 - x M/t)_+] (adaptive quadrature of the
+    Gaussian's F(m) = Phi((sigma^2 log m + 1/2) / sigma)), and within a factor 2 of it (the sum's steps are 9 % apart)."""
+    import numpy as np
+    from scipy import integrate, special
+
+    from dpamp.pld.sources import loss_distribution
+    import dpamp as dp
+    loss = loss_distribution(dp.Gaussian(sigma))
+
+    def F(m):
+        return 0.5 * special.erfc(-(sigma ** 2 * np.log(m) + 0.5) / sigma / np.sqrt(2.0))
+    for eps in (0.0, 3.0, 10.0):
+        x = np.exp(eps)
+        direct = integrate.quad(lambda r: F(r * t / x) ** t, 0.0, 1.0, epsabs=1e-300,
+                                epsrel=1e-10, limit=400, points=[1e-6, 1e-3, 0.1])[0]
+        mb = float(C.max_bound(loss, t, [x])[0])
+        assert direct * (1 - 1e-8) <= mb <= 2.0 * direct + 1e-300, (eps, direct, mb)

@@ -137,3 +137,14 @@ def test_small_noise_curves_hold_the_exact_ones(remove):
         assert _lower_curve(pair, x) - _margin(ex) <= ex <= up + _margin(ex), (eps, ex)
     if remove:    # the fine grid: the lower remove curve is close (it was 0.029 at eps 0)
         assert _lower_curve(pair, 1.0) >= 0.995 * _exact_delta(0.0, 0.3, 1)
+
+
+def test_small_noise_few_steps_bracket_holds_the_exact_epsilon():
+    """sigma 0.3, t = 3: the add curve at large x also from the largest coordinate
+    (.capped.max_bound; the grid alone left the upper end infinite and auto at RDP's 21.5):
+    a bracket within 1e-3 of epsilon whose ends hold the exact delta on the right sides."""
+    m = dp.Gaussian(0.3).subsample(dp.RandomAllocation(1, 3))
+    g = m.epsilon(1e-6, method="pld")
+    assert g.lower is not None and g.epsilon - g.lower <= 1e-3 * g.epsilon
+    assert _exact(g.epsilon, 0.3, 1) <= 1e-6 * (1 + 1e-8)
+    assert _exact(g.lower, 0.3, 1) >= 1e-6 * (1 - 1e-8)

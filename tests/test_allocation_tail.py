@@ -200,36 +200,64 @@ def test_small_noise_is_answered_by_the_pld():
     assert (a.method, a.epsilon, a.lower) == ("pld", g.epsilon, g.lower)
 
 
-def test_auto_keeps_the_smaller_upper_bound_where_the_pld_falls_short():
-    """sigma 0.4, t 3: the PLD's grid cannot resolve this epoch (its upper end stays above 26
-    after all its refinements; here its time budget ends it sooner); auto then takes RDP's
-    smaller upper bound and keeps the PLD's lower one, for both kinds of query."""
+def _short_pld(monkeypatch, upper, lower):
+    """The registry's PLD replaced by one that answers [lower, upper] short of its tol (as the
+    PLD does where its grids cannot resolve a plan)."""
+    import dataclasses
+
+    from dpamp.accounting import registry
+    from dpamp.core.guarantee import Guarantee
+    note = f"pld did not reach tol: test; proven bracket [{lower}, {upper}]"
+
+    def eps(mech, delta, **kw):
+        return Guarantee(upper, delta, lower, "pld", "test", "epsilon", note)
+
+    def dlt(mech, epsilon, **kw):
+        return Guarantee(epsilon, 0.5, 1e-9, "pld", "test", "delta", note)
+    monkeypatch.setitem(registry._REGISTRY, "pld", dataclasses.replace(
+        registry._REGISTRY["pld"], epsilon=eps, delta=dlt))
+    return registry
+
+
+def test_auto_keeps_the_smaller_upper_bound_where_the_pld_falls_short(monkeypatch):
+    """Where the PLD answers short of its tol, auto also asks the next method (RDP) and keeps
+    the smaller upper bound and the larger lower bound, for both kinds of query."""
     m = dp.Gaussian(0.4).subsample(dp.RandomAllocation(1, 3))
     r = m.epsilon(1e-6, method="rdp")
-    a = m.epsilon(1e-6, budget=0.5)
-    assert a.method == "rdp" and a.epsilon == r.epsilon and r.lower is None
-    assert a.lower is not None and 0.0 < a.lower < a.epsilon
+    rd = m.delta(12.0, method="rdp")
+    _short_pld(monkeypatch, 26.9, 5.0)
+    a = m.epsilon(1e-6)
+    assert a.method == "rdp" and a.epsilon == r.epsilon < 26.9 and a.lower == 5.0
     assert "the upper bound is rdp's" in a.note and "pld did not reach tol" in a.note
-    d = m.delta(12.0, budget=0.5)
-    assert d.method == "rdp" and d.delta == m.delta(12.0, method="rdp").delta
-    assert d.lower is not None and 0.0 <= d.lower <= d.delta
+    d = m.delta(12.0)
+    assert d.method == "rdp" and d.delta == rd.delta < 0.5 and d.lower == 1e-9
+    assert m.epsilon(1e-6, method="pld").epsilon == 26.9       # a named method is left alone
 
 
 def test_auto_keeps_the_pld_answer_when_the_next_method_fails(monkeypatch):
     """The next method is only asked for a better upper bound: if it raises, auto still
     answers with the PLD's bracket."""
     import dataclasses
-
-    from dpamp.accounting import registry
-    m = dp.Gaussian(0.4).subsample(dp.RandomAllocation(1, 3))
+    registry = _short_pld(monkeypatch, 26.9, 5.0)
 
     def broken(*args, **kwargs):
         raise ValueError("no answer here")
     for name in ("rdp", "rdp-classic"):
         monkeypatch.setitem(registry._REGISTRY, name,
                             dataclasses.replace(registry._REGISTRY[name], epsilon=broken))
-    a = m.epsilon(1e-6, budget=0.5)
-    assert a.method == "pld" and "did not reach tol" in a.note and a.lower is not None
+    m = dp.Gaussian(0.4).subsample(dp.RandomAllocation(1, 3))
+    a = m.epsilon(1e-6)
+    assert (a.method, a.epsilon, a.lower) == ("pld", 26.9, 5.0)
+
+
+def test_few_steps_at_small_noise_are_answered_by_the_pld():
+    """sigma 0.4, t 3 (few steps: the add curve also from the largest coordinate,
+    .capped.max_bound): within 1e-3 of epsilon and below RDP's 14.23 (the grid alone gave
+    [5.0, 26.9])."""
+    m = dp.Gaussian(0.4).subsample(dp.RandomAllocation(1, 3))
+    g = m.epsilon(1e-6, method="pld")
+    assert g.lower is not None and g.epsilon - g.lower <= 1e-3 * g.epsilon
+    assert g.epsilon < m.epsilon(1e-6, method="rdp").epsilon
 
 
 def test_tiny_delta_bracket_within_tolerance():

@@ -23,13 +23,23 @@ q_c = Q0[X > c], p_c = P0[X > c] (P = the mixture over the step holding the reco
 outcomes is a post-processing, so the pair stays dominated; Q-mass is rounded down and P-mass
 up (a smaller add loss log(Q/P) of the atom lowers every hockey-stick divergence).
 
-This module only sizes the grid and forms the atom; :mod:`.pld` composes the grid.
+For few steps the add direction's large epsilon needs sums near t e^-eps, below the grid's
+step at any affordable size; there :func:`max_bound` (the largest coordinate alone) bounds the
+add curve as well, and :mod:`.pld` takes the smaller of the two upper bounds.
+
+This module only sizes the grid and forms the atom and that bound; :mod:`.pld` composes the
+grid.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 _U = 2.0 ** -53
+#: epochs of at most this many steps also get :func:`max_bound` on their add curve at any
+#: noise (sigma 0.4, t 3: the grid alone gave [5.0, 26.9] against RDP's 14.23)
+FEW_STEPS = 64
 
 
 def cap_for(t: int, x_body_end: float) -> float:
@@ -74,4 +84,39 @@ def merged_atom(q_c: float, p_c: float, t: int) -> tuple[float, float]:
     return m_q, m_p
 
 
-__all__ = ["cap_for", "needs_own_grid", "step_for", "merged_atom"]
+def max_bound(loss, t: int, x) -> np.ndarray:
+    """Upper bounds on the add curve at x > 0 from the largest coordinate M = max_i X_i <= S:
+
+        E_Q[(1 - x S/t)_+] <= E_Q[(1 - x M/t)_+] = int_0^{t/x} (x/t) F(m)^t dm,
+
+    F(m) = Q0[X <= m], Q[M <= m] = F(m)^t (integration by parts against the cdf). With
+    m = (t/x) r this is int_0^1 F(r t/x)^t dr, bounded by a right-endpoint sum (F^t increases)
+    on a geometric grid of r (the first piece [0, r_0] at F(r_0 t/x)^t). Our bound, for few
+    steps at small noise, where S near t e^-eps is below any linear grid's resolution and is
+    mostly its largest term."""
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    r = np.geomspace(1e-12, 1.0, 321)
+    dr = np.diff(np.concatenate([[0.0], r]))
+    with np.errstate(divide="ignore", over="ignore"):
+        m = (t / np.maximum(x, 1e-300))[:, None] * r[None, :]
+        F = _cdf_q_up(loss, np.log(m))
+        Ft = np.exp(t * np.log(np.maximum(F, 1e-300)))
+    # exp(t log F) to ~t ulps of F's relative rounding; 1e-9 covers t up to ~1e6
+    return np.minimum(np.sum(dr[None, :] * Ft, axis=1) * (1 + 1e-9), 1.0)
+
+
+def _cdf_q_up(loss, lk: np.ndarray) -> np.ndarray:
+    """Q0[l <= lk] from above: the continuous part's cdf (FUNC_ULPS-accurate, raised by 1e-12
+    relative) plus the atoms at or below lk (those at -inf included)."""
+    out = np.zeros(lk.shape)
+    if loss.cdf is not None:
+        out += np.asarray(loss.cdf(lk)[1], dtype=float)
+    if loss.atom_loss.size:
+        order = np.argsort(loss.atom_loss)
+        al, aq = loss.atom_loss[order], np.cumsum(loss.atom_q[order])
+        k = np.searchsorted(al, lk, side="right")
+        out += np.where(k > 0, aq[np.maximum(k - 1, 0)], 0.0)
+    return np.minimum(out * (1 + 1e-12), 1.0)
+
+
+__all__ = ["cap_for", "needs_own_grid", "step_for", "merged_atom", "max_bound"]

@@ -306,6 +306,11 @@ class _Epoch:
         if remove and r["tail"] is not None:
             val = np.minimum((val + T.upper_tail(x, self.t, r["tail"], r["callR"]))
                              * (1 + 4 * _U), 1.0)
+        elif not remove and (r["add_atom"] is not None or self.t <= C.FEW_STEPS) \
+                and self.span is None:
+            # small noise or few steps: also the bound from the largest coordinate
+            # (.capped.max_bound), where the sums near t e^-eps are below the grid's step
+            val = np.minimum(val, C.max_bound(self.loss, self.t, x))
         return val
 
     def _upper_curve(self, r, pmf, remove: bool, x: np.ndarray) -> np.ndarray:
