@@ -80,6 +80,7 @@ import math
 import numpy as np
 
 from . import grid as G
+from .sums import DELTA_REF, composed_moments
 
 _U = 2.0 ** -53
 #: cut points of X tried, finest first (P0 and Q0 mass above the cut about this): above it all
@@ -87,8 +88,6 @@ _U = 2.0 ** -53
 CUT_TAILS = (1e-14, 1e-12, 1e-10)
 #: most cells of one step (the epoch's FFT is at least this long)
 MAX_K = 1 << 18
-#: delta the tilts of the T-domain FFTs aim at (any tilt is sound)
-DELTA_REF = 1e-8
 #: the engine's grid step for T (index i at i _H): a power of two, so positions are exact, and
 #: small, so that the engine's delta-query tables (blocks of ~700 / h points) are one block;
 #: its mass margin expm1(8 u t / _H) stays ~1e-12 t, charged like every margin
@@ -378,7 +377,6 @@ def _tilts(parts):
     the Chernoff saddles for DELTA_REF, at most 20 over the standard deviation, as the engine's
     own tilt cap)."""
     from ...pld.engine import grid_log_mgf
-    from .sums import composed_moments
     mean, sd = composed_moments(parts, 1.0)
     th = np.geomspace(1e-2, 1e2, 80) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
     out = [(0.0, (mean, 0.0))]

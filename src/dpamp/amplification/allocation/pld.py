@@ -238,10 +238,11 @@ class _Epoch:
         from ...pld.engine import PartPMF
         c = self._cells(dx)
         t = self.t
-        out = self._remove_sums(c)
         # add: X ^ a_K <= X, the whole Q0[X > a_K] at a_K (Y = 0) bounds the decreasing curve;
-        # for small noise on its own grid up to a_K = t (.capped)
+        # for small noise on its own grid up to a_K = t (.capped), and then the remove lower
+        # pair has a fine grid of its own too: the coarse one composes the upper kind alone
         ca = self._cells_add(c, dx)
+        out = self._remove_sums(c, (True,) if ca is not c else (True, False))
         y = ca.reflected()
         yup, ylo = G.split_masses(y), G.lowered_masses(y)
         yup[0] += ca.q_tail * (1 + 4 * _U)
@@ -252,14 +253,14 @@ class _Epoch:
             out["add_atom"] = C.merged_atom(ca.q_tail, ca.p_tail + ca.p_inf, t)
             # the remove direction's lower pair on a fine grid too (.capped): the lowering of
             # the coarse grid costs each of the t steps about dx Q0[cell 0] / 4
-            out["lower"] = self._remove_sums(self._cells_fine(dx), lower_only=True)
+            out["lower"] = self._remove_sums(self._cells_fine(dx), (False,))
         out["extra"]["add"] = 0.0
         return out
 
-    def _remove_sums(self, c, lower_only: bool = False) -> dict:
+    def _remove_sums(self, c, kinds=(True, False)) -> dict:
         """The remove direction's compositions on the cells ``c``: S under P (one factor x mu,
         t - 1 factors mu), and for X > a_K the tail of :mod:`.tail` with the (t-1)-fold R
-        (``lower_only``: the lower kinds alone, for :meth:`lower_pair`)."""
+        (``kinds``: upper, lower or both, as the engine's compose takes them)."""
         from ...pld.discretize import Discretized
         from ...pld.engine import PartPMF
         K, t, o = c.K, self.t, c.o
@@ -271,7 +272,6 @@ class _Epoch:
             parts.append(PartPMF(Discretized(step, 0, up, 0.0, lo, 0.0), t - 1))
         tilt = PartPMF(Discretized(step, 0, a * up * (1 + 4 * _U), 0.0,
                                    a * lo * (1 - 4 * _U), 0.0), 1)
-        kinds = (False,) if lower_only else (True, False)
         rem = _compose([tilt] + parts, step, t * (1.0 - o), kinds)
         out = {"remove": rem, "K": K, "step": step, "t_o": t * o, "tail": None}
         if self.span is None and c.q_tail > 0:
@@ -286,8 +286,8 @@ class _Epoch:
             rp = _compose([tilt] + rest, step, (t - 1) * (1.0 - o), kinds)
             out["tail"] = tail
             out["R"] = rp
-            out["callR"] = None if lower_only else \
-                T.CallR([rp[True], rp["flat"][True]], step, t, tail.pi_lo)
+            out["callR"] = T.CallR([rp[True], rp["flat"][True]], step, t, tail.pi_lo) \
+                if True in kinds else None
             rem_extra = c.p_inf + T.charge(c.p_tail, c.q_tail, t)
         else:
             # (the tail, if any, charged at +inf: at least one X_i > a_K)
