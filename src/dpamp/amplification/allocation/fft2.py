@@ -1,0 +1,203 @@
+"""n-fold sums of a lattice law on (s, r) = (k dx, i dr) by a two-dimensional FFT, every bin with
+a proven upper bound (:mod:`.two_of_t`).
+
+The one-coordinate law m (non-negative, finite support k = 0..K, i = 0..I) is tilted by
+e^{th k dx}, normalised to total 1, placed on the torus Z_N1 x Z_N2 and raised to the n-th power
+in Fourier space. The inverse transform is exactly (up to rounding) the tilted law of the sum
+folded modulo (N1, N2); untilted by e^{n log M(th) - th s_w} at the window's row w, every bin's
+value is at least the true mass of its own position (the folded-in masses are non-negative), and
+in r the window [0, N2) only receives masses from larger r.
+
+Rounding (as :mod:`dpamp.pld.engine`): a row-column FFT has componentwise error <=
+C (log2 N1 + log2 N2) u ||w||_1 (each pass's error is bounded by the l1 norm of its input,
+and the first pass's outputs have l1 norm <= ||w||_1 per column); the power's error
+n eF max(|F| + eF, 1)^{n-1} + (n u (|log |F|| + 4) + 2u) |F^n|; the inverse transform spreads
+every coefficient's error evenly over the N1 N2 bins. Tilting and normalising cost each mass a
+few ulps, n-fold (1 + 8u)^(n (K + 8)) - 1 of relative error at most: charged as REL.
+Two tilts are run (none, and one aimed at the upper tail of the sum) and every bin keeps the
+smaller of its two upper bounds.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import fft as sfft
+from scipy.special import logsumexp
+
+_U = 2.0 ** -53
+_C_FFT = 8.0
+#: largest number of lattice bins per sum (memory: several float arrays of this size)
+MAX_BINS = 1 << 25
+
+
+@dataclasses.dataclass
+class Law:
+    """Upper masses of the sum on its window, in the form the curves read."""
+    dx: float
+    dr: float
+    s0: float                # first row's s (row w at s0 + w dx)
+    U: np.ndarray            # rows x r-bins, upper masses
+    s_lo: float              # s below the window: S' < s_lo
+    below_mass: float        # Q'[S' < s_lo] (upper)
+    above_s2: float          # E[S'^2; S' >= s_hi] (upper)
+    above_s1: float          # E[S'; S' >= s_hi] (upper)
+
+    def __post_init__(self):
+        n1, n2 = self.U.shape
+        self.s_up = (self.s0 + np.arange(n1) * self.dx) * (1 + 4 * _U)
+        self.r_lo = np.arange(n2) * self.dr * (1 - 4 * _U)
+        self.c0_pad = np.zeros((n1, n2 + 1))
+        np.cumsum(self.U, axis=1, out=self.c0_pad[:, 1:])
+        self.c1_pad = np.zeros((n1, n2 + 1))
+        np.cumsum(self.U * self.r_lo[None, :], axis=1, out=self.c1_pad[:, 1:])
+        # prefix sums of n2 non-negative terms: relative rounding <= n2 u
+        self.c0_pad *= 1 + (n2 + 4) * _U
+        self.c1_pad *= 1 + (n2 + 4) * _U
+        self.c0 = self.c0_pad[:, 1:]
+
+    def merged(self, g: int) -> Law:
+        """Rows merged g to one: the mass of row j0 + R g + q goes (1 - q/g) to coarse row R and
+        q/g to R + 1 (a mean-preserving split in s)."""
+        if g <= 1:
+            return self
+        n1, n2 = self.U.shape
+        nR = n1 // g + 2
+        Uc = np.zeros((nR, n2))
+        w = np.arange(n1)
+        R, q = w // g, w % g
+        f = (q / g)[:, None]
+        np.add.at(Uc, R, self.U * (1.0 - f))
+        np.add.at(Uc, R + 1, self.U * f)
+        Uc *= 1 + 4 * _U
+        return Law(self.dx * g, self.dr, self.s0, Uc, self.s_lo, self.below_mass,
+                   self.above_s2, self.above_s1)
+
+
+def log_moments(a: np.ndarray, m: np.ndarray, th: np.ndarray) -> tuple:
+    """log sum m a^j e^{th a}, j = 0, 1, 2, for every th (Chernoff charges)."""
+    with np.errstate(divide="ignore"):
+        lm = np.log(m)
+        la = np.log(a)
+    E = th[:, None] * a[None, :]
+    out = []
+    for j in range(3):
+        base = lm + (j * la if j else 0.0)
+        out.append(logsumexp(base[None, :] + E, axis=1))
+    return tuple(out)
+
+
+def _charges(a, m, n, s_lo, s_hi):
+    """Chernoff bounds for the n-fold sum S' of the masses m at positions a:
+    Q'[S' < s_lo], E[S'^2; S' >= s_hi], E[S'; S' >= s_hi] (log space, scanned tilts)."""
+    keep = m > 0
+    a, m = a[keep], m[keep]
+    sd = math.sqrt(max(float(np.sum(m * a * a)) / max(float(m.sum()), 1e-300)
+                       - (float(np.sum(m * a)) / max(float(m.sum()), 1e-300)) ** 2, 1e-12))
+    th = np.geomspace(1e-4, 1e3, 600) / (sd * math.sqrt(n))
+    L0, L1, L2 = log_moments(a, m, th)
+    # E[S'^2 e^{th S'}] = n M2 M0^{n-1} + n (n-1) M1^2 M0^{n-2}; E[S' e^{th S'}] = n M1 M0^{n-1}
+    l2 = np.logaddexp(math.log(n) + L2 + (n - 1) * L0,
+                      math.log(n) + math.log(max(n - 1, 1e-300)) + 2 * L1 + (n - 2) * L0
+                      if n > 1 else -np.inf)
+    l1 = math.log(n) + L1 + (n - 1) * L0
+    a2 = float(np.exp(min(np.min(l2 - th * s_hi), 700.0)))
+    a1 = float(np.exp(min(np.min(l1 - th * s_hi), 700.0)))
+    below = 1.0
+    if s_lo > 0:
+        Ln, _, _ = log_moments(a, m, -th)
+        below = float(np.exp(min(np.min(n * Ln + th * s_lo), 0.0)))
+    # the scans' own rounding: generous
+    return below * (1 + 1e-6), a2 * (1 + 1e-6), a1 * (1 + 1e-6)
+
+
+def compose2(lattice, dx: float, dr: float, powers, t: int, delta_ref: float,
+             sds: float = 10.0) -> dict:
+    """{n: Law} for every n in ``powers`` (see the module docstring)."""
+    k, i, w = lattice
+    keep = w > 0
+    k, i, w = k[keep], i[keep], w[keep]
+    a = k * dx
+    tot = float(w.sum())
+    mean = float(np.sum(w * a)) / tot
+    var = max(float(np.sum(w * a * a)) / tot - mean * mean, 1e-300)
+    r = i * dr
+    r_mean = float(np.sum(w * r)) / tot
+    r_var = max(float(np.sum(w * r * r)) / tot - r_mean ** 2, 0.0)
+    nmax = max(powers)
+    # the window: s within sds standard deviations below the mean of the largest sum and up to
+    # where its Chernoff charge for E[S'^2; above] is negligible; r from 0 to the mean plus the
+    # largest single r plus 12 standard deviations (beyond, folding only lowers r: sound)
+    lo_s = max(0.0, (min(powers) * mean - sds * math.sqrt(nmax * var)))
+    j0 = int(math.floor(lo_s / dx))
+    am = np.bincount(k, w)
+    a_all = dx * np.arange(am.size)
+    # above the window L <= S'^2 / (t (t - 1)): E[S'^2; above] <= 1e-14 t^2 costs the curve
+    # at most ~1e-14 (sizing only: whatever it is, it is charged)
+    hi_s = nmax * mean + sds * math.sqrt(nmax * var)
+    step = 0.5 * math.sqrt(nmax * var)
+    for _ in range(60):
+        _, a2, _ = _charges(a_all, am, nmax, 0.0, hi_s)
+        if a2 <= 1e-14 * nmax * nmax:
+            break
+        hi_s += step
+        step *= 1.25
+    N1 = sfft.next_fast_len(int(math.ceil(hi_s / dx)) - j0 + 1)
+    r_hi = nmax * r_mean + 12.0 * math.sqrt(nmax * r_var) + float(r.max())
+    N2 = sfft.next_fast_len(int(math.ceil(r_hi / dr)) + 2, real=True)
+    if N1 * N2 > MAX_BINS:
+        raise MemoryError(f"two-dimensional window {N1} x {N2} exceeds {MAX_BINS} bins")
+    sd_n = math.sqrt(nmax * var)
+    z = math.sqrt(2.0 * math.log(1.0 / delta_ref))
+    tilts = (0.0, z / sd_n)
+    best = {n: None for n in powers}
+    rows = j0 + np.arange(N1)
+    s_rows = rows * dx
+    L = math.log2(N1) + math.log2(N2)
+    eF = _C_FFT * L * _U * (1.0 + 1e-12)
+    for th in tilts:
+        lw = np.log(w) + th * a
+        lM = float(logsumexp(lw))
+        wt = np.exp(lw - lM)
+        grid = np.zeros((N1, N2))
+        np.add.at(grid, (k % N1, i % N2), wt)
+        F = sfft.rfft2(grid)
+        del grid
+        aF = np.abs(F)
+        mult = np.full(F.shape[1], 2.0)
+        mult[0] = 1.0
+        if N2 % 2 == 0:
+            mult[-1] = 1.0
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+            log_aF = np.log(aF)
+            ang = np.angle(F)
+            log_abs = np.where(aF > 0, -log_aF, 0.0)
+        for n in powers:
+            with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+                Sn = np.exp(n * log_aF) * np.exp(1j * (n * ang))
+                aS = np.abs(Sn)
+                growth = np.power(np.minimum(aF + eF, 1.0 + 1e-12), n - 1)
+                err = n * eF * growth + (n * _U * (log_abs + 4.0) + 2 * _U) * aS
+                err = np.fmin(err, aS + (1.0 + 1e-9))
+            ebin = (float(np.sum(err * mult[None, :])) + _C_FFT * L * _U
+                    * float(np.sum(aS * mult[None, :]))) / (N1 * N2)
+            res = sfft.irfft2(Sn, s=(N1, N2))
+            del Sn
+            # circular row (rows[w] mod N1) holds the window row w
+            res = res[rows % N1]
+            with np.errstate(over="ignore"):
+                fac = np.exp(np.minimum(n * lM - th * s_rows, 700.0))
+            up = np.maximum((res + ebin) * fac[:, None], 0.0)
+            up[fac >= math.exp(700.0) * 0.999] = np.inf
+            del res
+            best[n] = up if best[n] is None else np.minimum(best[n], up)
+    out = {}
+    s_lo = j0 * dx * (1 + 4 * _U)
+    s_hi = (j0 + N1) * dx * (1 - 4 * _U)
+    for n in powers:
+        rel = max(1e-9, math.expm1(8 * _U * n * (am.size + 8)))
+        U = best[n] * (1 + rel)
+        below, a2, a1 = _charges(a_all, am, n, s_lo, s_hi)
+        out[n] = Law(dx, dr, j0 * dx, U, s_lo, below, a2, a1)
+    return out
