@@ -65,3 +65,19 @@ def test_inputs_are_validated():
     m = TwoOfT(loss, 5, dx=0.2, b=20.0, dr=2.0)
     with pytest.raises(ValueError, match="x"):
         m.remove_curve(np.array([0.5]))
+
+
+def test_merging_rows_keeps_an_unbounded_row_unbounded_not_nan():
+    from dpamp.amplification.allocation.fft2 import Law
+    U = np.ones((6, 3))
+    U[2] = np.inf
+    law = Law(0.5, 1.0, 0.0, U, 0.0, 0.0, 0.0, 0.0).merged(2)
+    assert not np.isnan(law.U).any()
+    assert np.isinf(law.U[1]).all() and np.isfinite(law.U[0]).all()
+    # the merge is mean-preserving in s and keeps the total
+    fin = Law(0.5, 1.0, 0.0, np.ones((6, 3)), 0.0, 0.0, 0.0, 0.0)
+    m = fin.merged(2)
+    assert m.U.sum() == pytest.approx(fin.U.sum(), rel=1e-12)
+    s_f = 0.5 * np.arange(6)
+    s_c = 1.0 * np.arange(m.U.shape[0])
+    assert (m.U.sum(axis=1) * s_c).sum() == pytest.approx((fin.U.sum(axis=1) * s_f).sum())

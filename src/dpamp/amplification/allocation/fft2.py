@@ -68,8 +68,10 @@ class Law:
         w = np.arange(n1)
         R, q = w // g, w % g
         f = (q / g)[:, None]
-        np.add.at(Uc, R, self.U * (1.0 - f))
-        np.add.at(Uc, R + 1, self.U * f)
+        # a zero share of an unbounded (inf) row is zero, not nan
+        with np.errstate(invalid="ignore"):
+            np.add.at(Uc, R, np.where(f < 1.0, self.U * (1.0 - f), 0.0))
+            np.add.at(Uc, R + 1, np.where(f > 0.0, self.U * f, 0.0))
         Uc *= 1 + 4 * _U
         return Law(self.dx * g, self.dr, self.s0, Uc, self.s_lo, self.below_mass,
                    self.above_s2, self.above_s1)

@@ -131,6 +131,8 @@ class TwoOfT:
             xs = x[c:c + 32]
             val[c:c + 32] = self._body(n0, xs) + self.t * self._one_large(n1, xs)
         val = val + self.charge_n2 + self.charge_y
+        # a row whose untilting overflowed has mass inf: its products may be nan; no bound there
+        val = np.where(np.isnan(val), np.inf, val)
         return np.minimum(val * (1 + 8 * _U), 1.0)
 
     def _body(self, law, x):
