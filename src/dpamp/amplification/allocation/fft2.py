@@ -55,7 +55,6 @@ class Law:
         # prefix sums of n2 non-negative terms: relative rounding <= n2 u
         self.c0_pad *= 1 + (n2 + 4) * _U
         self.c1_pad *= 1 + (n2 + 4) * _U
-        self.c0 = self.c0_pad[:, 1:]
 
     def merged(self, g: int) -> Law:
         """Rows merged g to one: the mass of row j0 + R g + q goes (1 - q/g) to coarse row R and
@@ -90,31 +89,43 @@ def log_moments(a: np.ndarray, m: np.ndarray, th: np.ndarray) -> tuple:
     return tuple(out)
 
 
-def _charges(a, m, n, s_lo, s_hi):
-    """Chernoff bounds for the n-fold sum S' of the masses m at positions a:
-    Q'[S' < s_lo], E[S'^2; S' >= s_hi], E[S'; S' >= s_hi] (log space, scanned tilts)."""
-    keep = m > 0
-    a, m = a[keep], m[keep]
-    sd = math.sqrt(max(float(np.sum(m * a * a)) / max(float(m.sum()), 1e-300)
-                       - (float(np.sum(m * a)) / max(float(m.sum()), 1e-300)) ** 2, 1e-12))
-    th = np.geomspace(1e-4, 1e3, 600) / (sd * math.sqrt(n))
-    L0, L1, L2 = log_moments(a, m, th)
-    # E[S'^2 e^{th S'}] = n M2 M0^{n-1} + n (n-1) M1^2 M0^{n-2}; E[S' e^{th S'}] = n M1 M0^{n-1}
-    l2 = np.logaddexp(math.log(n) + L2 + (n - 1) * L0,
-                      math.log(n) + math.log(max(n - 1, 1e-300)) + 2 * L1 + (n - 2) * L0
-                      if n > 1 else -np.inf)
-    l1 = math.log(n) + L1 + (n - 1) * L0
-    a2 = float(np.exp(min(np.min(l2 - th * s_hi), 700.0)))
-    a1 = float(np.exp(min(np.min(l1 - th * s_hi), 700.0)))
-    below = 1.0
-    if s_lo > 0:
-        Ln, _, _ = log_moments(a, m, -th)
-        below = float(np.exp(min(np.min(n * Ln + th * s_lo), 0.0)))
-    # the scans' own rounding: generous
-    return below * (1 + 1e-6), a2 * (1 + 1e-6), a1 * (1 + 1e-6)
+class _Charges:
+    """Chernoff bounds for the n-fold sum S' of the masses m at positions a >= 0, every tilt th
+    of a scan giving a valid bound and the smallest one taken:
+
+        Q'[S' < s_lo] <= e^{th s_lo} E[e^{-th S'}],   E[S'^j; S' >= s_hi] <= e^{-th s_hi} E[S'^j e^{th S'}],
+
+    with E[S' e^{th S'}] = n M1 M0^{n-1}, E[S'^2 e^{th S'}] = n M2 M0^{n-1} + n (n-1) M1^2 M0^{n-2}
+    (M_j = sum m a^j e^{th a}). The moments are computed once per n; the sizing scans s_hi."""
+
+    def __init__(self, a, m, n: int):
+        keep = m > 0
+        a, m = a[keep], m[keep]
+        tot = max(float(m.sum()), 1e-300)
+        sd = math.sqrt(max(float(np.sum(m * a * a)) / tot - (float(np.sum(m * a)) / tot) ** 2,
+                           1e-12))
+        self.th = th = np.geomspace(1e-4, 1e3, 600) / (sd * math.sqrt(n))
+        L0, L1, L2 = log_moments(a, m, th)
+        self.l2 = np.logaddexp(math.log(n) + L2 + (n - 1) * L0,
+                               math.log(n) + math.log(max(n - 1, 1e-300)) + 2 * L1
+                               + (n - 2) * L0 if n > 1 else -np.inf)
+        self.l1 = math.log(n) + L1 + (n - 1) * L0
+        self.ln = n * log_moments(a, m, -th)[0]
+
+    def above(self, s_hi: float) -> tuple:
+        """(E[S'^2; S' >= s_hi], E[S'; S' >= s_hi]), raised for the scan's own rounding."""
+        a2 = float(np.exp(min(np.min(self.l2 - self.th * s_hi), 700.0)))
+        a1 = float(np.exp(min(np.min(self.l1 - self.th * s_hi), 700.0)))
+        return a2 * (1 + 1e-6), a1 * (1 + 1e-6)
+
+    def below(self, s_lo: float) -> float:
+        """Q'[S' < s_lo] (1 where s_lo <= 0)."""
+        if s_lo <= 0:
+            return 1.0
+        return float(np.exp(min(np.min(self.ln + self.th * s_lo), 0.0))) * (1 + 1e-6)
 
 
-def compose2(lattice, dx: float, dr: float, powers, t: int, delta_ref: float,
+def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
              sds: float = 10.0) -> dict:
     """{n: Law} for every n in ``powers`` (see the module docstring)."""
     k, i, w = lattice
@@ -137,11 +148,11 @@ def compose2(lattice, dx: float, dr: float, powers, t: int, delta_ref: float,
     a_all = dx * np.arange(am.size)
     # above the window L <= S'^2 / (t (t - 1)): E[S'^2; above] <= 1e-14 t^2 costs the curve
     # at most ~1e-14 (sizing only: whatever it is, it is charged)
+    charges = {n: _Charges(a_all, am, n) for n in powers}
     hi_s = nmax * mean + sds * math.sqrt(nmax * var)
     step = 0.5 * math.sqrt(nmax * var)
     for _ in range(60):
-        _, a2, _ = _charges(a_all, am, nmax, 0.0, hi_s)
-        if a2 <= 1e-14 * nmax * nmax:
+        if charges[nmax].above(hi_s)[0] <= 1e-14 * nmax * nmax:
             break
         hi_s += step
         step *= 1.25
@@ -200,6 +211,6 @@ def compose2(lattice, dx: float, dr: float, powers, t: int, delta_ref: float,
     for n in powers:
         rel = max(1e-9, math.expm1(8 * _U * n * (am.size + 8)))
         U = best[n] * (1 + rel)
-        below, a2, a1 = _charges(a_all, am, n, s_lo, s_hi)
-        out[n] = Law(dx, dr, j0 * dx, U, s_lo, below, a2, a1)
+        a2, a1 = charges[n].above(s_hi)
+        out[n] = Law(dx, dr, j0 * dx, U, s_lo, charges[n].below(s_lo), a2, a1)
     return out

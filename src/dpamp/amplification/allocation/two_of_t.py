@@ -64,8 +64,10 @@ class TwoOfT:
 
     ``dx``: the step of X's grid (the S-lattice); ``b``: the body's end; ``dr``: the step of the
     R-lattice (default t dx / 2: the two spreads then cost L about the same variance);
-    ``log_r``: the ratio of the large coordinate's geometric grid; ``tilt``: the exponential
-    tilt of the FFT in s (per unit of S; None: aimed at the delta ``delta_ref``)."""
+    ``log_r``: the log-ratio of the large coordinate's geometric grid; ``delta_ref``: the delta
+    the FFT's second tilt is aimed at (any tilt is sound); ``y_tail``: the P0- and Q0-mass
+    above the largest Y-knot (charged); ``rows_merge``: rows of the rest's law merged to one
+    for the N = 1 sum."""
 
     def __init__(self, loss, t: int, dx: float, b: float, dr: float | None = None,
                  log_r: float = 0.02, delta_ref: float = 1e-8, y_tail: float = 1e-18,
@@ -81,7 +83,7 @@ class TwoOfT:
         rows_merge = V.integer("rows_merge", rows_merge, low=1)
         self.loss, self.t = loss, t
         K = max(2, int(math.ceil(b / dx)))
-        self.cells = c = G.cells(loss, dx, K)
+        c = G.cells(loss, dx, K)
         self.dx = dx
         self.b = c.dx * K
         self.m = G.split_masses(c)                         # knots a_k = k dx, k = 0..K
@@ -114,8 +116,10 @@ class TwoOfT:
 
     def laws(self):
         if self._laws is None:
-            self._laws = compose2(self.lattice(), self.dx, self.dr, (self.t, self.t - 1),
-                                  self.t, self.delta_ref)
+            laws = compose2(self.lattice(), self.dx, self.dr, (self.t, self.t - 1),
+                            self.delta_ref)
+            # the N = 1 sum reads the rest's law with rows merged: once, not per query chunk
+            self._laws = (laws[self.t], laws[self.t - 1], laws[self.t - 1].merged(self.rows_merge))
         return self._laws
 
     # --- the curve ------------------------------------------------------------------------
@@ -124,12 +128,11 @@ class TwoOfT:
         x = np.asarray(x, dtype=float)
         if np.any(x < 1.0):
             raise ValueError("x must be >= 1 (the remove curve at epsilon >= 0)")
-        laws = self.laws()
-        n0, n1 = laws[self.t], laws[self.t - 1]
+        n0, n1, n1_merged = self.laws()
         val = np.zeros(x.size)
         for c in range(0, x.size, 32):
             xs = x[c:c + 32]
-            val[c:c + 32] = self._body(n0, xs) + self.t * self._one_large(n1, xs)
+            val[c:c + 32] = self._body(n0, xs) + self.t * self._one_large(n1, n1_merged, xs)
         val = val + self.charge_n2 + self.charge_y
         # a row whose untilting overflowed has mass inf: its products may be nan; no bound there
         val = np.where(np.isnan(val), np.inf, val)
@@ -137,8 +140,9 @@ class TwoOfT:
 
     def _body(self, law, x):
         tt = float(self.t) * (self.t - 1)
-        # rows x queries, raised by its rounding (A's terms are known to 4 ulps each)
-        A = (law.s_up ** 2)[:, None] * (1 + 4 * _U) - x[None, :] * (tt * (1 - 4 * _U))
+        # rows x queries, raised by its rounding (each term is known to 3 ulps: 8 cover them
+        # and the raising's own rounding)
+        A = (law.s_up ** 2)[:, None] * (1 + 8 * _U) - x[None, :] * (tt * (1 - 8 * _U))
         val = _row_puts(law, A) / tt
         # outside the s-window: above it L <= S'^2 / (t (t - 1)); below it f = 0 where
         # s_lo^2 <= x t (t - 1), else at most (s_lo^2 / tt - x) times Q'[S' < s_lo]
@@ -147,18 +151,19 @@ class TwoOfT:
         val += np.maximum(lo * lo / tt - x, 0.0) * law.below_mass
         return val
 
-    def _one_large(self, law, x):
+    def _one_large(self, law, merged, x):
         """sum_j w_j G_x(y_j): G_x(y) = E[((s^2 + 2 y s - r) / (t (t - 1)) - x)_+] over the rest's
-        law, rows merged ``rows_merge`` to one (a linear split in s: convex), then the chords."""
+        law ``law``, read from ``merged`` (its rows merged ``rows_merge`` to one: a linear split
+        in s, and G's integrand is convex in s), plus ``law``'s charges outside the window."""
         tt = float(self.t) * (self.t - 1)
-        merged = law.merged(self.rows_merge)
         y, w = self.tail.y_up, self.tail.w_up
         out = np.zeros(x.size)
         s = merged.s_up
         for j in range(y.size):
             if w[j] <= 0:
                 continue
-            A = ((s * s + 2.0 * y[j] * s) * (1 + 4 * _U))[:, None] - x[None, :] * (tt * (1 - 4 * _U))
+            A = ((s * s + 2.0 * y[j] * s) * (1 + 8 * _U))[:, None] \
+                - x[None, :] * (tt * (1 - 8 * _U))
             g = _row_puts(merged, A) / tt
             g += (law.above_s2 + 2.0 * y[j] * law.above_s1) / tt
             lo = law.s_lo
@@ -170,7 +175,7 @@ class TwoOfT:
 def _row_puts(law, A):
     """sum over rows w and r-bins i of (A[w] - r_i)_+ U[w, i], with U the bins' upper masses,
     r_i = i dr lowered by 4 ulps, for every column of A (rows x queries); plus the rounding."""
-    n_r = law.c0.shape[1]
+    n_r = law.U.shape[1]
     r = law.r_lo
     # bins with r_i < A: k = number of them (r is increasing)
     k = np.clip(np.searchsorted(r, A.ravel(), side="left").reshape(A.shape), 0, n_r)
