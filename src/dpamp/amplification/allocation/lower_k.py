@@ -104,7 +104,10 @@ def allocation_parts_lower(base, k: int, t: int, blocks):
 @functools.lru_cache(maxsize=32)
 def _tpair(base, k: int, t: int) -> _TPair:
     from ...pld.sources import loss_distribution
-    return _TPair(loss_distribution(base), k, t)
+    from .lower_split import SplitPair
+    # the large coordinate kept apart (lower_split.py): never below T's bound in our
+    # measurements, and the same pair where the base is atomic
+    return SplitPair(loss_distribution(base), k, t)
 
 
 def _delta0(h: float, jlo: int, jhi: int):
@@ -266,33 +269,13 @@ class _TPair:
 
     def pair(self, dx: float, remove: bool):
         """The lower pair's atoms as a LossDistribution (module docstring), or None."""
-        from ...pld.loss import LossDistribution
         r = self.compute(dx)
         (P_lo, P_up), (Q_lo, Q_up) = r["P"], r["Q"]
         n = max(P_lo.size, P_up.size, Q_lo.size, Q_up.size)
         P_lo, P_up, Q_lo, Q_up = (_pad(v, n, f) for v, f in
                                   ((P_lo, 0.0), (P_up, np.inf), (Q_lo, 0.0), (Q_up, np.inf)))
         a, b = (P_lo, Q_up) if remove else (Q_lo, P_up)     # (P-mass down, Q-mass up)
-        keep = (a > 0) & np.isfinite(b)
-        a, b = a[keep], b[keep]
-        if a.size == 0:
-            return None
-        scale = 1.0 / max(1.0, float(np.sum(a)) * (1 + a.size * _U),
-                          float(np.sum(b)) * (1 + b.size * _U))
-        a = a * scale * (1 - 2 * _U)
-        b = b * scale
-        with np.errstate(divide="ignore"):
-            loss = np.where(b > 0, np.log(a) - np.log(np.maximum(b, 1e-320)), np.inf)
-        # the loss is only a label of the atom (its masses are a and b), but the discretiser
-        # reads both: lower it by 4 ulps-of-log, and make b consistent with it (b' = a e^-loss
-        # >= b), so each atom's term (a - x b')_+ <= (a - x b)_+
-        fin = np.isfinite(loss)
-        loss = np.where(fin, loss - 8 * _U * (np.abs(loss) + 1.0), loss)
-        with np.errstate(over="ignore"):
-            b = np.where(fin, np.maximum(b, a * np.exp(-loss) * (1 + 4 * _U)), 0.0)
-        order = np.argsort(loss)
-        return LossDistribution(loss[order], a[order], b[order],
-                                name=f"allocation-T-lower({self.k},{self.t})")
+        return atoms_pair(a, b, f"allocation-T-lower({self.k},{self.t})")
 
     def pair_fitting(self, dy: float, remove: bool):
         """:meth:`pair` at dy, or at a coarser width where the FFT would exceed the engine's
@@ -322,6 +305,32 @@ class _TPair:
         hi = float(l[np.nonzero(~ok_hi)[0][-1]]) if (~ok_hi).any() else float(l[0])
         w = 0.25 * (hi - lo) + 0.05
         return min(lo - w, -1e-3), max(hi + w, 1e-3)
+
+
+def atoms_pair(a: np.ndarray, b: np.ndarray, name: str):
+    """The lower pair of atoms with P-masses ``a`` (bounds from below) and Q-masses ``b`` (from
+    above) as a LossDistribution, or None (module docstring: scaled to a sub-probability pair,
+    each loss label lowered and b made consistent with it)."""
+    from ...pld.loss import LossDistribution
+    keep = (a > 0) & np.isfinite(b)
+    a, b = a[keep], b[keep]
+    if a.size == 0:
+        return None
+    scale = 1.0 / max(1.0, float(np.sum(a)) * (1 + a.size * _U),
+                      float(np.sum(b)) * (1 + b.size * _U))
+    a = a * scale * (1 - 2 * _U)
+    b = b * scale
+    with np.errstate(divide="ignore"):
+        loss = np.where(b > 0, np.log(a) - np.log(np.maximum(b, 1e-320)), np.inf)
+    # the loss is only a label of the atom (its masses are a and b), but the discretiser
+    # reads both: lower it by 4 ulps-of-log, and make b consistent with it (b' = a e^-loss
+    # >= b), so each atom's term (a - x b')_+ <= (a - x b)_+
+    fin = np.isfinite(loss)
+    loss = np.where(fin, loss - 8 * _U * (np.abs(loss) + 1.0), loss)
+    with np.errstate(over="ignore"):
+        b = np.where(fin, np.maximum(b, a * np.exp(-loss) * (1 + 4 * _U)), 0.0)
+    order = np.argsort(loss)
+    return LossDistribution(loss[order], a[order], b[order], name=name)
 
 
 def _cell_masses(loss, lk: np.ndarray):
