@@ -81,3 +81,26 @@ def test_merging_rows_keeps_an_unbounded_row_unbounded_not_nan():
     s_f = 0.5 * np.arange(6)
     s_c = 1.0 * np.arange(m.U.shape[0])
     assert (m.U.sum(axis=1) * s_c).sum() == pytest.approx((fin.U.sum(axis=1) * s_f).sum())
+
+
+@pytest.fixture(scope="module")
+def t3_put():
+    # t = 3 needs a fine R-lattice: L = (S^2 - R) / 6 moves by dr / 6
+    return TwoOfT(loss_distribution(dp.Gaussian(sigma=1.0)), 3, dx=0.05, b=20.0, dr=0.25)
+
+
+def test_add_curve_is_above_the_exact_t3_add_curve(t3_put):
+    # H_x(Q || P) = x E_Q[(1/x - L)_+], the other half of the remove pair's curve, against the
+    # quadrature of the add direction (tests/test_allocation_quadrature.py)
+    eps = np.array([0.0, 0.25, 0.5, 1.0, 2.0])
+    up = t3_put.add_curve(np.exp(eps))
+    exact = np.array([_exact_delta(e, 1.0, 2, add=True) for e in eps])
+    assert np.all(up >= exact)
+    # within 1 % up to eps 1 (measured 0.06-0.7 %); the deep tail (L < e^-2) needs a finer
+    # R-lattice at t = 3 (8 % at eps 2)
+    assert np.all(up[:4] <= exact[:4] * 1.01), up / exact
+    assert up[4] <= exact[4] * 1.15
+    # at x = 1 both halves are the total variation distance
+    assert up[0] == pytest.approx(float(t3_put.remove_curve(np.array([1.0]))[0]), rel=2e-3)
+    with pytest.raises(ValueError, match="x"):
+        t3_put.add_curve(np.array([0.5]))

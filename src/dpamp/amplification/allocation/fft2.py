@@ -30,6 +30,8 @@ _U = 2.0 ** -53
 _C_FFT = 8.0
 #: largest number of lattice bins per sum (memory: several float arrays of this size)
 MAX_BINS = 1 << 25
+#: the puts' charge for a sum's mass outside its window is sized to stay below this
+PUT_OUTSIDE = 1e-14
 
 
 @dataclasses.dataclass
@@ -76,6 +78,30 @@ class Law:
                    self.above_s2, self.above_s1)
 
 
+@dataclasses.dataclass
+class PutLaw:
+    """Upper masses of the sum on its window, in the form the puts read (positions rounded the
+    other way: s down, r up; suffix sums in r), and the mass outside the window: below and
+    above it in s, beyond it in r (folded into lower r, where a put is smaller: charged)."""
+    dx: float
+    dr: float
+    s0: float
+    U: np.ndarray
+    outside: float           # Q'[S' < s_lo] + Q'[S' >= s_hi] + Q'[R' >= r_end] (upper)
+
+    def __post_init__(self):
+        n1, n2 = self.U.shape
+        self.s_dn = np.maximum(self.s0 + np.arange(n1) * self.dx, 0.0) * (1 - 4 * _U)
+        self.r_up = np.arange(n2) * self.dr * (1 + 4 * _U)
+        # suffix sums (no cancellation): column i holds sum over r-bins >= i
+        self.c0_suf = np.zeros((n1, n2 + 1))
+        self.c0_suf[:, :n2] = np.cumsum(self.U[:, ::-1], axis=1)[:, ::-1]
+        self.c1_suf = np.zeros((n1, n2 + 1))
+        self.c1_suf[:, :n2] = np.cumsum((self.U * self.r_up[None, :])[:, ::-1], axis=1)[:, ::-1]
+        self.c0_suf *= 1 + (n2 + 4) * _U
+        self.c1_suf *= 1 + (n2 + 4) * _U
+
+
 def log_moments(a: np.ndarray, m: np.ndarray, th: np.ndarray) -> tuple:
     """log sum m a^j e^{th a}, j = 0, 1, 2, for every th (Chernoff charges)."""
     with np.errstate(divide="ignore"):
@@ -110,6 +136,7 @@ class _Charges:
                                math.log(n) + math.log(max(n - 1, 1e-300)) + 2 * L1
                                + (n - 2) * L0 if n > 1 else -np.inf)
         self.l1 = math.log(n) + L1 + (n - 1) * L0
+        self.l0 = n * L0
         self.ln = n * log_moments(a, m, -th)[0]
 
     def above(self, s_hi: float) -> tuple:
@@ -117,6 +144,10 @@ class _Charges:
         a2 = float(np.exp(min(np.min(self.l2 - self.th * s_hi), 700.0)))
         a1 = float(np.exp(min(np.min(self.l1 - self.th * s_hi), 700.0)))
         return a2 * (1 + 1e-6), a1 * (1 + 1e-6)
+
+    def above_mass(self, s_hi: float) -> float:
+        """Q'[S' >= s_hi]."""
+        return float(np.exp(min(np.min(self.l0 - self.th * s_hi), 0.0))) * (1 + 1e-6)
 
     def below(self, s_lo: float) -> float:
         """Q'[S' < s_lo] (1 where s_lo <= 0)."""
@@ -126,8 +157,9 @@ class _Charges:
 
 
 def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
-             sds: float = 10.0) -> dict:
-    """{n: Law} for every n in ``powers`` (see the module docstring)."""
+             sds: float = 10.0, put: bool = False) -> dict:
+    """{n: Law} for every n in ``powers`` (see the module docstring); {n: PutLaw} with
+    ``put``."""
     k, i, w = lattice
     keep = w > 0
     k, i, w = k[keep], i[keep], w[keep]
@@ -158,6 +190,16 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
         step *= 1.25
     N1 = sfft.next_fast_len(int(math.ceil(hi_s / dx)) - j0 + 1)
     r_hi = nmax * r_mean + 12.0 * math.sqrt(nmax * r_var) + float(r.max())
+    r_charges = None
+    if put:
+        # the puts pay for the mass beyond the r-window (Chernoff on R'): widen the window
+        # until that is below PUT_OUTSIDE, or until it holds every R' (n max r)
+        r_charges = {n: _Charges(dr * np.arange(int(i.max()) + 1), np.bincount(i, w), n)
+                     for n in powers}
+        step = max(r_hi, dr)
+        while (r_hi < nmax * float(r.max())
+               and r_charges[nmax].above_mass(r_hi) > PUT_OUTSIDE):
+            r_hi = min(r_hi + step, nmax * float(r.max()))
     N2 = sfft.next_fast_len(int(math.ceil(r_hi / dr)) + 2, real=True)
     if N1 * N2 > MAX_BINS:
         raise MemoryError(f"two-dimensional window {N1} x {N2} exceeds {MAX_BINS} bins")
@@ -211,6 +253,15 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
     for n in powers:
         rel = max(1e-9, math.expm1(8 * _U * n * (am.size + 8)))
         U = best[n] * (1 + rel)
+        if put:
+            # Chernoff for R' >= N2 dr from the r-marginal's moment generating function
+            # S' >= 0: nothing lies below a window that starts at 0
+            below = charges[n].below(s_lo) if j0 > 0 else 0.0
+            out_mass = (below + charges[n].above_mass(s_hi)
+                        + (r_charges[n].above_mass(N2 * dr * (1 - 4 * _U))
+                   if (N2 - 1) * dr < n * float(r.max()) else 0.0))
+            out[n] = PutLaw(dx, dr, j0 * dx, U, min(out_mass * (1 + 8 * _U), 3.0))
+            continue
         a2, a1 = charges[n].above(s_hi)
         out[n] = Law(dx, dr, j0 * dx, U, s_lo, charges[n].below(s_lo), a2, a1)
     return out

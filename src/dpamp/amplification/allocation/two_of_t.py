@@ -42,8 +42,13 @@ is refined (the block bound does not).
    split in s (the rows of the coarser lattice) raises it too.
 
 Positions are rounded pessimistically (s up, r down, 4 ulps); every sum carries a rounding
-bound. Only the remove direction at x >= 1 is computed here: the direction and the half-line that
-decide epsilon at the usual deltas (for k = 2 the add direction is far below the remove one).
+bound. :meth:`TwoOfT.add_curve` gives the other half of the same pair's curve, H_x(Q || P) =
+x E_Q[(1/x - L)_+] at x >= 1 (E_Q L = 1): the put is convex in each X_i and in Y too, so the
+same splits hold, with positions rounded the other way (s and Y down; the square split UP, the
+put being non-decreasing in r), rows unmerged (the put of s^2 + 2 y s is not convex in s), and
+every event left out (N >= 2, Y > Y_max, a sum outside its window, the r-window included:
+folding lowers r, which lowers a put) charged y times its Q-probability. Both halves together
+are what a PLD of the pair needs (not yet wired into the engine: NOTES).
 """
 from __future__ import annotations
 
@@ -104,6 +109,11 @@ class TwoOfT:
         self.charge_y = 2.0 * self.tail.beyond
         self.delta_ref = delta_ref
         self._laws = None
+        self._put_laws = None
+        # the puts' charges (Q-probabilities): N >= 2 (C(t, 2) qq^2) and Y > Y_max
+        # (tail.beyond >= (t - 1) Q0[X > Y_max], see above)
+        q_beyond = self.tail.beyond / (t - 1)
+        self.charge_q = (0.5 * t * (t - 1) * qq * qq + t * q_beyond) * (1 + 16 * _U)
 
     # --- the laws of the sums -----------------------------------------------------------
     def lattice(self) -> tuple:
@@ -121,6 +131,60 @@ class TwoOfT:
             # the N = 1 sum reads the rest's law with rows merged: once, not per query chunk
             self._laws = (laws[self.t], laws[self.t - 1], laws[self.t - 1].merged(self.rows_merge))
         return self._laws
+
+    def put_laws(self):
+        """The sums for the puts: the square split UP (split point >= a_k^2, the put is
+        non-decreasing in r), no row merge (the put of s^2 + 2 y s is not convex in s)."""
+        if self._put_laws is None:
+            a = self.dx * np.arange(self.m.size)
+            z = (a * a) * (1 + 4 * _U) / self.dr * (1 + 4 * _U)
+            i0 = np.floor(z).astype(np.int64)
+            phi = z - i0
+            k = np.arange(self.m.size)
+            lat = (np.concatenate([k, k]), np.concatenate([i0, i0 + 1]),
+                   np.concatenate([self.m * (1.0 - phi) * (1 + 4 * _U),
+                                   self.m * phi * (1 + 4 * _U)]))
+            laws = compose2(lat, self.dx, self.dr, (self.t, self.t - 1), self.delta_ref,
+                            put=True)
+            self._put_laws = (laws[self.t], laws[self.t - 1])
+        return self._put_laws
+
+    def add_curve(self, x: np.ndarray) -> np.ndarray:
+        """Proven upper bounds on H_x(Q || P) = x E_Q[(1/x - L)_+] at every x >= 1 (the other
+        half of the remove pair's curve; E_Q L = 1 gives the identity). The put (y - L)_+ is
+        convex in each X_i and in Y, non-increasing in s and Y, non-decreasing in r: the same
+        splits as the call's with positions rounded the other way; the events N >= 2, Y > Y_max
+        and the sums' mass outside their windows are charged y times their Q-probability."""
+        x = np.asarray(x, dtype=float)
+        if np.any(x < 1.0):
+            raise ValueError("x must be >= 1 (the add curve at epsilon >= 0)")
+        y = (1.0 / x) * (1 + 2 * _U)
+        n0, n1 = self.put_laws()
+        val = np.zeros(x.size)
+        for c in range(0, x.size, 32):
+            ys = y[c:c + 32]
+            val[c:c + 32] = self._body_put(n0, ys) + self.t * self._one_large_put(n1, ys)
+        val = val + y * self.charge_q
+        val = np.where(np.isnan(val), np.inf, val)
+        return np.minimum(x * val * (1 + 8 * _U), 1.0)
+
+    def _body_put(self, law, y):
+        tt = float(self.t) * (self.t - 1)
+        K = (law.s_dn ** 2)[:, None] * (1 - 8 * _U) - y[None, :] * (tt * (1 + 8 * _U))
+        return _row_calls_on_r(law, K) / tt + y * law.outside
+
+    def _one_large_put(self, law, y):
+        tt = float(self.t) * (self.t - 1)
+        s = law.s_dn
+        out = np.zeros(y.size)
+        for j in range(self.tail.y_up.size):
+            wj = self.tail.w_up[j]
+            if wj <= 0:
+                continue
+            yj = self.tail.y_up[j] * (1 - 8 * _U)        # the knot, rounded down
+            K = ((s * s + 2.0 * yj * s) * (1 - 8 * _U))[:, None] - y[None, :] * (tt * (1 + 8 * _U))
+            out += wj * (_row_calls_on_r(law, K) / tt + y * law.outside)
+        return out * (1 + (self.tail.y_up.size + 8) * _U)
 
     # --- the curve ------------------------------------------------------------------------
     def remove_curve(self, x: np.ndarray) -> np.ndarray:
@@ -170,6 +234,19 @@ class TwoOfT:
             g += np.maximum((lo * lo + 2.0 * y[j] * lo) / tt - x, 0.0) * law.below_mass
             out += w[j] * g
         return out * (1 + (y.size + 8) * _U)
+
+
+def _row_calls_on_r(law, K):
+    """sum over rows w and r-bins i of (r_i - K[w])_+ U[w, i] (r_i = i dr raised by 4 ulps) for
+    every column of K (rows x queries), from the suffix sums; plus the rounding."""
+    n_r = law.U.shape[1]
+    k = np.clip(np.searchsorted(law.r_up, K.ravel(), side="right").reshape(K.shape), 0, n_r)
+    rows = np.arange(K.shape[0])[:, None]
+    c0 = law.c0_suf[rows, k]
+    c1 = law.c1_suf[rows, k]
+    v = np.maximum(c1 - K * c0, 0.0)
+    rnd = (n_r + 8) * _U * (np.abs(K) * c0 + c1)
+    return np.sum(v + rnd, axis=0) * (1 + (K.shape[0] + 8) * _U)
 
 
 def _row_puts(law, A):
