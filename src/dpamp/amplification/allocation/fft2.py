@@ -254,12 +254,12 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
         rel = max(1e-9, math.expm1(8 * _U * n * (am.size + 8)))
         U = best[n] * (1 + rel)
         if put:
-            # Chernoff for R' >= N2 dr from the r-marginal's moment generating function
-            # S' >= 0: nothing lies below a window that starts at 0
+            # S' >= 0: nothing lies below a window that starts at 0; R' >= N2 dr by Chernoff
+            # on the r-marginal, nothing when the window holds every R' (n max r)
             below = charges[n].below(s_lo) if j0 > 0 else 0.0
-            out_mass = (below + charges[n].above_mass(s_hi)
-                        + (r_charges[n].above_mass(N2 * dr * (1 - 4 * _U))
-                   if (N2 - 1) * dr < n * float(r.max()) else 0.0))
+            beyond_r = (r_charges[n].above_mass(N2 * dr * (1 - 4 * _U))
+                        if (N2 - 1) * dr < n * float(r.max()) else 0.0)
+            out_mass = below + charges[n].above_mass(s_hi) + beyond_r
             out[n] = PutLaw(dx, dr, j0 * dx, U, min(out_mass * (1 + 8 * _U), 3.0))
             continue
         a2, a1 = charges[n].above(s_hi)

@@ -171,7 +171,8 @@ class SplitPair(_TPair):
                 a1 = (t * qm_lo[m] * Cl) * (1 - 8 * _U)
                 b1 = (k * pm_up[m] * Au + (t - k) * qm_up[m] * Bu) * (1 + 8 * _U)
             if group > 1:
-                # consecutive body sums merged (a coarsening): sums of `group` terms, outward
+                # neighbouring kept body sums merged (a coarsening): sums of `group` terms,
+                # rounded outward
                 pad = (-a1.size) % group
                 a1 = np.concatenate([a1, np.zeros(pad)]).reshape(-1, group).sum(axis=1) \
                     * (1 - (group + 2) * _U)
@@ -195,14 +196,12 @@ def _merge(a: np.ndarray, b: np.ndarray):
         loss = np.log(a) - np.log(b)
     fin = np.isfinite(loss)
     # b = 0 (loss +inf) atoms stay as they are; the rest by bucket
-    lb = np.floor(loss[fin] / BUCKET)
-    lb -= lb.min()
-    idx = lb.astype(np.int64)
+    # only the occupied buckets (losses may span hundreds: no dense bucket array)
+    _, idx = np.unique(np.floor(loss[fin] / BUCKET), return_inverse=True)
     n = a.size + 4
     sa = np.bincount(idx, a[fin]) * (1 - n * _U)
     sb = np.bincount(idx, b[fin]) * (1 + n * _U)
-    used = np.bincount(idx) > 0
-    return (np.concatenate([sa[used], a[~fin]]), np.concatenate([sb[used], b[~fin]]))
+    return (np.concatenate([sa, a[~fin]]), np.concatenate([sb, b[~fin]]))
 
 
 __all__ = ["SplitPair", "N2_SHARE", "TAIL_CELLS"]
