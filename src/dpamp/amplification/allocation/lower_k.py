@@ -105,8 +105,9 @@ def allocation_parts_lower(base, k: int, t: int, blocks):
 def _tpair(base, k: int, t: int) -> _TPair:
     from ...pld.sources import loss_distribution
     from .lower_split import SplitPair
-    # the large coordinate kept apart (lower_split.py): never below T's bound in our
-    # measurements, and the same pair where the base is atomic
+    # the large coordinate kept apart (lower_split.py): at or above T's remove bound in every
+    # case measured (sigma 0.6-2, t 100-10000, k 2-10), the add one within 4e-5 of it, and
+    # the same pair where the base is atomic
     return SplitPair(loss_distribution(base), k, t)
 
 
