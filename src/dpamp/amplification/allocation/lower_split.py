@@ -24,7 +24,8 @@ the exchangeable T', to its term S = {1..k}:
 
     Q[N = 0, s] = q_b^{*t}(s),                       P[N = 0, s] = (p_b^{*k} * q_b^{*(t-k)})(s),
     Q[N = 1, m, s] = t q_m q_b^{*(t-1)}(s),
-    P[N = 1, m, s] = k p_m (p_b^{*(k-1)} * q_b^{*(t-k)})(s) + (t - k) q_m (p_b^{*k} * q_b^{*(t-k-1)})(s)
+    P[N = 1, m, s] = k p_m (p_b^{*(k-1)} * q_b^{*(t-k)})(s)
+                     + (t - k) q_m (p_b^{*k} * q_b^{*(t-k-1)})(s)
 
 (the large coordinate is one of the k drawn ones, or one of the t - k others). The atom N >= 2
 is dropped (that removes a non-negative term of the curve); b is the smallest knot at which
