@@ -31,6 +31,7 @@ def _fresh():
     from dpamp.pld import query
     query._CACHE = type(query._CACHE)()
     pld._epoch.cache_clear()
+    pld._two_grid.cache_clear()
     lower_k._tpair.cache_clear()
 
 

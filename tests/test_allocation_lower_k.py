@@ -118,7 +118,8 @@ def test_hypothesis_randomized_response(eps0, t, data):
     exact = float(_delta(P, Q, eps))
     b = delta_bracket(base.subsample(dp.RandomAllocation(k, t)), eps, budget=1.0)
     assert b.lower <= exact * (1 + 1e-12) + 1e-300
-    assert exact <= b.upper * (1 + 1e-12)
+    # the brute force's own rounding: at eps = k eps0 the exact delta is 0 and it gave 5e-17
+    assert exact <= b.upper * (1 + 1e-12) + 1e-15
 
 
 def _mp_cells(mu, knots):

@@ -43,10 +43,15 @@ def test_curve_is_a_decreasing_probability_bound(t3):
 
 
 @pytest.mark.slow
-def test_t40_inside_dpamp_bracket_and_below_the_blocks():
+def test_t40_inside_dpamp_bracket_and_below_the_blocks(monkeypatch):
+    from dpamp.amplification.allocation import two_of_t_pld
+    from dpamp.pld import query
     sigma, t, eps = 1.0, 40, 1.0
     m = TwoOfT(loss_distribution(dp.Gaussian(sigma=sigma)), t, dx=0.05, b=100.0, dr=20.0)
     up = float(m.remove_curve(np.array([math.exp(eps)]))[0])
+    # the engine with the blocks (where it would take this route itself)
+    monkeypatch.setattr(two_of_t_pld, "applies", lambda loss, t: False)
+    monkeypatch.setattr(query, "_CACHE", type(query._CACHE)())
     mech = dp.Gaussian(sigma=sigma).subsample(dp.RandomAllocation(2, t))
     br = delta_bracket(mech, eps)
     # the add direction is far below the remove one here, so the bracket is the remove one's

@@ -14,8 +14,19 @@ and the first pass's outputs have l1 norm <= ||w||_1 per column); the power's er
 n eF max(|F| + eF, 1)^{n-1} + (n u (|log |F|| + 4) + 2u) |F^n|; the inverse transform spreads
 every coefficient's error evenly over the N1 N2 bins. Tilting and normalising cost each mass a
 few ulps, n-fold (1 + 8u)^(n (K + 8)) - 1 of relative error at most: charged as REL.
-Two tilts are run (none, and one aimed at the upper tail of the sum) and every bin keeps the
-smaller of its two upper bounds.
+Three tilts are run (none, and two aimed at the tail the curve reads, the upper one for the calls,
+the lower one for the puts: at delta_ref and at DEEP_REF) and every bin keeps the smallest of its
+upper bounds.
+
+The per-bin budget spends the coefficients' whole l1 error on every bin; a curve summing
+c_b >= 0 over many bins may instead use the error vector's l2 norm: ||e||_2 <= (||E||_2 +
+C L u ||Y||_2) / sqrt(N1 N2) (Parseval, and the normwise error of the inverse transform of the
+computed coefficients Y, N. J. Higham, *Accuracy and Stability of Numerical Algorithms*,
+Thm 24.2), and sum_b |e_b| c_b <= ||e||_2 ||c||_2. Each Law also carries the
+computed masses without budget (V, clipped at 0, from the pass whose budgeted bound the bin
+kept), the pass each bin took, the passes' untilting factors and their l2 bounds: m_b <= V_b + |e_b| f_b for the pass
+taken, so the curve is at most sum V c + sum over passes ||e||_2 ||f c||_2 on that pass's bins.
+The puts' laws carry the same.
 """
 from __future__ import annotations
 
@@ -30,6 +41,8 @@ _U = 2.0 ** -53
 _C_FFT = 8.0
 #: largest number of lattice bins per sum (memory: several float arrays of this size)
 MAX_BINS = 1 << 25
+#: the third tilt is aimed at this delta
+DEEP_REF = 1e-20
 #: the puts' charge for a sum's mass outside its window is sized to stay below this
 PUT_OUTSIDE = 1e-14
 
@@ -45,37 +58,45 @@ class Law:
     below_mass: float        # Q'[S' < s_lo] (upper)
     above_s2: float          # E[S'^2; S' >= s_hi] (upper)
     above_s1: float          # E[S'; S' >= s_hi] (upper)
+    # the bins' computed masses without the per-bin budget (the curves may charge the
+    # floating-point error in l2 instead, :func:`compose2`): V, the pass each bin took (sel),
+    # that pass's untilting factor per row (facs[pass]) and its l2 error bound (e2[pass])
+    V: np.ndarray | None = None
+    sel: np.ndarray | None = None
+    facs: list | None = None
+    e2: list | None = None
 
     def __post_init__(self):
         n1, n2 = self.U.shape
         self.s_up = (self.s0 + np.arange(n1) * self.dx) * (1 + 4 * _U)
         self.r_lo = np.arange(n2) * self.dr * (1 - 4 * _U)
-        self.c0_pad = np.zeros((n1, n2 + 1))
-        np.cumsum(self.U, axis=1, out=self.c0_pad[:, 1:])
-        self.c1_pad = np.zeros((n1, n2 + 1))
-        np.cumsum(self.U * self.r_lo[None, :], axis=1, out=self.c1_pad[:, 1:])
-        # prefix sums of n2 non-negative terms: relative rounding <= n2 u
-        self.c0_pad *= 1 + (n2 + 4) * _U
-        self.c1_pad *= 1 + (n2 + 4) * _U
 
-    def merged(self, g: int) -> Law:
-        """Rows merged g to one: the mass of row j0 + R g + q goes (1 - q/g) to coarse row R and
-        q/g to R + 1 (a mean-preserving split in s)."""
-        if g <= 1:
-            return self
-        n1, n2 = self.U.shape
-        nR = n1 // g + 2
-        Uc = np.zeros((nR, n2))
-        w = np.arange(n1)
-        R, q = w // g, w % g
-        f = (q / g)[:, None]
-        # a zero share of an unbounded (inf) row is zero, not nan
-        with np.errstate(invalid="ignore"):
-            np.add.at(Uc, R, np.where(f < 1.0, self.U * (1.0 - f), 0.0))
-            np.add.at(Uc, R + 1, np.where(f > 0.0, self.U * f, 0.0))
-        Uc *= 1 + 4 * _U
-        return Law(self.dx * g, self.dr, self.s0, Uc, self.s_lo, self.below_mass,
+    def merged(self, g: int, g_r: int = 1) -> Law:
+        """Rows merged g to one and r-bins g_r to one: the mass of row j0 + R g + q goes
+        (1 - q/g) to coarse row R and q/g to R + 1 (a mean-preserving split in s), and likewise
+        in r (the curves are convex in s and in r, so both splits raise them)."""
+        U = _merge_axis(_merge_axis(self.U, g, 0), g_r, 1)
+        return Law(self.dx * g, self.dr * g_r, self.s0, U, self.s_lo, self.below_mass,
                    self.above_s2, self.above_s1)
+
+
+def _merge_axis(U: np.ndarray, g: int, axis: int) -> np.ndarray:
+    """Index w's mass split (1 - q/g) to w // g and q/g to w // g + 1 (q = w % g) along
+    ``axis``; the sums raised for their rounding."""
+    if g <= 1:
+        return U
+    V = U if axis == 0 else U.T
+    n1 = V.shape[0]
+    Vc = np.zeros((n1 // g + 2,) + V.shape[1:])
+    w = np.arange(n1)
+    R, q = w // g, w % g
+    f = (q / g)[:, None]
+    # a zero share of an unbounded (inf) entry is zero, not nan
+    with np.errstate(invalid="ignore"):
+        np.add.at(Vc, R, np.where(f < 1.0, V * (1.0 - f), 0.0))
+        np.add.at(Vc, R + 1, np.where(f > 0.0, V * f, 0.0))
+    Vc *= 1 + (2 * g + 4) * _U                   # sums of at most 2 g terms
+    return Vc if axis == 0 else np.ascontiguousarray(Vc.T)
 
 
 @dataclasses.dataclass
@@ -88,18 +109,33 @@ class PutLaw:
     s0: float
     U: np.ndarray
     outside: float           # Q'[S' < s_lo] + Q'[S' >= s_hi] + Q'[R' >= r_end] (upper)
+    V: np.ndarray | None = None          # as :class:`Law`'s
+    sel: np.ndarray | None = None
+    facs: list | None = None
+    e2: list | None = None
 
     def __post_init__(self):
         n1, n2 = self.U.shape
         self.s_dn = np.maximum(self.s0 + np.arange(n1) * self.dx, 0.0) * (1 - 4 * _U)
         self.r_up = np.arange(n2) * self.dr * (1 + 4 * _U)
-        # suffix sums (no cancellation): column i holds sum over r-bins >= i
-        self.c0_suf = np.zeros((n1, n2 + 1))
-        self.c0_suf[:, :n2] = np.cumsum(self.U[:, ::-1], axis=1)[:, ::-1]
-        self.c1_suf = np.zeros((n1, n2 + 1))
-        self.c1_suf[:, :n2] = np.cumsum((self.U * self.r_up[None, :])[:, ::-1], axis=1)[:, ::-1]
-        self.c0_suf *= 1 + (n2 + 4) * _U
-        self.c1_suf *= 1 + (n2 + 4) * _U
+
+
+def _saddle(a: np.ndarray, w: np.ndarray, n: int, target: float) -> float:
+    """The tilt th whose tilted n-fold sum has mean ``target`` (n M'(th) / M(th) = target,
+    by bisection; clipped to the lattice's range). Sizing only: any tilt is sound."""
+    lw = np.log(w)
+    la = np.log(np.maximum(a, 1e-300))
+    target = min(max(target / n, float(a.min()) + 1e-9), float(a.max()) - 1e-9)
+    lo, hi = -1.0, 1.0
+    mean = lambda th: float(np.exp(logsumexp(lw + la + th * a) - logsumexp(lw + th * a)))  # noqa: E731
+    while mean(lo) > target and lo > -1e6:
+        lo *= 2.0
+    while mean(hi) < target and hi < 1e6:
+        hi *= 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if mean(mid) < target else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 def log_moments(a: np.ndarray, m: np.ndarray, th: np.ndarray) -> tuple:
@@ -130,7 +166,7 @@ class _Charges:
         tot = max(float(m.sum()), 1e-300)
         sd = math.sqrt(max(float(np.sum(m * a * a)) / tot - (float(np.sum(m * a)) / tot) ** 2,
                            1e-12))
-        self.th = th = np.geomspace(1e-4, 1e3, 600) / (sd * math.sqrt(n))
+        self.th = th = np.geomspace(1e-4, 1e3, 200) / (sd * math.sqrt(n))
         L0, L1, L2 = log_moments(a, m, th)
         self.l2 = np.logaddexp(math.log(n) + L2 + (n - 1) * L0,
                                math.log(n) + math.log(max(n - 1, 1e-300)) + 2 * L1
@@ -204,14 +240,24 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
     if N1 * N2 > MAX_BINS:
         raise MemoryError(f"two-dimensional window {N1} x {N2} exceeds {MAX_BINS} bins")
     sd_n = math.sqrt(nmax * var)
-    z = math.sqrt(2.0 * math.log(1.0 / delta_ref))
-    tilts = (0.0, z / sd_n)
+    # the put reads the sum's lower tail, the call its upper one: tilts aimed at delta_ref and
+    # at DEEP_REF (the curves at small deltas lie many standard deviations out)
+    # (saddle points: the tilted sum's mean at z standard deviations out, z for that delta;
+    # a heavy-tailed X makes the plain z / sd tilt put all its mass at the body's end)
+    sign = -1.0 if put else 1.0
+    tilts = (0.0,) + tuple(_saddle(a, w, nmax, nmax * mean + sign * math.sqrt(
+        2.0 * math.log(1.0 / d)) * sd_n) for d in (delta_ref, DEEP_REF))
     best = {n: None for n in powers}
+    # the l2 route: per bin the smaller computed mass, clipped at 0, and its pass
+    best_v = {n: None for n in powers}
+    sel = {n: None for n in powers}
+    facs = {n: [] for n in powers}
+    e2s = {n: [] for n in powers}
     rows = j0 + np.arange(N1)
     s_rows = rows * dx
     L = math.log2(N1) + math.log2(N2)
     eF = _C_FFT * L * _U * (1.0 + 1e-12)
-    for th in tilts:
+    for ti, th in enumerate(tilts):
         lw = np.log(w) + th * a
         lM = float(logsumexp(lw))
         wt = np.exp(lw - lM)
@@ -243,10 +289,29 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
             res = res[rows % N1]
             with np.errstate(over="ignore"):
                 fac = np.exp(np.minimum(n * lM - th * s_rows, 700.0))
+            over = fac >= math.exp(700.0) * 0.999
             up = np.maximum((res + ebin) * fac[:, None], 0.0)
-            up[fac >= math.exp(700.0) * 0.999] = np.inf
+            up[over] = np.inf
+            # the pass with the smaller budgeted bound, bin by bin (any choice is sound; this
+            # one keeps a tilt's huge untilting factors off the bins where it is poor)
+            better = None if best[n] is None else up < best[n]
+            best[n] = up if best[n] is None else np.where(better, up, best[n])
+            # ||e||_2 of the bins' errors: the coefficients' errors through the inverse
+            # transform (Parseval: ||ifft(E)||_2 = ||E||_2 / sqrt(N)) and that transform's
+            # own rounding, normwise (Higham, Accuracy and Stability, Thm 24.2)
+            e2 = (math.sqrt(float(np.sum(err * err * mult[None, :])))
+                  + _C_FFT * L * _U * math.sqrt(float(np.sum(aS * aS * mult[None, :])))) \
+                / math.sqrt(N1 * N2) * (1 + 1e-9)
+            v = np.maximum(res * fac[:, None], 0.0)
+            v[over] = np.inf
+            facs[n].append(np.where(over, np.inf, fac))
+            e2s[n].append(e2)
+            if better is None:
+                best_v[n], sel[n] = v, np.zeros(v.shape, dtype=np.int8)
+            else:
+                best_v[n] = np.where(better, v, best_v[n])
+                sel[n][better] = ti
             del res
-            best[n] = up if best[n] is None else np.minimum(best[n], up)
     out = {}
     s_lo = j0 * dx * (1 + 4 * _U)
     s_hi = (j0 + N1) * dx * (1 - 4 * _U)
@@ -260,8 +325,12 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
             beyond_r = (r_charges[n].above_mass(N2 * dr * (1 - 4 * _U))
                         if (N2 - 1) * dr < n * float(r.max()) else 0.0)
             out_mass = below + charges[n].above_mass(s_hi) + beyond_r
-            out[n] = PutLaw(dx, dr, j0 * dx, U, min(out_mass * (1 + 8 * _U), 3.0))
+            out[n] = PutLaw(dx, dr, j0 * dx, U, min(out_mass * (1 + 8 * _U), 3.0),
+                            V=best_v[n] * (1 + rel), sel=sel[n], facs=facs[n],
+                            e2=[e * (1 + rel) for e in e2s[n]])
             continue
         a2, a1 = charges[n].above(s_hi)
-        out[n] = Law(dx, dr, j0 * dx, U, s_lo, charges[n].below(s_lo), a2, a1)
+        out[n] = Law(dx, dr, j0 * dx, U, s_lo, charges[n].below(s_lo), a2, a1,
+                     V=best_v[n] * (1 + rel), sel=sel[n], facs=facs[n],
+                     e2=[e * (1 + rel) for e in e2s[n]])
     return out

@@ -52,7 +52,9 @@ most those of the product of the k blocks' 1-out-of-m allocations, which the eng
 This is an upper bound only; the lower bound for 1 < k < t is that of a post-processing of the
 epoch's attained pair (the sum of the steps' likelihood-ratio cell indices, :mod:`.lower_k`),
 joined to the blocks as one more part with a trivial upper (the blocks get a trivial lower);
-k = t is the t-fold composition of the base (exact).
+k = t is the t-fold composition of the base (exact). For k = 2 the blocks give way, where the
+base's X has a tail the 2-D window can afford (:func:`.two_of_t_pld.applies`), to the
+epoch's own curves from the joint law of (sum X_i, sum X_i^2) (:mod:`.two_of_t_pld`).
 """
 from __future__ import annotations
 
@@ -106,10 +108,25 @@ def allocation_parts(base, k: int, t: int):
             out.append((src, count))
         else:
             out.append((_source(base, size, k == 1), count))
+    if k == 2 and t > 2:
+        from .two_of_t_pld import applies
+        if applies(src, t):
+            # no blocks: the epoch's own curves (.two_of_t), the split lower bound beside them
+            from .lower_k import TLowerSource, _tpair
+            from .two_of_t_pld import TwoOfTSource
+            return [(TwoOfTSource(_two_grid(base, t), out), 1),
+                    (TLowerSource(_tpair(base, k, t)), 1)]
     if k > 1:
         from .lower_k import allocation_parts_lower
         return allocation_parts_lower(base, k, t, out)
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _two_grid(base, t: int):
+    from ...pld.sources import loss_distribution
+    from .two_of_t_pld import Grid
+    return Grid(loss_distribution(base), t)
 
 
 @functools.lru_cache(maxsize=64)

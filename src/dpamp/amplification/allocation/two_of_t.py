@@ -15,10 +15,11 @@ is refined (the block bound does not).
 **The upper bound, step by step** (each step can only raise E_Q[(L - x)_+]):
 
 1. *Events by the number N of coordinates above b.* For any event A, E_Q[(L - x)_+ 1_A] <=
-   E_Q[L 1_A] = P[A]. N >= 2 is charged with P[N >= 2] <= pp^2 + 2 (t - 2) pp qq +
-   C(t - 2, 2) qq^2 (pp = P0[X > b], qq = Q0[X > b]: under P_{ij} coordinates i, j have law
-   P0, the others Q0; union over pairs). By symmetry the event N = 1 is t times the event
-   "X_t > b, the others <= b".
+   E_Q[L 1_A] = P[A]. N >= 3 is charged with the union bound over triples (pp = P0[X > b],
+   qq = Q0[X > b]: under P_{ij} coordinates i, j have law P0, the others Q0;
+   :func:`charge_many`; N >= 2 where ``pairs`` is off). By symmetry the event N = 1 is t
+   times the event "X_t > b, the others <= b", and N = 2 is C(t, 2) times "X_{t-1}, X_t > b"
+   (step 5).
 2. *Spread of each coordinate (body).* e_2 is affine in each X_i, so (e_2 / C - x)_+ is convex
    in each X_i; splitting X_i's law on every cell [a_c, a_{c+1}] (a_c = c dx) to the cell's
    ends, mean-preserving, raises the expectation (conditional Jensen, one coordinate at a
@@ -31,24 +32,38 @@ is refined (the block bound does not).
    lattice law is the law of the sum folded modulo the window; folded in r it only lowers r
    (the window starts at r = 0), which raises f; in s each window bin gets its own mass and
    others' (all non-negative): every bin's computed mass plus its floating-point budget is
-   at least its true mass. The mass outside the s-window is charged by Chernoff bounds
+   at least its true mass. (For the body's curve the FFT's error may instead be charged in
+   l2: with e the bins' error vector of one tilt and f its untilting factors,
+   sum_b |e_b| f_b c_b <= ||e||_2 ||f c||_2, by Cauchy-Schwarz; ||e||_2 is ~sqrt(#bins)
+   times smaller than the sum of the per-bin bounds, which had dominated the bound at
+   t = 100: sigma 1, delta 1e-6, eps 1.5261 -> 1.5182 against the truth >= 1.5173.)
+   The mass outside the s-window is charged by Chernoff bounds
    (E[S'^2 1{S' >= s_hi}] <= e^{-th s_hi} E[S'^2 e^{th S'}], from the one-coordinate
    moments), and L <= S'^2 / (t (t - 1)).
 5. *N = 1.* L = (Y S_r + e_2(rest)) / C(t, 2) is affine in the large coordinate Y: its law on
    (b, Y_max] is split to the ends of a geometric grid (:func:`.tail.tail_cells`), and
    Y > Y_max charged with 2 P0[X > Y_max] + (t - 2) Q0[X > Y_max]; given Y = y the rest's
    (S_r, R_r) law (t - 1 body coordinates) is spread and composed as above, and the curve
-   E[((s^2 + 2 y s - r) / (t (t - 1)) - x)_+] is convex in s, so merging rows by a linear
-   split in s (the rows of the coarser lattice) raises it too.
+   E[((s^2 + 2 y s - r) / (t (t - 1)) - x)_+] is convex in s and in r, so merging rows and
+   r-bins by linear splits (the bins of a coarser lattice) raises it too. *N = 2* likewise:
+   L = (S_r^2 - R_r + 2 (Y1 + Y2) S_r + 2 Y1 Y2) / (t (t - 1)) is affine in each of Y1, Y2,
+   each split to the knots of a coarser geometric grid (LOG_R_PAIRS; the event is rare under
+   P), against the (t - 2)-fold rest.
+6. *All queries at once* (:mod:`.lhist`): every outcome's L rounded up onto a fine grid, the
+   curve at any x from suffix sums.
 
 Positions are rounded pessimistically (s up, r down, 4 ulps); every sum carries a rounding
 bound. :meth:`TwoOfT.add_curve` gives the other half of the same pair's curve, H_x(Q || P) =
 x E_Q[(1/x - L)_+] at x >= 1 (E_Q L = 1): the put is convex in each X_i and in Y too, so the
 same splits hold, with positions rounded the other way (s and Y down; the square split UP, the
-put being non-decreasing in r), rows unmerged (the put of s^2 + 2 y s is not convex in s), and
-every event left out (N >= 2, Y > Y_max, a sum outside its window, the r-window included:
-folding lowers r, which lowers a put) charged y times its Q-probability. Both halves together
-are what a PLD of the pair needs (not yet wired into the engine: NOTES).
+put being non-decreasing in r), on a lattice ``put_merge`` times coarser (X's knots merged by a
+linear split), with N = 1 and N = 2 at Y = b (the put is non-increasing in Y, so any Y > b,
+Y_max or not, is covered) against the rest's rows merged DOWN (the put of s^2 + 2 y s is not
+convex in s, but it is non-increasing), and every event left out (N >= 3, a sum outside its
+window, the r-window included: folding lowers r, which lowers a put) charged y times its
+Q-probability. Bins at positions no lattice sum reaches (R' > S'^2 + n dr) are dropped: their
+FFT noise would cost the put x |L'| each. Both halves together are what
+a PLD of the pair needs (:mod:`.two_of_t_pld`).
 """
 from __future__ import annotations
 
@@ -59,8 +74,28 @@ import numpy as np
 from . import grid as G
 from . import tail as T
 from .fft2 import compose2
+from .lhist import Calls, Puts
 
 _U = 2.0 ** -53
+#: the knots' log-ratio of the two large coordinates of N = 2
+LOG_R_PAIRS = 0.2
+
+
+def charge_many(pp: float, qq: float, t: int, m: int) -> float:
+    """P[N >= m] (m = 2, 3) under P (two coordinates P0, the rest Q0), by the union bound over
+    m-sets: pp, qq the P0-, Q0-mass above b (rounded up)."""
+    n = t - 2
+    if m == 2:
+        v = pp * pp + 2 * n * pp * qq + 0.5 * n * (n - 1) * qq * qq
+    else:
+        v = pp * pp * n * qq + 2 * pp * 0.5 * n * (n - 1) * qq * qq \
+            + n * (n - 1) * (n - 2) / 6.0 * qq ** 3
+    return v * (1 + 16 * _U)
+
+
+#: the rest's law in the N = 1 sum is merged in r to at most this many bins (a linear split:
+#: the call is convex in r)
+R_BINS_N1 = 128
 
 
 class TwoOfT:
@@ -72,11 +107,13 @@ class TwoOfT:
     ``log_r``: the log-ratio of the large coordinate's geometric grid; ``delta_ref``: the delta
     the FFT's second tilt is aimed at (any tilt is sound); ``y_tail``: the P0- and Q0-mass
     above the largest Y-knot (charged); ``rows_merge``: rows of the rest's law merged to one
-    for the N = 1 sum."""
+    for the N = 1 sum; ``put_merge``: X's knots merged to one for the puts' coarser lattice;
+    ``pairs``: the event N = 2 summed like N = 1 (two large coordinates against the rest's law)
+    rather than charged, so that only N >= 3 is."""
 
     def __init__(self, loss, t: int, dx: float, b: float, dr: float | None = None,
                  log_r: float = 0.02, delta_ref: float = 1e-8, y_tail: float = 1e-18,
-                 rows_merge: int = 8):
+                 rows_merge: int = 8, put_merge: int = 1, pairs: bool = True):
         from ...core import _validate as V
         t = V.integer("t", t, low=3)
         dx = V.positive("dx", dx)
@@ -86,6 +123,7 @@ class TwoOfT:
         if not 0.0 < log_r <= 1.0:
             raise ValueError(f"log_r must be in (0, 1] (got {log_r})")
         rows_merge = V.integer("rows_merge", rows_merge, low=1)
+        self.put_merge = V.integer("put_merge", put_merge, low=1)
         self.loss, self.t = loss, t
         K = max(2, int(math.ceil(b / dx)))
         c = G.cells(loss, dx, K)
@@ -101,19 +139,23 @@ class TwoOfT:
         self.phi = z - self.i0                             # exact: z < 2^52
         pp = c.p_tail + c.p_inf
         qq = c.q_tail
-        self.charge_n2 = (pp * pp + 2 * (t - 2) * pp * qq + 0.5 * (t - 2) * (t - 3) * qq * qq) \
-            * (1 + 16 * _U)
+        self.pairs = bool(pairs)
+        self.charge_n2 = charge_many(pp, qq, t, 3 if pairs else 2)
         y_max = math.exp(min(G.truncation_point(loss, y_tail), 600.0))
         self.tail = T.tail_cells(loss, math.log(self.b), max(y_max, self.b * 1.5), log_r, t)
+        # the two large coordinates of N = 2 on a coarser grid (that event is rare under P)
+        self.tail2 = T.tail_cells(loss, math.log(self.b), max(y_max, self.b * 1.5),
+                                  LOG_R_PAIRS, t) if pairs else None
         # tail.beyond = P0[X > Y_max] + (t - 1) Q0[X > Y_max]; under P two coordinates are P0
         self.charge_y = 2.0 * self.tail.beyond
         self.delta_ref = delta_ref
         self._laws = None
         self._put_laws = None
-        # the puts' charges (Q-probabilities): N >= 2 (C(t, 2) qq^2) and Y > Y_max
-        # (tail.beyond >= (t - 1) Q0[X > Y_max], see above)
-        q_beyond = self.tail.beyond / (t - 1)
-        self.charge_q = (0.5 * t * (t - 1) * qq * qq + t * q_beyond) * (1 + 16 * _U)
+        self._call = self._put = None
+        # the puts: N = 1 and N = 2 with the large coordinates at b (any Y > b, the put being
+        # non-increasing in Y), Q-mass t qq and C(t, 2) qq^2; N >= 3 charged, C(t, 3) qq^3
+        self.qq = qq * (1 + 4 * _U)
+        self.charge_q = t * (t - 1) * (t - 2) / 6.0 * qq ** 3 * (1 + 16 * _U)
 
     # --- the laws of the sums -----------------------------------------------------------
     def lattice(self) -> tuple:
@@ -126,140 +168,199 @@ class TwoOfT:
 
     def laws(self):
         if self._laws is None:
-            laws = compose2(self.lattice(), self.dx, self.dr, (self.t, self.t - 1),
-                            self.delta_ref)
-            # the N = 1 sum reads the rest's law with rows merged: once, not per query chunk
-            self._laws = (laws[self.t], laws[self.t - 1], laws[self.t - 1].merged(self.rows_merge))
+            powers = (self.t, self.t - 1, self.t - 2) if self.pairs else (self.t, self.t - 1)
+            laws = compose2(self.lattice(), self.dx, self.dr, powers, self.delta_ref)
+            # the N = 1 (N = 2) sums read the rest's law with rows and r-bins merged
+            merged = []
+            for n in powers[1:]:
+                g_r = max(1, -(-laws[n].U.shape[1] // R_BINS_N1))
+                merged.append((laws[n], laws[n].merged(self.rows_merge, g_r)))
+            self._laws = (laws[self.t], merged)
         return self._laws
 
     def put_laws(self):
-        """The sums for the puts: the square split UP (split point >= a_k^2, the put is
+        """The sums for the puts: X's knots merged ``put_merge`` to one (a linear split: the
+        put is convex in each X_i), the square split UP (split point >= a_k^2, the put is
         non-decreasing in r), no row merge (the put of s^2 + 2 y s is not convex in s)."""
         if self._put_laws is None:
-            a = self.dx * np.arange(self.m.size)
-            z = (a * a) * (1 + 4 * _U) / self.dr * (1 + 4 * _U)
+            from .fft2 import _merge_axis
+            g = self.put_merge
+            m = _merge_axis(self.m[:, None], g, 0)[:, 0]
+            dx, dr = self.dx * g, self.dr * g
+            a = dx * np.arange(m.size)
+            z = (a * a) * (1 + 4 * _U) / dr * (1 + 4 * _U)
             i0 = np.floor(z).astype(np.int64)
             phi = z - i0
-            k = np.arange(self.m.size)
+            k = np.arange(m.size)
             lat = (np.concatenate([k, k]), np.concatenate([i0, i0 + 1]),
-                   np.concatenate([self.m * (1.0 - phi) * (1 + 4 * _U),
-                                   self.m * phi * (1 + 4 * _U)]))
-            laws = compose2(lat, self.dx, self.dr, (self.t, self.t - 1), self.delta_ref,
+                   np.concatenate([m * (1.0 - phi) * (1 + 4 * _U), m * phi * (1 + 4 * _U)]))
+            laws = compose2(lat, dx, dr, (self.t, self.t - 1, self.t - 2), self.delta_ref,
                             put=True)
-            self._put_laws = (laws[self.t], laws[self.t - 1])
+            for n, law in laws.items():
+                _drop_impossible(law, n)
+            self._put_laws = (laws[self.t], laws[self.t - 1], laws[self.t - 2])
         return self._put_laws
 
-    def add_curve(self, x: np.ndarray) -> np.ndarray:
-        """Proven upper bounds on H_x(Q || P) = x E_Q[(1/x - L)_+] at every x >= 1 (the other
-        half of the remove pair's curve; E_Q L = 1 gives the identity). The put (y - L)_+ is
-        convex in each X_i and in Y, non-increasing in s and Y, non-decreasing in r: the same
-        splits as the call's with positions rounded the other way; the events N >= 2, Y > Y_max
-        and the sums' mass outside their windows are charged y times their Q-probability."""
-        x = np.asarray(x, dtype=float)
-        if np.any(x < 1.0):
-            raise ValueError("x must be >= 1 (the add curve at epsilon >= 0)")
-        y = (1.0 / x) * (1 + 2 * _U)
-        n0, n1 = self.put_laws()
-        val = np.zeros(x.size)
-        for c in range(0, x.size, 32):
-            ys = y[c:c + 32]
-            val[c:c + 32] = self._body_put(n0, ys) + self.t * self._one_large_put(n1, ys)
-        val = val + y * self.charge_q
-        val = np.where(np.isnan(val), np.inf, val)
-        return np.minimum(x * val * (1 + 8 * _U), 1.0)
-
-    def _body_put(self, law, y):
-        tt = float(self.t) * (self.t - 1)
-        K = (law.s_dn ** 2)[:, None] * (1 - 8 * _U) - y[None, :] * (tt * (1 + 8 * _U))
-        return _row_calls_on_r(law, K) / tt + y * law.outside
-
-    def _one_large_put(self, law, y):
-        tt = float(self.t) * (self.t - 1)
-        s = law.s_dn
-        out = np.zeros(y.size)
-        for j in range(self.tail.y_up.size):
-            wj = self.tail.w_up[j]
-            if wj <= 0:
-                continue
-            yj = self.tail.y_up[j] * (1 - 8 * _U)        # the knot, rounded down
-            K = ((s * s + 2.0 * yj * s) * (1 - 8 * _U))[:, None] - y[None, :] * (tt * (1 + 8 * _U))
-            out += wj * (_row_calls_on_r(law, K) / tt + y * law.outside)
-        return out * (1 + (self.tail.y_up.size + 8) * _U)
-
-    # --- the curve ------------------------------------------------------------------------
+    # --- the curves ----------------------------------------------------------------------
     def remove_curve(self, x: np.ndarray) -> np.ndarray:
         """Proven upper bounds on E_Q[(L - x)_+] at every x >= 1."""
         x = np.asarray(x, dtype=float)
         if np.any(x < 1.0):
             raise ValueError("x must be >= 1 (the remove curve at epsilon >= 0)")
-        n0, n1, n1_merged = self.laws()
-        val = np.zeros(x.size)
-        for c in range(0, x.size, 32):
-            xs = x[c:c + 32]
-            val[c:c + 32] = self._body(n0, xs) + self.t * self._one_large(n1, n1_merged, xs)
-        val = val + self.charge_n2 + self.charge_y
-        # a row whose untilting overflowed has mass inf: its products may be nan; no bound there
-        val = np.where(np.isnan(val), np.inf, val)
-        return np.minimum(val * (1 + 8 * _U), 1.0)
+        if self._call is None:
+            self._call = self._call_histogram()
+        body_bin, body_l2, terms, rest = self._call
+        # the body's floating-point error, per bin or in l2 (:func:`.fft2.compose2`): with
+        # c_b = (L_b - x)_+, sum_b |e_b| f_b c_b <= ||e||_2 (sum_b f_b^2 c_b^2)^(1/2) per pass,
+        # and sum f^2 c^2 <= max_b c_b sum f^2 c
+        err = np.zeros(x.size)
+        for e2, g in terms:
+            with np.errstate(invalid="ignore", over="ignore"):
+                err += e2 * np.sqrt(np.maximum(g.top() - x, 0.0) * g.calls(x)) * (1 + 8 * _U)
+        err = np.where(np.isnan(err), np.inf, err)
+        body = np.minimum(body_bin.calls(x), body_l2.calls(x) + err)
+        return np.minimum((body + rest.calls(x)) * (1 + 8 * _U), 1.0)
 
-    def _body(self, law, x):
-        tt = float(self.t) * (self.t - 1)
-        # rows x queries, raised by its rounding (each term is known to 3 ulps: 8 cover them
-        # and the raising's own rounding)
-        A = (law.s_up ** 2)[:, None] * (1 + 8 * _U) - x[None, :] * (tt * (1 - 8 * _U))
-        val = _row_puts(law, A) / tt
-        # outside the s-window: above it L <= S'^2 / (t (t - 1)); below it f = 0 where
-        # s_lo^2 <= x t (t - 1), else at most (s_lo^2 / tt - x) times Q'[S' < s_lo]
-        val += law.above_s2 / tt
-        lo = law.s_lo
-        val += np.maximum(lo * lo / tt - x, 0.0) * law.below_mass
-        return val
+    def add_curve(self, x: np.ndarray) -> np.ndarray:
+        """Proven upper bounds on H_x(Q || P) = x E_Q[(1/x - L)_+] at every x >= 1 (the other
+        half of the remove pair's curve). The put (y - L)_+ is convex in each X_i and in Y,
+        non-increasing in s and Y, non-decreasing in r: the same splits as the call's with
+        positions rounded the other way; the events N >= 2, Y > Y_max and the sums' mass
+        outside their windows are charged y times their Q-probability."""
+        x = np.asarray(x, dtype=float)
+        if np.any(x < 1.0):
+            raise ValueError("x must be >= 1 (the add curve at epsilon >= 0)")
+        if self._put is None:
+            self._put = self._put_histogram()
+        y = (1.0 / x) * (1 + 2 * _U)
+        body_bin, body_l2, terms, rest = self._put
+        # the body's floating-point error as in remove_curve, with c_b = (y - L_b)_+ <=
+        # y - (the smallest L')
+        err = np.zeros(x.size)
+        for e2, g in terms:
+            with np.errstate(invalid="ignore", over="ignore"):
+                err += e2 * np.sqrt(np.maximum(y - g.low, 0.0) * g.puts(y)) * (1 + 8 * _U)
+        err = np.where(np.isnan(err), np.inf, err)
+        body = np.minimum(body_bin.puts(y), body_l2.puts(y) + err)
+        return np.minimum(x * (body + rest.puts(y)) * (1 + 8 * _U), 1.0)
 
-    def _one_large(self, law, merged, x):
-        """sum_j w_j G_x(y_j): G_x(y) = E[((s^2 + 2 y s - r) / (t (t - 1)) - x)_+] over the rest's
-        law ``law``, read from ``merged`` (its rows merged ``rows_merge`` to one: a linear split
-        in s, and G's integrand is convex in s), plus ``law``'s charges outside the window."""
+    def _call_histogram(self) -> tuple:
+        """Every lattice outcome with L > 1 (the others add nothing at x >= 1), L rounded up to
+        the geometric grid e^{j LOG_STEP}: the body's (N = 0) with its per-bin budget, and
+        without it beside the l2 terms (e2, sum of f^2 over the pass's bins); the rest (N = 1,
+        the mass outside the windows as outcomes at their bound (below the s-window,
+        L <= lo^2 / tt) or as a constant (above it, E[L] there), the charges)."""
         tt = float(self.t) * (self.t - 1)
-        y, w = self.tail.y_up, self.tail.w_up
-        out = np.zeros(x.size)
-        s = merged.s_up
-        for j in range(y.size):
-            if w[j] <= 0:
+        n0, merged = self.laws()
+        n1, n1m = merged[0]
+        s2, r = (n0.s_up ** 2)[:, None], n0.r_lo[None, :]
+        body_bin = Calls(tt)
+        body_bin.add(s2, r, n0.U)
+        body_l2 = Calls(tt)
+        body_l2.add(s2, r, n0.V)
+        terms = []
+        for p, (fac, e2) in enumerate(zip(n0.facs, n0.e2)):
+            g = Calls(tt)
+            with np.errstate(over="ignore"):
+                g.add(s2, r, np.where(n0.sel == p, (fac * fac)[:, None] * (1 + 4 * _U), 0.0))
+            terms.append((e2, g.finish()))
+        h = Calls(tt)
+        const = self.charge_n2 + self.charge_y + n0.above_s2 / tt
+        h.add(np.array([[n0.s_lo ** 2]]), np.zeros((1, 1)), np.array([[n0.below_mass]]))
+        # N = 1: t choices of the large coordinate, its law split to the knots y_j (L affine
+        # in it), the rest's law with rows merged (L convex in s)
+        s = n1m.s_up
+        for yj, wj in zip(self.tail.y_up, self.tail.w_up):
+            if wj <= 0:
                 continue
-            A = ((s * s + 2.0 * y[j] * s) * (1 + 8 * _U))[:, None] \
-                - x[None, :] * (tt * (1 - 8 * _U))
-            g = _row_puts(merged, A) / tt
-            g += (law.above_s2 + 2.0 * y[j] * law.above_s1) / tt
-            lo = law.s_lo
-            g += np.maximum((lo * lo + 2.0 * y[j] * lo) / tt - x, 0.0) * law.below_mass
-            out += w[j] * g
-        return out * (1 + (y.size + 8) * _U)
+            tw = self.t * wj * (1 + 4 * _U)
+            h.add((s * s + 2.0 * yj * s)[:, None] * (1 + 4 * _U), n1m.r_lo[None, :],
+                  n1m.U * tw)
+            lo = n1.s_lo
+            h.add(np.array([[lo * lo + 2.0 * yj * lo]]), np.zeros((1, 1)),
+                  np.array([[n1.below_mass * tw]]))
+            const += tw * (n1.above_s2 + 2.0 * yj * n1.above_s1) / tt * (1 + 8 * _U)
+        if self.pairs:
+            const += self._two_large(h, *merged[1])
+        h.finish(const * (1 + 8 * _U))
+        return body_bin.finish(), body_l2.finish(), terms, h
+
+    def _two_large(self, h, n2, n2m) -> float:
+        """N = 2 into the histogram h: C(t, 2) choices of the two large coordinates, each one's
+        law split to the knots of ``tail2`` (L = (s^2 + 2 (y1 + y2) s + 2 y1 y2 - r) / tt is
+        affine in each), the rest's (t - 2)-fold law merged; returns the constant for the
+        mass above the s-window (E[L] there, P[S' >= s_hi] <= E[S'; S' >= s_hi] / s_hi)."""
+        tt = float(self.t) * (self.t - 1)
+        y, w = self.tail2.y_up, self.tail2.w_up
+        s = n2m.s_up
+        lo = n2.s_lo
+        s_hi = (n2.s0 + n2.dx * n2.U.shape[0]) * (1 - 8 * _U)
+        const = 0.0
+        for a in range(y.size):
+            for b in range(a, y.size):
+                ww = 0.5 * self.t * (self.t - 1) * w[a] * w[b] * (2.0 if b > a else 1.0) \
+                    * (1 + 8 * _U)
+                if ww <= 0:
+                    continue
+                y1, y2 = y[a] + y[b], 2.0 * y[a] * y[b]
+                h.add((s * s + 2.0 * y1 * s + y2)[:, None] * (1 + 4 * _U), n2m.r_lo[None, :],
+                      n2m.U * ww)
+                h.add(np.array([[lo * lo + 2.0 * y1 * lo + y2]]), np.zeros((1, 1)),
+                      np.array([[n2.below_mass * ww]]))
+                const += ww * (n2.above_s2 + 2.0 * y1 * n2.above_s1
+                               + y2 * n2.above_s1 / s_hi) / tt * (1 + 8 * _U)
+        return const
+
+    def _put_histogram(self) -> tuple:
+        """Every lattice outcome with L < 1, L rounded down to a multiple of PUT_STEP: the
+        body's with its per-bin budget, and without it beside the l2 terms (as the calls');
+        the rest: N = 1, 2 with the rest's rows merged down (the put is non-increasing in s,
+        not convex), the charges."""
+        tt = float(self.t) * (self.t - 1)
+        n0, n1, n2 = self.put_laws()
+        s2, r = (n0.s_dn ** 2)[:, None], n0.r_up[None, :]
+        body_bin = Puts(tt)
+        body_bin.add(s2, r, n0.U)
+        body_l2 = Puts(tt)
+        body_l2.add(s2, r, n0.V)
+        terms = []
+        for p, (fac, e2) in enumerate(zip(n0.facs, n0.e2)):
+            g2 = Puts(tt)
+            with np.errstate(over="ignore"):
+                g2.add(s2, r, np.where(n0.sel == p, (fac * fac)[:, None] * (1 + 4 * _U), 0.0))
+            terms.append((e2, g2.finish()))
+        h = Puts(tt)
+        const = self.charge_q + n0.outside
+        # N = 1, N = 2: L = (s^2 + 2 j b s + j (j - 1) b^2 - r) / tt with j large coordinates
+        # at b (rounded down), the rest's rows merged DOWN (the put is non-increasing in s)
+        g = self.rows_merge
+        yd = self.b * (1 - 8 * _U)
+        for j, law, mass in ((1, n1, self.t * self.qq),
+                             (2, n2, 0.5 * self.t * (self.t - 1) * self.qq * self.qq)):
+            rows = (np.arange(law.U.shape[0]) // g) * g
+            Um = np.zeros((rows[-1] // g + 1, law.U.shape[1]))
+            np.add.at(Um, rows // g, law.U)
+            Um *= 1 + (g + 4) * _U
+            s = law.s_dn[rows[::g]]
+            tw = mass * (1 + 8 * _U)
+            h.add((s * s + 2.0 * j * yd * s + (j - 1) * j * yd * yd)[:, None] * (1 - 4 * _U),
+                  law.r_up[None, :], Um * tw)
+            const += tw * law.outside * (1 + 4 * _U)
+        h.finish(const * (1 + 8 * _U))
+        return body_bin.finish(), body_l2.finish(), terms, h
 
 
-def _row_calls_on_r(law, K):
-    """sum over rows w and r-bins i of (r_i - K[w])_+ U[w, i] (r_i = i dr raised by 4 ulps) for
-    every column of K (rows x queries), from the suffix sums; plus the rounding."""
-    n_r = law.U.shape[1]
-    k = np.clip(np.searchsorted(law.r_up, K.ravel(), side="right").reshape(K.shape), 0, n_r)
-    rows = np.arange(K.shape[0])[:, None]
-    c0 = law.c0_suf[rows, k]
-    c1 = law.c1_suf[rows, k]
-    v = np.maximum(c1 - K * c0, 0.0)
-    rnd = (n_r + 8) * _U * (np.abs(K) * c0 + c1)
-    return np.sum(v + rnd, axis=0) * (1 + (K.shape[0] + 8) * _U)
-
-
-def _row_puts(law, A):
-    """sum over rows w and r-bins i of (A[w] - r_i)_+ U[w, i], with U the bins' upper masses,
-    r_i = i dr lowered by 4 ulps, for every column of A (rows x queries); plus the rounding."""
-    n_r = law.U.shape[1]
-    r = law.r_lo
-    # bins with r_i < A: k = number of them (r is increasing)
-    k = np.clip(np.searchsorted(r, A.ravel(), side="left").reshape(A.shape), 0, n_r)
-    rows = np.arange(A.shape[0])[:, None]
-    c0 = law.c0_pad[rows, k]
-    c1 = law.c1_pad[rows, k]
-    v = np.maximum(A * c0 - c1, 0.0)
-    rnd = (n_r + 8) * _U * (np.abs(A) * c0 + c1)
-    return np.sum(v + rnd, axis=0) * (1 + (A.shape[0] + 8) * _U)
-
+def _drop_impossible(law, n: int):
+    """Zero the bins at positions the lattice sum cannot reach (a bin bounds its own
+    position's mass; folded-in mass from outside the window is charged as ``outside``): each
+    coordinate has r <= a^2 (1 + 9u) + dr (its square split up), so the n-fold sum has
+    R' <= (1 + 9u) sum a_i^2 + n dr <= (1 + 9u) S'^2 + n dr. There the put's L' is far below 0,
+    and the FFT's noise on those bins would cost the put x |L'| times it at every x."""
+    n1, n2 = law.U.shape
+    s = law.s0 + law.dx * np.arange(n1)
+    r = law.dr * np.arange(n2)
+    cap = (s * s * (1 + 1e-9) + n * law.dr) * (1 + 1e-9) + law.dr
+    out = r[None, :] > cap[:, None]
+    law.U[out] = 0.0
+    law.V[out] = 0.0
+    law.sel[out] = -1

@@ -1,0 +1,219 @@
+"""2-out-of-t allocation through the PLD engine without blocks (allocation.two_of_t_pld), and the
+pieces it reads: the L-histograms (allocation.lhist) against direct sums over the same outcomes,
+the l2 charge of the FFT's error against an exact convolution, the r-merge of fft2.
+
+Independent references: a direct sum over the laws' bins (no histogram), scipy's direct 2-D
+convolution (no FFT), the post-processed lower pair, and dpamp's block upper bound (the wiring
+it replaces). The curves themselves are checked against the quadrature of the exact t = 3 pair
+in test_allocation_two_of_t.py (the engine takes the route from t = 10).
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy.signal import convolve2d
+
+import dpamp as dp
+from dpamp.amplification.allocation import pld as APLD
+from dpamp.amplification.allocation import two_of_t_pld as P
+from dpamp.amplification.allocation.fft2 import _merge_axis, compose2
+from dpamp.amplification.allocation.two_of_t import TwoOfT
+from dpamp.pld.query import epsilon_bracket
+from dpamp.pld.sources import loss_distribution
+
+
+@pytest.fixture(scope="module")
+def t20():
+    return TwoOfT(loss_distribution(dp.Gaussian(sigma=1.5)), 20, dx=0.1, b=30.0, dr=8.0,
+                  rows_merge=4)
+
+
+def _direct_calls(m, x, body_masses):
+    """E[(L - x)_+] summed bin by bin over the same outcomes as remove_curve (no histogram)."""
+    tt = m.t * (m.t - 1.0)
+    n0, merged = m.laws()
+    (n1, n1m), (n2, n2m) = merged
+    L0 = ((n0.s_up ** 2)[:, None] - n0.r_lo[None, :]) / tt
+    out = np.array([np.sum(body_masses * np.maximum(L0 - v, 0.0)) for v in x])
+    out += n0.above_s2 / tt + np.maximum(n0.s_lo ** 2 / tt - x, 0.0) * n0.below_mass
+    s = n1m.s_up
+    for y, w in zip(m.tail.y_up, m.tail.w_up):
+        L1 = ((s * s + 2 * y * s)[:, None] - n1m.r_lo[None, :]) / tt
+        out += m.t * w * np.array([np.sum(n1m.U * np.maximum(L1 - v, 0.0)) for v in x])
+        lo = n1.s_lo
+        out += m.t * w * ((n1.above_s2 + 2 * y * n1.above_s1) / tt
+                          + np.maximum((lo * lo + 2 * y * lo) / tt - x, 0.0) * n1.below_mass)
+    s, lo = n2m.s_up, n2.s_lo
+    s_hi = n2.s0 + n2.dx * n2.U.shape[0]
+    y, w = m.tail2.y_up, m.tail2.w_up
+    for a in range(y.size):            # N = 2: ordered pairs, C(t, 2) / 2 each
+        for b in range(y.size):
+            ww = 0.25 * m.t * (m.t - 1) * w[a] * w[b] * 2
+            y1, y2 = y[a] + y[b], 2 * y[a] * y[b]
+            L2 = ((s * s + 2 * y1 * s + y2)[:, None] - n2m.r_lo[None, :]) / tt
+            out += ww * np.array([np.sum(n2m.U * np.maximum(L2 - v, 0.0)) for v in x])
+            out += ww * ((n2.above_s2 + 2 * y1 * n2.above_s1 + y2 * n2.above_s1 / s_hi) / tt
+                         + np.maximum((lo * lo + 2 * y1 * lo + y2) / tt - x, 0.0) * n2.below_mass)
+    return out + m.charge_n2 + m.charge_y
+
+
+def test_call_histogram_matches_the_direct_sum(t20):
+    x = np.exp(np.array([0.0, 0.3, 0.8, 1.5, 2.5]))
+    got = t20.remove_curve(x)
+    n0 = t20.laws()[0]
+    with_budget = _direct_calls(t20, x, n0.U)
+    no_budget = _direct_calls(t20, x, n0.V)
+    # the histogram rounds L up (never below the outcomes' own sum without any budget) and
+    # takes the better of the two budgets (never above the per-bin one, up to its 2^-20 grid)
+    assert np.all(got >= no_budget * (1 - 1e-12))
+    assert np.all(got <= with_budget * (1 + 1e-4) + 1e-300), got / with_budget
+    assert np.all(np.diff(got) <= 0.0)
+
+
+def test_put_histogram_matches_the_direct_sum(t20):
+    x = np.exp(np.array([0.0, 0.2, 0.5, 1.0]))
+    y = 1.0 / x
+    got = t20.add_curve(x)
+    tt = t20.t * (t20.t - 1.0)
+    n0, n1, n2 = t20.put_laws()
+    L0 = ((n0.s_dn ** 2)[:, None] - n0.r_up[None, :]) / tt
+    body = np.array([np.sum(n0.U * np.maximum(v - L0, 0.0)) for v in y])
+    # the body alone, without the N = 1 event and the charges, is below; all of it within
+    # a few parts in 1e6 of the direct sum's scale plus those terms
+    assert np.all(got >= x * body * (1 - 1e-12))
+    m1, m2 = t20.t * t20.qq, 0.5 * t20.t * (t20.t - 1) * t20.qq ** 2
+    rest = m1 * (1 + n1.outside) + m2 * (1 + n2.outside) + t20.charge_q + n0.outside
+    assert np.all(got <= x * (body + y * rest) * (1 + 1e-4) + x * 1e-6)
+
+
+def test_l2_charge_covers_the_fft_error_against_a_direct_convolution():
+    # a small lattice law: its 4-fold sum by direct convolution (float, no FFT) is the
+    # reference; the l2 route's masses V and charges must bound every curve built on it
+    rng = np.random.default_rng(3)
+    K, I = 6, 4
+    w = rng.random((K, I)) * (rng.random((K, I)) < 0.7)
+    w[0, 0] = 0.3
+    w /= w.sum()
+    k, i = np.nonzero(w)
+    laws = compose2((k, i, w[k, i]), 0.5, 1.0, (4, 3), 1e-8)
+    law = laws[4]
+    exact = w
+    for _ in range(3):
+        exact = convolve2d(exact, w)
+    rows = law.s0 / 0.5 + np.arange(law.U.shape[0])
+    for c in (np.ones_like(law.U), rng.random(law.U.shape)):
+        tot = 0.0
+        for wr, row in enumerate(rows.astype(int)):
+            if 0 <= row < exact.shape[0]:
+                n = min(exact.shape[1], law.U.shape[1])
+                tot += float(np.sum(exact[row, :n] * c[wr, :n]))
+        v = float(np.sum(law.V * c))
+        err = sum(e2 * math.sqrt(float(np.sum(np.where(law.sel == p, (f[:, None] * c) ** 2, 0.0))))
+                  for p, (f, e2) in enumerate(zip(law.facs, law.e2)))
+        assert tot <= v + err
+        assert tot <= float(np.sum(law.U * c))
+        # and the l2 charge is below the per-bin one's total (8x on these 1680 bins; the
+        # gain grows like the square root of the number of bins)
+        assert err < 0.5 * float(np.sum((law.U - law.V) * c))
+
+
+def test_r_merge_keeps_mass_and_mean():
+    U = np.random.default_rng(0).random((5, 11))
+    M = _merge_axis(U, 3, 1)
+    assert M.sum() == pytest.approx(U.sum(), rel=1e-12)
+    r_f, r_c = np.arange(11), 3 * np.arange(M.shape[1])
+    assert (M * r_c[None, :]).sum() == pytest.approx((U * r_f[None, :]).sum(), rel=1e-12)
+    assert np.all(M.sum(axis=1) == pytest.approx(U.sum(axis=1), rel=1e-12))
+
+
+def test_applies_where_the_window_is_affordable():
+    g = lambda s: loss_distribution(dp.Gaussian(sigma=s))   # noqa: E731
+    assert P.applies(g(1.0), 1000) and P.applies(g(2.0), 10)
+    # few steps: the puts' lattice L' < 0 outcomes (sigma 2, t 3: eps(1e-6) unbounded)
+    assert not P.applies(g(2.0), 3)
+    # heavy tails (sigma 0.8: b ~ 950) and few steps at sigma 1 (b^2 / t too large) use blocks
+    assert not P.applies(g(0.8), 1000)
+    assert not P.applies(g(1.0), 4)
+    assert not P.applies(loss_distribution(dp.Laplace(1.0)), 1000)
+    assert not P.applies(loss_distribution(dp.RandomizedResponse(0.75)), 1000)
+
+
+def test_body_end_meets_its_charge():
+    from dpamp.amplification.allocation.tail import tail_masses
+    from dpamp.amplification.allocation.two_of_t import charge_many
+    loss = loss_distribution(dp.Gaussian(sigma=1.0))
+    t = 1000
+    b = P.body_end(loss, t, 1e-12)
+    for bb, ok in ((b, True), (b * 0.9, False)):
+        pp, qq = tail_masses(loss, math.log(bb))
+        assert (charge_many(pp, qq, t, 3) <= 1e-12 * (1 + 1e-9)) == ok
+    # the union bound over triples against its terms written out (two P0-coordinates)
+    pp, qq = 1e-3, 1e-5
+    n = t - 2
+    three = pp * pp * n * qq + 2 * pp * math.comb(n, 2) * qq ** 2 + math.comb(n, 3) * qq ** 3
+    assert charge_many(pp, qq, t, 3) == pytest.approx(three, rel=1e-12)
+    two = pp * pp + 2 * pp * n * qq + math.comb(n, 2) * qq ** 2
+    assert charge_many(pp, qq, t, 2) == pytest.approx(two, rel=1e-12)
+
+
+def _blocks(monkeypatch):
+    monkeypatch.setattr(P, "applies", lambda loss, t: False)
+    APLD._two_grid.cache_clear()
+
+
+def test_engine_parts_and_both_curves_of_the_source():
+    m = dp.Gaussian(1.0).subsample(dp.RandomAllocation(2, 200))
+    parts = APLD.allocation_parts(dp.Gaussian(1.0), 2, 200)
+    assert [type(s).__name__ for s, _ in parts] == ["TwoOfTSource", "TLowerSource"]
+    src, low = parts[0][0], parts[1][0]
+    h, jlo, jhi = 0.02, -40, 60
+    loss = h * np.arange(jlo, jhi + 1)
+    two = src.grid.for_step(h)
+
+    def curve(d, x, lower=False):
+        pm, inf = (d.lower, d.lower_inf) if lower else (d.upper, d.upper_inf)
+        return float(np.sum(np.maximum(pm * (1 - x * np.exp(-loss)), 0))) + inf
+
+    for s, lo in ((src, low), (src.swapped(), low.swapped())):
+        d = s.discretize(h, jlo, jhi)
+        assert np.all(d.upper >= 0) and d.upper.sum() + d.upper_inf <= 1 + 1e-9
+        # the PMF's curve is the lower convex hull of the 2-D values (at most them at the
+        # grid points) and lies above the post-processed pair's (a lower bound of the truth)
+        vals = (two.remove_curve if s.remove else two.add_curve)
+        dl = lo.discretize(h, jlo, jhi)
+        for j in (0, 10, 25):
+            x = math.exp(j * h)
+            up = curve(d, x)
+            assert up >= curve(dl, x, lower=True)
+            # (at x = 1 both halves take the larger of their two values: the hull's knot)
+            if j > 0:
+                assert up <= float(vals(np.array([x]))[0]) * (1 + 1e-9)
+    assert m.epsilon(1e-6, method="pld").lower > 0
+
+
+def test_sigma2_t10_within_its_bracket_and_below_the_blocks(monkeypatch):
+    m = dp.Gaussian(2.0).subsample(dp.RandomAllocation(2, 10))
+    two = epsilon_bracket(m, 1e-6)
+    assert two.met and two.lower > 0
+    _blocks(monkeypatch)
+    from dpamp.pld import query
+    monkeypatch.setattr(query, "_CACHE", type(query._CACHE)())
+    blocks = epsilon_bracket(dp.Gaussian(2.0).subsample(dp.RandomAllocation(2, 10)), 1e-6)
+    # measured: [1.47297, 1.47377]; the blocks' upper end is well above
+    assert two.upper < blocks.upper
+    assert blocks.lower <= two.upper
+
+
+@pytest.mark.slow
+def test_sigma1_t100_meets_the_tolerance_and_beats_the_blocks(monkeypatch):
+    m = dp.Gaussian(1.0).subsample(dp.RandomAllocation(2, 100))
+    two = epsilon_bracket(m, 1e-6)
+    assert two.met and (two.upper - two.lower) <= 1e-3 * two.upper
+    _blocks(monkeypatch)
+    from dpamp.pld import query
+    monkeypatch.setattr(query, "_CACHE", type(query._CACHE)())
+    # a new mechanism object: the parts are cached per object
+    blocks = epsilon_bracket(dp.Gaussian(1.0).subsample(dp.RandomAllocation(2, 100)), 1e-6)
+    # measured: [1.51729, 1.51822] against the blocks' upper end 1.55514
+    assert two.upper < blocks.upper - 0.02
+    assert two.lower <= blocks.upper and blocks.lower <= two.upper
