@@ -101,7 +101,7 @@ def test_atomic_base_gives_the_plain_statistic():
 @settings(max_examples=6, deadline=None)
 @given(sigma=st.floats(0.7, 3.0), t=st.integers(4, 80), k=st.integers(2, 4),
        eps=st.floats(0.2, 3.0))
-def test_split_lower_is_below_the_block_upper_bound(sigma, t, k, eps):
+def test_split_lower_is_below_the_engine_upper_bound(sigma, t, k, eps):
     k = min(k, t - 1)
     mech = dp.Gaussian(sigma=sigma).subsample(dp.RandomAllocation(k, t))
     up = delta_bracket(mech, eps).upper

@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.signal import convolve2d
 
 import dpamp as dp
@@ -134,6 +136,8 @@ def test_applies_where_the_window_is_affordable():
     # heavy tails (sigma 0.8: b ~ 950) and few steps at sigma 1 (b^2 / t too large) use blocks
     assert not P.applies(g(0.8), 1000)
     assert not P.applies(g(1.0), 4)
+    # a narrow epoch loss (2 sqrt(Var X / t) < MIN_SD): the blocks are within the tolerance
+    assert not P.applies(g(2.0), 1000) and not P.applies(g(1.0), 10000)
     assert not P.applies(loss_distribution(dp.Laplace(1.0)), 1000)
     assert not P.applies(loss_distribution(dp.RandomizedResponse(0.75)), 1000)
 
@@ -217,3 +221,19 @@ def test_sigma1_t100_meets_the_tolerance_and_beats_the_blocks(monkeypatch):
     # measured: [1.51729, 1.51822] against the blocks' upper end 1.55514
     assert two.upper < blocks.upper - 0.02
     assert two.lower <= blocks.upper and blocks.lower <= two.upper
+
+
+@settings(max_examples=4, deadline=None)
+@given(sigma=st.floats(1.0, 3.0), t=st.integers(10, 120), eps=st.floats(0.0, 3.0))
+def test_both_curves_above_the_post_processed_pair(sigma, t, eps):
+    # the 2-D curves bound the true pair's from above, the split statistic's pair from below:
+    # at any grid the engine would take, both halves must be ordered
+    from dpamp.amplification.allocation.lower_split import SplitPair
+    loss = loss_distribution(dp.Gaussian(sigma=sigma))
+    two = P.Grid(loss, t).for_step(0.05)
+    tp = SplitPair(loss, 2, t)
+    x = np.array([math.exp(eps)])
+    for remove, curve in ((True, two.remove_curve), (False, two.add_curve)):
+        pr = tp.pair(tp.dx_for(1e-3), remove)
+        low = float(np.sum(np.maximum(pr.atom_p - x[0] * pr.atom_q, 0.0)))
+        assert low <= float(curve(x)[0]) * (1 + 1e-9) + 1e-300

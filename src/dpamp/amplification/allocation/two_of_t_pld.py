@@ -19,8 +19,10 @@ dr / t^2 from r). The body's end b: the smallest with P[N >= 3] <= N3_CHARGE (th
 paid at every x; N = 1 and N = 2 are summed). Where a two-dimensional window would exceed :data:`.fft2.MAX_BINS` the step
 is doubled (coarser is as sound).
 
-Measured (sigma 1, t 1000, delta 1e-6, one epoch): the 2-D upper end 0.36147 at dx 0.08
-(0.36143 at 0.04), the blocks' 0.36200; with the lower end 0.36132 the bracket is 4e-4 of eps.
+Measured (``python benchmarks/analysis_two_of_t.py``, add/remove, cold): sigma 1, t 1000,
+delta 1e-6: [0.36127, 0.36153] (7.4e-4 of eps) in 2-3 s, the blocks [0.36132, 0.36201]
+(1.9e-3); t 100: [1.51729, 1.51857] against the blocks' upper end 1.55514; delta 1e-12 at
+t 1000: [1.41785, 1.41834] against 1.42324.
 """
 from __future__ import annotations
 
@@ -39,12 +41,16 @@ R_PER_S = 4.0
 N3_CHARGE = 1e-15
 #: the large coordinate's geometric grid (log-ratio of neighbouring knots)
 LOG_R = 0.02
-#: the largest body end b for the 2-D route (:func:`applies`)
+#: the largest body end b for the 2-D route (:func:`applies`): sigma >~ 0.9. (sigma 0.8,
+#: t 1000, b 518: [0.87608, 0.87655] in 11.7 s, the blocks [0.87607, 0.88182] in 1.7 s; the
+#: heavy body makes the windows 12960 x 480 bins)
 MAX_B = 400.0
 #: the fewest steps for the 2-D route (:func:`applies`)
 MIN_T = 10
 #: the largest b^2 / t for the 2-D route (:func:`applies`)
 MAX_B2_PER_T = 500.0
+#: the smallest spread of the epoch's loss, 2 sqrt(Var X / t), for the 2-D route
+MIN_SD = 0.06
 #: the puts (the curve's negative half) on a lattice this many times coarser in s and r from
 #: PUT_MERGE_T steps on (sigma 2, t 10, delta 1e-10: the add direction's epsilon 2.296 with
 #: the coarser lattice, 2.060 without; at t 1000 it costs ~1e-5 of epsilon)
@@ -64,12 +70,23 @@ def applies(loss, t: int) -> bool:
     t >= ~90; at t 4 the window did not fit at any useful step), and t >= MIN_T: the puts'
     lattice has outcomes with L' = (S'^2 - R') / (t (t - 1)) < 0 (each square split UP), whose
     puts grow like x |L'| (sigma 2, t 3: the add curve stayed above 4e-4 for all x, so
-    epsilon(1e-6) had no upper bound); with t >= 10 they were negligible in every case run."""
+    epsilon(1e-6) had no upper bound); with t >= 10 they were negligible in every case run.
+    Last, the blocks are kept where they are good: their excess grows with the epoch's loss
+    spread, ~2 sqrt(Var X / t); measured at delta 1e-6, one epoch, their bracket was within
+    7.3e-4 of epsilon wherever that spread is <= 0.047 (sigma 1.5, 2 at t 1000, 10^4; sigma 1
+    at 10^4) and 1.4e-3 to 4.5e-2 wherever it is >= 0.083 (sigma 1 at t <= 1000, sigma 2 at
+    t <= 100), where this route gives 5.7e-4 to 2.2e-3 (benchmarks/analysis_two_of_t.py)."""
     fin = np.isfinite(loss.atom_loss) & (np.maximum(loss.atom_p, loss.atom_q) > 0)
     if loss.cdf is None or fin.any() or loss.neg_inf_mass != 0.0 or t < MIN_T:
         return False
     b = body_end(loss, t)
-    return b <= MAX_B and b * b <= MAX_B2_PER_T * t
+    if b > MAX_B or b * b > MAX_B2_PER_T * t:
+        return False
+    # where the epoch's loss is narrow the blocks are already within the tolerance, and cheaper
+    from . import grid as G
+    from .sums import _var_x
+    var_x = _var_x(loss, math.exp(min(G.truncation_point(loss, 1e-10), 600.0)))
+    return 2.0 * math.sqrt(max(var_x, 0.0) / t) >= MIN_SD
 
 
 def body_end(loss, t: int, target: float = N3_CHARGE) -> float:
