@@ -253,17 +253,7 @@ class TwoOfT:
         tt = float(self.t) * (self.t - 1)
         n0, merged = self.laws()
         n1, n1m = merged[0]
-        s2, r = (n0.s_up ** 2)[:, None], n0.r_lo[None, :]
-        body_bin = Calls(tt)
-        body_bin.add(s2, r, n0.U)
-        body_l2 = Calls(tt)
-        body_l2.add(s2, r, n0.V)
-        terms = []
-        for p, (fac, e2) in enumerate(zip(n0.facs, n0.e2)):
-            g = Calls(tt)
-            with np.errstate(over="ignore"):
-                g.add(s2, r, np.where(n0.sel == p, (fac * fac)[:, None] * (1 + 4 * _U), 0.0))
-            terms.append((e2, g.finish()))
+        body = _body_histograms(Calls, tt, (n0.s_up ** 2)[:, None], n0.r_lo[None, :], n0)
         h = Calls(tt)
         const = self.charge_n2 + self.charge_y + n0.above_s2 / tt
         h.add(np.array([[n0.s_lo ** 2]]), np.zeros((1, 1)), np.array([[n0.below_mass]]))
@@ -283,7 +273,7 @@ class TwoOfT:
         if self.pairs:
             const += self._two_large(h, *merged[1])
         h.finish(const * (1 + 8 * _U))
-        return body_bin.finish(), body_l2.finish(), terms, h
+        return body + (h,)
 
     def _two_large(self, h, n2, n2m) -> float:
         """N = 2 into the histogram h: C(t, 2) choices of the two large coordinates, each one's
@@ -318,17 +308,7 @@ class TwoOfT:
         not convex), the charges."""
         tt = float(self.t) * (self.t - 1)
         n0, n1, n2 = self.put_laws()
-        s2, r = (n0.s_dn ** 2)[:, None], n0.r_up[None, :]
-        body_bin = Puts(tt)
-        body_bin.add(s2, r, n0.U)
-        body_l2 = Puts(tt)
-        body_l2.add(s2, r, n0.V)
-        terms = []
-        for p, (fac, e2) in enumerate(zip(n0.facs, n0.e2)):
-            g2 = Puts(tt)
-            with np.errstate(over="ignore"):
-                g2.add(s2, r, np.where(n0.sel == p, (fac * fac)[:, None] * (1 + 4 * _U), 0.0))
-            terms.append((e2, g2.finish()))
+        body = _body_histograms(Puts, tt, (n0.s_dn ** 2)[:, None], n0.r_up[None, :], n0)
         h = Puts(tt)
         const = self.charge_q + n0.outside
         # N = 1, N = 2: L = (s^2 + 2 j b s + j (j - 1) b^2 - r) / tt with j large coordinates
@@ -347,7 +327,23 @@ class TwoOfT:
                   law.r_up[None, :], Um * tw)
             const += tw * law.outside * (1 + 4 * _U)
         h.finish(const * (1 + 8 * _U))
-        return body_bin.finish(), body_l2.finish(), terms, h
+        return body + (h,)
+
+
+def _body_histograms(kind, tt: float, s2, r, law) -> tuple:
+    """The body's outcomes three ways (:class:`.lhist.Calls` or :class:`.lhist.Puts`): masses
+    with the per-bin budget (U), without it (V), and per FFT pass the squared untilting
+    factors of the bins that took it, with that pass's l2 error bound (:mod:`.fft2`)."""
+    with_budget, without = kind(tt), kind(tt)
+    with_budget.add(s2, r, law.U)
+    without.add(s2, r, law.V)
+    terms = []
+    for p, (fac, e2) in enumerate(zip(law.facs, law.e2)):
+        g = kind(tt)
+        with np.errstate(over="ignore"):
+            g.add(s2, r, np.where(law.sel == p, (fac * fac)[:, None] * (1 + 4 * _U), 0.0))
+        terms.append((e2, g.finish()))
+    return with_budget.finish(), without.finish(), terms
 
 
 def _drop_impossible(law, n: int):
