@@ -21,11 +21,11 @@ The per-bin budget spends the coefficients' whole l1 error on every bin; a curve
 c_b >= 0 over many bins may instead use the error vector's l2 norm: ||e||_2 <= (||E||_2 +
 C L u ||Y||_2) / sqrt(N1 N2) (Parseval, and the normwise error of the inverse transform of the
 computed coefficients Y, N. J. Higham, *Accuracy and Stability of Numerical Algorithms*,
-Thm 24.2), and sum_b |e_b| c_b <= ||e||_2 ||c||_2. Each Law also carries the
+Thm 24.2), and sum_b |e_b| c_b <= ||e||_2 ||c||_2. Each Law (and PutLaw) also carries the
 computed masses without budget (V, clipped at 0, from the pass whose budgeted bound the bin
-kept), the pass each bin took, the passes' untilting factors and their l2 bounds: m_b <= V_b + |e_b| f_b for the pass
-taken, so the curve is at most sum V c + sum over passes ||e||_2 ||f c||_2 on that pass's bins.
-The puts' laws carry the same.
+kept), the pass each bin took, the passes' untilting factors f and their l2 bounds:
+m_b <= V_b + |e_b| f_b for the pass taken, so the curve is at most sum V c plus, per pass,
+||e||_2 ||f c||_2 over the bins that took it.
 """
 from __future__ import annotations
 
@@ -123,8 +123,11 @@ def _saddle(a: np.ndarray, w: np.ndarray, n: int, target: float) -> float:
     lw = np.log(w)
     la = np.log(np.maximum(a, 1e-300))
     target = min(max(target / n, float(a.min()) + 1e-9), float(a.max()) - 1e-9)
+
+    def mean(th):
+        return float(np.exp(logsumexp(lw + la + th * a) - logsumexp(lw + th * a)))
+
     lo, hi = -1.0, 1.0
-    mean = lambda th: float(np.exp(logsumexp(lw + la + th * a) - logsumexp(lw + th * a)))  # noqa: E731
     while mean(lo) > target and lo > -1e6:
         lo *= 2.0
     while mean(hi) < target and hi < 1e6:

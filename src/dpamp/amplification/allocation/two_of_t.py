@@ -225,8 +225,8 @@ class TwoOfT:
         """Proven upper bounds on H_x(Q || P) = x E_Q[(1/x - L)_+] at every x >= 1 (the other
         half of the remove pair's curve). The put (y - L)_+ is convex in each X_i and in Y,
         non-increasing in s and Y, non-decreasing in r: the same splits as the call's with
-        positions rounded the other way; the events N >= 2, Y > Y_max and the sums' mass
-        outside their windows are charged y times their Q-probability."""
+        positions rounded the other way; N = 1, 2 with the large coordinates at b; the event
+        N >= 3 and the sums' mass outside their windows charged y times their Q-probability."""
         x = np.asarray(x, dtype=float)
         if np.any(x < 1.0):
             raise ValueError("x must be >= 1 (the add curve at epsilon >= 0)")

@@ -16,8 +16,8 @@ dx = C_DX h sqrt(t): the split adds variance <= dx^2 / 4 to each X_i, so the los
 step dr = R_PER_S t dx: the r-split then costs L about R_PER_S^2 / 4 of the s-split's variance
 (L = (S^2 - R) / (t (t - 1)) moves by 2 S dx / t^2 ~ 2 dx / t per coordinate from s and by
 dr / t^2 from r). The body's end b: the smallest with P[N >= 3] <= N3_CHARGE (that charge is
-paid at every x; N = 1 and N = 2 are summed). Where a two-dimensional window would exceed :data:`.fft2.MAX_BINS` the step
-is doubled (coarser is as sound).
+paid at every x; N = 1 and N = 2 are summed). Where a two-dimensional window would exceed
+:data:`.fft2.MAX_BINS` the step is doubled (coarser is as sound).
 
 Measured (``python benchmarks/analysis_two_of_t.py``, add/remove, cold): sigma 1, t 1000,
 delta 1e-6: [0.36127, 0.36153] (7.4e-4 of eps) in 2-3 s, the blocks [0.36132, 0.36201]
@@ -64,8 +64,7 @@ def applies(loss, t: int) -> bool:
     end b and the geometric tail grid are made for. And b <= MAX_B: the R-window holds b^2
     (folding a large body coordinate's square would cost L up to the window / (t (t - 1)) on
     an event of P-mass ~ P0[X > sqrt(window)]), so a heavier tail (Gaussian sigma < ~0.9)
-    makes the window too large for a fine grid; the blocks are then the better bound
-    (sigma 0.8, t 1000, one epoch, delta 1e-6: 0.88182 against 0.89707). Few steps likewise:
+    makes the windows costly (see MAX_B: sigma 0.8, t 1000 took 11.7 s). Few steps likewise:
     the window's R-extent b^2 against the R-step R_PER_S t dx, b^2 / t <= MAX_B2_PER_T (sigma 1:
     t >= ~90; at t 4 the window did not fit at any useful step), and t >= MIN_T: the puts'
     lattice has outcomes with L' = (S'^2 - R') / (t (t - 1)) < 0 (each square split UP), whose
