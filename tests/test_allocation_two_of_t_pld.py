@@ -237,3 +237,27 @@ def test_both_curves_above_the_post_processed_pair(sigma, t, eps):
         pr = tp.pair(tp.dx_for(1e-3), remove)
         low = float(np.sum(np.maximum(pr.atom_p - x[0] * pr.atom_q, 0.0)))
         assert low <= float(curve(x)[0]) * (1 + 1e-9) + 1e-300
+
+
+def test_paired_blocks_structure():
+    # k = 5 of 1000: units of 200 steps, two pairs of 2-out-of-400 and one 1-out-of-200
+    parts = APLD.allocation_parts(dp.Gaussian(1.0), 5, 1000)
+    kinds = [(type(s).__name__, c) for s, c in parts]
+    assert kinds == [("TwoOfTSource", 2), ("UpperOnly", 1), ("TLowerSource", 1)]
+    assert parts[0][0].grid.t == 400 and parts[1][0].inner.epoch.t == 200
+    # where no pair applies (sigma 0.8: the tail too heavy) the blocks stay as they were
+    parts = APLD.allocation_parts(dp.Gaussian(0.8), 4, 1000)
+    assert [type(s).__name__ for s, _ in parts] == ["UpperOnly", "TLowerSource"]
+
+
+@pytest.mark.slow
+def test_paired_blocks_below_the_single_draw_blocks(monkeypatch):
+    from dpamp.pld import query
+    m = dp.Gaussian(1.0).subsample(dp.RandomAllocation(4, 400))
+    paired = epsilon_bracket(m, 1e-6)
+    _blocks(monkeypatch)
+    monkeypatch.setattr(query, "_CACHE", type(query._CACHE)())
+    single = epsilon_bracket(dp.Gaussian(1.0).subsample(dp.RandomAllocation(4, 400)), 1e-6)
+    # both are upper bounds of the same epoch; two draws per block are the tighter ones
+    assert paired.upper < single.upper
+    assert max(paired.lower, single.lower) <= min(paired.upper, single.upper)

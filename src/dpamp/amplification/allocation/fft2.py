@@ -193,9 +193,9 @@ class _Charges:
 
 
 def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
-             sds: float = 10.0, put: bool = False) -> dict:
+             sds: float = 10.0, put: bool = False, max_bins: int = MAX_BINS) -> dict:
     """{n: Law} for every n in ``powers`` (see the module docstring); {n: PutLaw} with
-    ``put``."""
+    ``put``; MemoryError where the window would exceed ``max_bins``."""
     k, i, w = lattice
     keep = w > 0
     k, i, w = k[keep], i[keep], w[keep]
@@ -237,8 +237,8 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
                and r_charges[nmax].above_mass(r_hi) > PUT_OUTSIDE):
             r_hi = min(r_hi + step, nmax * float(r.max()))
     N2 = sfft.next_fast_len(int(math.ceil(r_hi / dr)) + 2, real=True)
-    if N1 * N2 > MAX_BINS:
-        raise MemoryError(f"two-dimensional window {N1} x {N2} exceeds {MAX_BINS} bins")
+    if N1 * N2 > max_bins:
+        raise MemoryError(f"two-dimensional window {N1} x {N2} exceeds {max_bins} bins")
     sd_n = math.sqrt(nmax * var)
     # the put reads the sum's lower tail, the call its upper one: a tilt at the saddle point
     # whose tilted sum has its mean z standard deviations out, z for delta_ref (a heavy-tailed

@@ -52,9 +52,10 @@ most those of the product of the k blocks' 1-out-of-m allocations, which the eng
 This is an upper bound only; the lower bound for 1 < k < t is that of a post-processing of the
 epoch's attained pair (the sum of the steps' likelihood-ratio cell indices, :mod:`.lower_k`),
 joined to the blocks as one more part with a trivial upper (the blocks get a trivial lower);
-k = t is the t-fold composition of the base (exact). For k = 2 the blocks give way, where the
-base's X has a tail the 2-D window can afford (:func:`.two_of_t_pld.applies`), to the
-epoch's own curves from the joint law of (sum X_i, sum X_i^2) (:mod:`.two_of_t_pld`).
+k = t is the t-fold composition of the base (exact). Where the 2-D window is affordable
+(:func:`.two_of_t_pld.applies`) the blocks take two draws each, k / 2 blocks of 2-out-of-2t/k
+with their own curves from the joint law of (sum X_i, sum X_i^2) (:func:`.two_of_t_pld.
+paired_parts`): for k = 2 that is the epoch itself, no block at all.
 """
 from __future__ import annotations
 
@@ -108,15 +109,14 @@ def allocation_parts(base, k: int, t: int):
             out.append((src, count))
         else:
             out.append((_source(base, size, k == 1), count))
-    if k == 2 and t > 2:
-        from .two_of_t_pld import applies
-        if applies(src, t):
-            # no blocks: the epoch's own curves (.two_of_t), the split lower bound beside them
-            from .lower_k import TLowerSource, _tpair
-            from .two_of_t_pld import TwoOfTSource
-            return [(TwoOfTSource(_two_grid(base, t), out), 1),
-                    (TLowerSource(_tpair(base, k, t)), 1)]
     if k > 1:
+        # blocks of two draws where the 2-D route applies (.two_of_t_pld; for k = 2 no block)
+        from .two_of_t_pld import paired_parts
+        paired = paired_parts(base, src, k, t,
+                              lambda size: src if size == 1 else _source(base, size, False),
+                              lambda m: _two_grid(base, m))
+        if paired is not None:
+            return paired
         from .lower_k import allocation_parts_lower
         return allocation_parts_lower(base, k, t, out)
     return out

@@ -109,11 +109,13 @@ class TwoOfT:
     above the largest Y-knot (charged); ``rows_merge``: rows of the rest's law merged to one
     for the N = 1 sum; ``put_merge``: X's knots merged to one for the puts' coarser lattice;
     ``pairs``: the event N = 2 summed like N = 1 (two large coordinates against the rest's law)
-    rather than charged, so that only N >= 3 is."""
+    rather than charged, so that only N >= 3 is; ``max_bins``: the largest 2-D window
+    (MemoryError beyond)."""
 
     def __init__(self, loss, t: int, dx: float, b: float, dr: float | None = None,
                  log_r: float = 0.02, delta_ref: float = 1e-8, y_tail: float = 1e-18,
-                 rows_merge: int = 8, put_merge: int = 1, pairs: bool = True):
+                 rows_merge: int = 8, put_merge: int = 1, pairs: bool = True,
+                 max_bins: int | None = None):
         from ...core import _validate as V
         t = V.integer("t", t, low=3)
         dx = V.positive("dx", dx)
@@ -124,6 +126,8 @@ class TwoOfT:
             raise ValueError(f"log_r must be in (0, 1] (got {log_r})")
         rows_merge = V.integer("rows_merge", rows_merge, low=1)
         self.put_merge = V.integer("put_merge", put_merge, low=1)
+        from .fft2 import MAX_BINS
+        self.max_bins = MAX_BINS if max_bins is None else V.integer("max_bins", max_bins, low=1)
         self.loss, self.t = loss, t
         K = max(2, int(math.ceil(b / dx)))
         c = G.cells(loss, dx, K)
@@ -169,7 +173,8 @@ class TwoOfT:
     def laws(self):
         if self._laws is None:
             powers = (self.t, self.t - 1, self.t - 2) if self.pairs else (self.t, self.t - 1)
-            laws = compose2(self.lattice(), self.dx, self.dr, powers, self.delta_ref)
+            laws = compose2(self.lattice(), self.dx, self.dr, powers, self.delta_ref,
+                            max_bins=self.max_bins)
             # the N = 1 (N = 2) sums read the rest's law with rows and r-bins merged
             merged = []
             for n in powers[1:]:
@@ -195,7 +200,7 @@ class TwoOfT:
             lat = (np.concatenate([k, k]), np.concatenate([i0, i0 + 1]),
                    np.concatenate([m * (1.0 - phi) * (1 + 4 * _U), m * phi * (1 + 4 * _U)]))
             laws = compose2(lat, dx, dr, (self.t, self.t - 1, self.t - 2), self.delta_ref,
-                            put=True)
+                            put=True, max_bins=self.max_bins)
             for n, law in laws.items():
                 _drop_impossible(law, n)
             self._put_laws = (laws[self.t], laws[self.t - 1], laws[self.t - 2])

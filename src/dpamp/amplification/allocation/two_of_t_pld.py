@@ -17,7 +17,7 @@ step dr = R_PER_S t dx: the r-split then costs L about R_PER_S^2 / 4 of the s-sp
 (L = (S^2 - R) / (t (t - 1)) moves by 2 S dx / t^2 ~ 2 dx / t per coordinate from s and by
 dr / t^2 from r). The body's end b: the smallest with P[N >= 3] <= N3_CHARGE (that charge is
 paid at every x; N = 1 and N = 2 are summed). Where a two-dimensional window would exceed
-:data:`.fft2.MAX_BINS` the step is doubled (coarser is as sound).
+ENGINE_BINS bins the step is doubled (coarser is as sound).
 
 Measured (``python benchmarks/analysis_two_of_t.py``, add/remove, cold): sigma 1, t 1000,
 delta 1e-6: [0.36127, 0.36153] (7.4e-4 of eps) in 2-3 s, the blocks [0.36132, 0.36201]
@@ -45,6 +45,10 @@ LOG_R = 0.02
 #: t 1000, b 518: [0.87608, 0.87655] in 11.7 s, the blocks [0.87607, 0.88182] in 1.7 s; the
 #: heavy body makes the windows 12960 x 480 bins)
 MAX_B = 400.0
+#: the largest 2-D window per round: a finer loss grid then gets a coarser X-step (as sound),
+#: so that a round's cost stays bounded (sigma 1, k 10 of 1000, 10 epochs: 9.1 s -> 3.8 s,
+#: the bracket 2.7e-3 -> 3.8e-3 of eps)
+ENGINE_BINS = 1 << 22
 #: the fewest steps for the 2-D route (:func:`applies`)
 MIN_T = 10
 #: the largest b^2 / t for the 2-D route (:func:`applies`)
@@ -124,7 +128,8 @@ class Grid:
         for _ in range(12):
             m = TwoOfT(self.loss, self.t, dx=step, b=self.b, dr=R_PER_S * self.t * step,
                        log_r=LOG_R, rows_merge=16,
-                       put_merge=PUT_MERGE if self.t >= PUT_MERGE_T else 1)
+                       put_merge=PUT_MERGE if self.t >= PUT_MERGE_T else 1,
+                       max_bins=ENGINE_BINS)
             try:
                 m.laws()
                 m.put_laws()
@@ -181,3 +186,36 @@ class TwoOfTSource:
         one = np.zeros(jhi - jlo + 1)
         one[-jlo] = 1.0
         return Discretized(h, jlo, up.upper, up.upper_inf, one, 0.0)
+
+
+def paired_parts(base, src, k: int, t: int, unit, grid):
+    """[(source, count)] of one epoch of k-out-of-t allocation, 1 < k < t, with the blocks
+    taken two draws at a time: the t steps in k units of sizes floor(t / k), ceil(t / k) (as
+    :mod:`.pld`'s blocks), units paired into blocks of m = a + b steps with two draws each, an
+    odd k's last unit with one. Under a uniform permutation of the steps the drawn k-set is
+    exchangeable, hence uniform: the allocation is that mixture over permutations, and by the
+    joint convexity of hockey-stick divergences its curves are at most those of one term, the
+    product of the blocks' 2-out-of-m (and 1-out-of-a) epochs. A pair goes the 2-D way where
+    :func:`applies` says so (else its two units stay 1-out-of blocks); then the post-processed
+    lower part. None where no pair does (the caller keeps its blocks). ``base``: the base
+    mechanism, ``src`` its loss distribution; ``unit(size)``: a 1-out-of-size source;
+    ``grid(m)``: the cached :class:`Grid` of m steps."""
+    from collections import Counter
+
+    from .lower_k import TLowerSource, UpperOnly, _tpair
+    small, n_big = divmod(t, k)
+    sizes = [small + 1] * n_big + [small] * (k - n_big)
+    pairs = Counter((sizes[2 * i], sizes[2 * i + 1]) for i in range(k // 2))
+    parts, any_2d = [], False
+    for (a, b), c in sorted(pairs.items()):
+        if applies(src, a + b):
+            any_2d = True
+            sizing = [(unit(a), 1), (unit(b), 1)] if a != b else [(unit(a), 2)]
+            parts.append((TwoOfTSource(grid(a + b), sizing), c))
+        else:
+            parts += [(UpperOnly(unit(a)), c), (UpperOnly(unit(b)), c)]
+    if not any_2d:
+        return None
+    if k % 2:
+        parts.append((UpperOnly(unit(sizes[-1])), 1))
+    return parts + [(TLowerSource(_tpair(base, k, t)), 1)]
