@@ -1,5 +1,7 @@
 """Random allocation with 1 < k < t: dpamp's bracket [lower, upper] (lower: the post-processed
-pair of allocation.lower_k; upper: k blocks of 1-out-of-t/k allocations), next to Poisson
+pair of allocation.lower_split; upper: k/2 blocks of 2-out-of-2t/k allocations from the joint law
+of (sum X, sum X^2) where allocation.two_of_t_pld applies, for k = 2 the epoch itself, else k
+blocks of 1-out-of-t/k allocations), next to Poisson
 subsampling at rate k/t (the PLD's upper end), at delta = 1e-6, one cold process per cell.
 
 For sigma in {0.8, 1, 2}, t = 1000, k in {2, 5, 10}, epochs in {1, 10}:
