@@ -261,3 +261,18 @@ def test_paired_blocks_below_the_single_draw_blocks(monkeypatch):
     # both are upper bounds of the same epoch; two draws per block are the tighter ones
     assert paired.upper < single.upper
     assert max(paired.lower, single.lower) <= min(paired.upper, single.upper)
+
+
+def test_histograms_keep_a_nan_mass_as_unbounded():
+    # an outcome whose mass is not a number has no bound: +inf where it counts, not dropped
+    from dpamp.amplification.allocation.lhist import Calls, Puts
+    c = Calls(1.0)
+    c.add(np.array([[3.0]]), np.array([[0.0, 0.5]]), np.array([[np.nan, 0.1]]))
+    c.finish()
+    v = c.calls(np.array([1.5, 2.9, 4.0]))
+    assert np.isinf(v[:2]).all() and v[2] == 0.0
+    p = Puts(1.0)
+    p.add(np.array([[0.3]]), np.array([[0.0]]), np.array([[np.nan]]))
+    p.finish()
+    w = p.puts(np.array([0.2, 0.5]))
+    assert w[0] == 0.0 and np.isinf(w[1])

@@ -38,6 +38,8 @@ def outcomes(s2, r, U, tt, up: bool):
     err = 4 * _U * (np.abs(s2) + np.abs(r))
     L = (num + err) / tt if up else (num - err) / tt
     L = L + np.abs(L) * (4 * _U) if up else L - np.abs(L) * (4 * _U)
+    # a mass that is not a number has no bound: kept as +inf (dropping it would be optimistic)
+    U = np.where(np.isnan(U), np.inf, U)
     keep = U > 0
     L = np.broadcast_to(L, keep.shape)
     return L[keep], np.broadcast_to(U, keep.shape)[keep]
