@@ -36,6 +36,8 @@ import numpy as np
 from scipy import fft as sfft
 from scipy.special import logsumexp
 
+from ...pld.engine import FFT_WORKERS
+
 _U = 2.0 ** -53
 _C_FFT = 8.0
 #: largest number of lattice bins per sum (memory: several float arrays of this size)
@@ -160,20 +162,27 @@ class _Charges:
     with E[S' e^{th S'}] = n M1 M0^{n-1}, E[S'^2 e^{th S'}] = n M2 M0^{n-1} + n (n-1) M1^2 M0^{n-2}
     (M_j = sum m a^j e^{th a}). The moments are computed once per n; the sizing scans s_hi."""
 
-    def __init__(self, a, m, n: int):
-        keep = m > 0
-        a, m = a[keep], m[keep]
-        tot = max(float(m.sum()), 1e-300)
-        sd = math.sqrt(max(float(np.sum(m * a * a)) / tot - (float(np.sum(m * a)) / tot) ** 2,
-                           1e-12))
-        self.th = th = np.geomspace(1e-4, 1e3, 200) / (sd * math.sqrt(n))
-        L0, L1, L2 = log_moments(a, m, th)
+    def __init__(self, a, m, n: int, moments=None):
+        th, L0, L1, L2, Ln = _Charges.moments(a, m, n) if moments is None else moments
+        self.th = th
         self.l2 = np.logaddexp(math.log(n) + L2 + (n - 1) * L0,
                                math.log(n) + math.log(max(n - 1, 1e-300)) + 2 * L1
                                + (n - 2) * L0 if n > 1 else -np.inf)
         self.l1 = math.log(n) + L1 + (n - 1) * L0
         self.l0 = n * L0
-        self.ln = n * log_moments(a, m, -th)[0]
+        self.ln = n * Ln
+
+    @staticmethod
+    def moments(a, m, n: int) -> tuple:
+        """The scan's tilts (for sums of about n terms) and the one-coordinate log-moments at
+        them: shared by the sums of n, n - 1, n - 2 terms (any tilt gives a valid bound)."""
+        keep = m > 0
+        a, m = a[keep], m[keep]
+        tot = max(float(m.sum()), 1e-300)
+        sd = math.sqrt(max(float(np.sum(m * a * a)) / tot - (float(np.sum(m * a)) / tot) ** 2,
+                           1e-12))
+        th = np.geomspace(1e-4, 1e3, 200) / (sd * math.sqrt(n))
+        return (th,) + tuple(log_moments(a, m, th)) + (log_moments(a, m, -th)[0],)
 
     def above(self, s_hi: float) -> tuple:
         """(E[S'^2; S' >= s_hi], E[S'; S' >= s_hi]), raised for the scan's own rounding."""
@@ -190,6 +199,41 @@ class _Charges:
         if s_lo <= 0:
             return 1.0
         return float(np.exp(min(np.min(self.ln + self.th * s_lo), 0.0))) * (1 + 1e-6)
+
+
+def _power_spectra(F, aF, powers, eF):
+    """(n, S_n, |S_n|, err_n) for n in ``powers`` (ascending): S_n the computed F^n and err_n a
+    bound on |S_n - F_true^n| (F's own error at most eF, |F_true| <= G = min(|F| + eF, 1)).
+    A power one above the last is the last times F, with
+    err_{n+1} = (err_n |F| + G^n eF + 3u |S_n| |F|) (1 + 8u) (the complex product's rounding
+    is at most sqrt(5) u of it); any other by exp(n log|F| + i n arg F), with
+    err_n = n eF G^{n-1} + (n u (|log|F|| + 4) + 2u) |S_n| (the module docstring). Both are
+    capped at |S_n| + 1 + 1e-9 (|F_true^n| <= 1) and floored at 1e-300 (underflow); G^m by
+    exp(m log G), raised by 1e-11 for its rounding (|m log G| < 745 where it does not
+    underflow)."""
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+        log_aF = np.log(aF)
+        ang = np.angle(F)
+        log_abs = np.where(aF > 0, -log_aF, 0.0)
+        log_g = np.log(np.minimum(aF + eF, 1.0 + 1e-12))
+    prev = None
+    for n in powers:
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+            if prev is not None and n == prev[0] + 1:
+                m, S, aSm, em = prev
+                Sn = S * F
+                aS = np.abs(Sn)
+                err = (em * aF + np.exp(m * log_g) * (1 + 1e-11) * eF
+                       + 3 * _U * aSm * aF) * (1 + 8 * _U)
+            else:
+                aS = np.exp(n * log_aF)
+                Sn = np.exp(n * log_aF + 1j * (n * ang))
+                growth = np.exp((n - 1) * log_g) * (1 + 1e-11)
+                err = n * eF * growth + (n * _U * (log_abs + 4.0) + 2 * _U) * aS
+            # at least 1e-300: a power that underflows to 0 is within that of the true one
+            err = np.fmin(np.fmax(err, 1e-300), aS + (1.0 + 1e-9))
+        prev = (n, Sn, aS, err)
+        yield prev
 
 
 def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
@@ -216,7 +260,8 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
     a_all = dx * np.arange(am.size)
     # above the window L <= S'^2 / (t (t - 1)): E[S'^2; above] <= 1e-14 t^2 costs the curve
     # at most ~1e-14 (sizing only: whatever it is, it is charged)
-    charges = {n: _Charges(a_all, am, n) for n in powers}
+    mom = _Charges.moments(a_all, am, nmax)
+    charges = {n: _Charges(a_all, am, n, mom) for n in powers}
     hi_s = nmax * mean + sds * math.sqrt(nmax * var)
     step = 0.5 * math.sqrt(nmax * var)
     for _ in range(60):
@@ -230,8 +275,9 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
     if put:
         # the puts pay for the mass beyond the r-window (Chernoff on R'): widen the window
         # until that is below PUT_OUTSIDE, or until it holds every R' (n max r)
-        r_charges = {n: _Charges(dr * np.arange(int(i.max()) + 1), np.bincount(i, w), n)
-                     for n in powers}
+        ar, mr = dr * np.arange(int(i.max()) + 1), np.bincount(i, w)
+        mom_r = _Charges.moments(ar, mr, nmax)
+        r_charges = {n: _Charges(ar, mr, n, mom_r) for n in powers}
         step = max(r_hi, dr)
         while (r_hi < nmax * float(r.max())
                and r_charges[nmax].above_mass(r_hi) > PUT_OUTSIDE):
@@ -264,30 +310,20 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
         wt = np.exp(lw - lM)
         grid = np.zeros((N1, N2))
         np.add.at(grid, (k % N1, i % N2), wt)
-        F = sfft.rfft2(grid)
+        F = sfft.rfft2(grid, workers=FFT_WORKERS)
         del grid
         aF = np.abs(F)
         mult = np.full(F.shape[1], 2.0)
         mult[0] = 1.0
         if N2 % 2 == 0:
             mult[-1] = 1.0
-        with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-            log_aF = np.log(aF)
-            ang = np.angle(F)
-            log_abs = np.where(aF > 0, -log_aF, 0.0)
-        for n in powers:
-            with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-                aS = np.exp(n * log_aF)
-                Sn = np.exp(n * log_aF + 1j * (n * ang))
-                growth = np.power(np.minimum(aF + eF, 1.0 + 1e-12), n - 1)
-                err = n * eF * growth + (n * _U * (log_abs + 4.0) + 2 * _U) * aS
-                err = np.fmin(err, aS + (1.0 + 1e-9))
+        for n, Sn, aS, err in _power_spectra(F, aF, sorted(powers), eF):
             ebin = (float(np.sum(err * mult[None, :])) + _C_FFT * L * _U
                     * float(np.sum(aS * mult[None, :]))) / (N1 * N2)
-            res = sfft.irfft2(Sn, s=(N1, N2))
+            res = sfft.irfft2(Sn, s=(N1, N2), workers=FFT_WORKERS)
             del Sn
-            # circular row (rows[w] mod N1) holds the window row w
-            res = res[rows % N1]
+            # the window row w sits at circular row (j0 + w) mod N1
+            res = np.roll(res, -j0, axis=0)
             with np.errstate(over="ignore"):
                 fac = np.exp(np.minimum(n * lM - th * s_rows, 700.0))
             over = fac >= math.exp(700.0) * 0.999
