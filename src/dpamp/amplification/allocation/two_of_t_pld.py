@@ -15,14 +15,15 @@ dx = C_DX h sqrt(t): the split adds variance <= dx^2 / 4 to each X_i, so the los
 ~ 2 log(S / t) moves by about dx / sqrt(t) = C_DX h, the engine's own resolution. The R-lattice
 step dr = R_PER_S t dx: the r-split then costs L about R_PER_S^2 / 4 of the s-split's variance
 (L = (S^2 - R) / (t (t - 1)) moves by 2 S dx / t^2 ~ 2 dx / t per coordinate from s and by
-dr / t^2 from r). The body's end b: the smallest with P[N >= 3] <= N3_CHARGE (that charge is
+dr / t^2 from r) where S ~ t; with a heavy tail the outcomes that decide delta have S well
+above t, where the s-split costs more, so there the R-step is R_PER_S_HEAVY t dx. The body's end b: the smallest with P[N >= 3] <= N3_CHARGE (that charge is
 paid at every x; N = 1 and N = 2 are summed). Where a two-dimensional window would exceed
 ENGINE_BINS bins the step is doubled (coarser is as sound).
 
 Measured (``python benchmarks/analysis_two_of_t.py``, add/remove, cold): sigma 1, t 1000,
-delta 1e-6: [0.36127, 0.36153] (7.4e-4 of eps) in 2-3 s, the blocks [0.36132, 0.36201]
-(1.9e-3); t 100: [1.51729, 1.51857] against the blocks' upper end 1.55514; delta 1e-12 at
-t 1000: [1.41785, 1.41834] against 1.42324.
+delta 1e-6: [0.36127, 0.36150] (6.5e-4 of eps) in ~1.2 s, the blocks [0.36132, 0.36201]
+(1.9e-3); t 100: [1.51729, 1.51836] against the blocks' upper end 1.55514; delta 1e-12 at
+t 1000: [1.41785, 1.41833] against 1.42324; sigma 0.8, t 1000: [0.87608, 0.87648].
 """
 from __future__ import annotations
 
@@ -33,26 +34,33 @@ import numpy as np
 from . import tail as T
 
 #: X's step per loss step h and sqrt(t) (see the module docstring)
-C_DX = 1.0
+C_DX = 0.7
 #: the R-lattice's step per t dx
 R_PER_S = 4.0
+#: ... and R_PER_S_HEAVY where the body's end b is at least B_HEAVY (heavy-tailed X: the events
+#: that decide delta have a few large coordinates, whose s-split costs far more than the
+#: r-split; measured at sigma 0.8, t 1000, 10 epochs, dx 0.177: the upper end 1.86519,
+#: 1.86525, 1.86537, 1.86567 at R_PER_S 2, 4, 8, 16, against 1.86663 at dx 0.253)
+R_PER_S_HEAVY = 16.0
+B_HEAVY = 50.0
 #: P[N >= 3] above b at most this (charged at every x, composed epoch by epoch; N = 2 is
 #: summed, :meth:`.two_of_t.TwoOfT._two_large`)
 N3_CHARGE = 1e-15
 #: the large coordinate's geometric grid (log-ratio of neighbouring knots)
 LOG_R = 0.02
-#: the largest body end b for the 2-D route (:func:`applies`): sigma >~ 0.9. (sigma 0.8,
-#: t 1000, b 518: [0.87608, 0.87655] in 11.7 s, the blocks [0.87607, 0.88182] in 1.7 s; the
-#: heavy body makes the windows 12960 x 480 bins)
-MAX_B = 400.0
+#: the largest body end b for the 2-D route (:func:`applies`): sigma >~ 0.75 (sigma 0.8,
+#: t 1000, b 518: [0.87608, 0.87648] in 3.7 s, the blocks [0.87607, 0.88182]; sigma 0.6,
+#: b ~ 4000, would need windows of ~10^8 bins)
+MAX_B = 800.0
 #: the largest 2-D window per round: a finer loss grid then gets a coarser X-step (as sound),
 #: so that a round's cost stays bounded (sigma 1, k 10 of 1000, 10 epochs: 9.1 s -> 3.8 s,
 #: the bracket 2.7e-3 -> 3.8e-3 of eps)
 ENGINE_BINS = 1 << 22
 #: the fewest steps for the 2-D route (:func:`applies`)
 MIN_T = 10
-#: the largest b^2 / t for the 2-D route (:func:`applies`)
-MAX_B2_PER_T = 500.0
+#: the largest b^2 / t for the 2-D route (:func:`applies`; sized for R_PER_S_HEAVY: sigma 1,
+#: t >= ~10, sigma 0.8, t >= ~80)
+MAX_B2_PER_T = 2000.0
 #: the smallest spread of the epoch's loss, 2 sqrt(Var X / t), for the 2-D route
 MIN_SD = 0.06
 #: the puts (the curve's negative half) on a lattice this many times coarser in s and r from
@@ -67,10 +75,10 @@ def applies(loss, t: int) -> bool:
     and mechanisms whose pair is a Gaussian's): X then has an unbounded tail, which the body's
     end b and the geometric tail grid are made for. And b <= MAX_B: the R-window holds b^2
     (folding a large body coordinate's square would cost L up to the window / (t (t - 1)) on
-    an event of P-mass ~ P0[X > sqrt(window)]), so a heavier tail (Gaussian sigma < ~0.9)
-    makes the windows costly (see MAX_B: sigma 0.8, t 1000 took 11.7 s). Few steps likewise:
-    the window's R-extent b^2 against the R-step R_PER_S t dx, b^2 / t <= MAX_B2_PER_T (sigma 1:
-    t >= ~90; at t 4 the window did not fit at any useful step), and t >= MIN_T: the puts'
+    an event of P-mass ~ P0[X > sqrt(window)]), so a heavier tail (Gaussian sigma < ~0.75)
+    makes the windows costly (see MAX_B). Few steps likewise: the window's R-extent b^2
+    against the R-step R_PER_S_HEAVY t dx, b^2 / t <= MAX_B2_PER_T (sigma 1: t >= ~10; at t 4
+    the window did not fit at any useful step), and t >= MIN_T: the puts'
     lattice has outcomes with L' = (S'^2 - R') / (t (t - 1)) < 0 (each square split UP), whose
     puts grow like x |L'| (sigma 2, t 3: the add curve stayed above 4e-4 for all x, so
     epsilon(1e-6) had no upper bound); with t >= 10 they were negligible in every case run.
@@ -116,6 +124,7 @@ class Grid:
     def __init__(self, loss, t: int):
         self.loss, self.t = loss, t
         self.b = body_end(loss, t)
+        self.r_per_s = R_PER_S_HEAVY if self.b >= B_HEAVY else R_PER_S
         self._cache: dict = {}
 
     def for_step(self, h: float):
@@ -126,7 +135,7 @@ class Grid:
             return hit
         step = dx
         for _ in range(12):
-            m = TwoOfT(self.loss, self.t, dx=step, b=self.b, dr=R_PER_S * self.t * step,
+            m = TwoOfT(self.loss, self.t, dx=step, b=self.b, dr=self.r_per_s * self.t * step,
                        log_r=LOG_R, rows_merge=16,
                        put_merge=PUT_MERGE if self.t >= PUT_MERGE_T else 1,
                        max_bins=ENGINE_BINS)
