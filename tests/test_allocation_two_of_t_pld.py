@@ -66,7 +66,7 @@ def test_call_histogram_matches_the_direct_sum(t20):
     with_budget = _direct_calls(t20, x, n0.U)
     no_budget = _direct_calls(t20, x, n0.V)
     # the histogram rounds L up (never below the outcomes' own sum without any budget) and
-    # takes the better of the two budgets (never above the per-bin one, up to its 2^-20 grid)
+    # takes the better of the two budgets (never above the per-bin one, up to its 2^-17 grid)
     assert np.all(got >= no_budget * (1 - 1e-12))
     assert np.all(got <= with_budget * (1 + 1e-4) + 1e-300), got / with_budget
     assert np.all(np.diff(got) <= 0.0)
