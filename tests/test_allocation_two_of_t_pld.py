@@ -30,11 +30,18 @@ def t20():
                   rows_merge=4)
 
 
+@pytest.fixture(scope="module")
+def t20_3():
+    # N = 3 summed too, with a body end low enough that three large coordinates count
+    return TwoOfT(loss_distribution(dp.Gaussian(sigma=1.5)), 20, dx=0.1, b=6.0, dr=8.0,
+                  rows_merge=4, triples=True)
+
+
 def _direct_calls(m, x, body_masses):
     """E[(L - x)_+] summed bin by bin over the same outcomes as remove_curve (no histogram)."""
     tt = m.t * (m.t - 1.0)
     n0, merged = m.laws()
-    (n1, n1m), (n2, n2m) = merged
+    (n1, n1m), (n2, n2m) = merged[:2]
     L0 = ((n0.s_up ** 2)[:, None] - n0.r_lo[None, :]) / tt
     out = np.array([np.sum(body_masses * np.maximum(L0 - v, 0.0)) for v in x])
     out += n0.above_s2 / tt + np.maximum(n0.s_lo ** 2 / tt - x, 0.0) * n0.below_mass
@@ -56,10 +63,28 @@ def _direct_calls(m, x, body_masses):
             out += ww * np.array([np.sum(n2m.U * np.maximum(L2 - v, 0.0)) for v in x])
             out += ww * ((n2.above_s2 + 2 * y1 * n2.above_s1 + y2 * n2.above_s1 / s_hi) / tt
                          + np.maximum((lo * lo + 2 * y1 * lo + y2) / tt - x, 0.0) * n2.below_mass)
+    if m.triples:                      # N = 3: ordered triples, C(t, 3) each
+        (n3, n3m), = merged[2:]
+        s, lo = n3m.s_up, n3.s_lo
+        s_hi = n3.s0 + n3.dx * n3.U.shape[0]
+        y, w = m.tail3.y_up, m.tail3.w_up
+        for a in range(y.size):
+            for b in range(y.size):
+                for c in range(y.size):
+                    ww = math.comb(m.t, 3) * w[a] * w[b] * w[c]
+                    y1 = y[a] + y[b] + y[c]
+                    y2 = 2 * (y[a] * y[b] + y[a] * y[c] + y[b] * y[c])
+                    L3 = ((s * s + 2 * y1 * s + y2)[:, None] - n3m.r_lo[None, :]) / tt
+                    out += ww * np.array([np.sum(n3m.U * np.maximum(L3 - v, 0.0)) for v in x])
+                    out += ww * ((n3.above_s2 + 2 * y1 * n3.above_s1 + y2 * n3.above_s1 / s_hi)
+                                 / tt + np.maximum((lo * lo + 2 * y1 * lo + y2) / tt - x, 0.0)
+                                 * n3.below_mass)
     return out + m.charge_n2 + m.charge_y
 
 
-def test_call_histogram_matches_the_direct_sum(t20):
+@pytest.mark.parametrize("which", ["t20", "t20_3"])
+def test_call_histogram_matches_the_direct_sum(which, request):
+    t20 = request.getfixturevalue(which)
     x = np.exp(np.array([0.0, 0.3, 0.8, 1.5, 2.5]))
     got = t20.remove_curve(x)
     n0 = t20.laws()[0]
@@ -72,19 +97,25 @@ def test_call_histogram_matches_the_direct_sum(t20):
     assert np.all(np.diff(got) <= 0.0)
 
 
-def test_put_histogram_matches_the_direct_sum(t20):
+@pytest.mark.parametrize("which", ["t20", "t20_3"])
+def test_put_histogram_matches_the_direct_sum(which, request):
+    t20 = request.getfixturevalue(which)
     x = np.exp(np.array([0.0, 0.2, 0.5, 1.0]))
     y = 1.0 / x
     got = t20.add_curve(x)
     tt = t20.t * (t20.t - 1.0)
-    n0, n1, n2 = t20.put_laws()
+    n0, *rests = t20.put_laws()
+    assert len(rests) == (3 if t20.triples else 2)
+    # the first count not summed is charged by the union bound over its sets
+    j = len(rests) + 1
+    assert t20.charge_q >= math.comb(t20.t, j) * t20.qq ** j * (1 - 1e-12)
     L0 = ((n0.s_dn ** 2)[:, None] - n0.r_up[None, :]) / tt
     body = np.array([np.sum(n0.U * np.maximum(v - L0, 0.0)) for v in y])
     # the body alone, without the N = 1 event and the charges, is below; all of it within
     # a few parts in 1e6 of the direct sum's scale plus those terms
     assert np.all(got >= x * body * (1 - 1e-12))
-    m1, m2 = t20.t * t20.qq, 0.5 * t20.t * (t20.t - 1) * t20.qq ** 2
-    rest = m1 * (1 + n1.outside) + m2 * (1 + n2.outside) + t20.charge_q + n0.outside
+    rest = sum(math.comb(t20.t, j) * t20.qq ** j * (1 + law.outside)
+               for j, law in enumerate(rests, 1)) + t20.charge_q + n0.outside
     assert np.all(got <= x * (body + y * rest) * (1 + 1e-4) + x * 1e-6)
 
 
@@ -160,6 +191,42 @@ def test_body_end_meets_its_charge():
     assert charge_many(pp, qq, t, 3) == pytest.approx(three, rel=1e-12)
     two = pp * pp + 2 * pp * n * qq + math.comb(n, 2) * qq ** 2
     assert charge_many(pp, qq, t, 2) == pytest.approx(two, rel=1e-12)
+    # and for m = 2, 3, 4 the union bound enumerated over the m-sets of a small t
+    import itertools
+    probs = [pp, pp] + [qq] * 7
+    for m in (2, 3, 4):
+        brute = sum(math.prod(probs[i] for i in c) for c in itertools.combinations(range(9), m))
+        assert charge_many(pp, qq, 9, m) == pytest.approx(brute, rel=1e-12)
+        assert charge_many(pp, qq, 9, m) >= brute
+
+
+def test_triples_are_upper_bounds_and_close_to_pairs():
+    """N = 3 summed (b from the N >= 4 charge) against N = 3 charged (b from N >= 3): both
+    are upper bounds of one curve, above the post-processed lower pair's, and within a few
+    percent of each other (the large coordinates' sums are a little looser than the body's)."""
+    from dpamp.amplification.allocation.lower_k import _tpair
+    loss = loss_distribution(dp.Gaussian(sigma=1.0))
+    t = 40
+    x = np.exp(np.array([0.5, 1.5, 2.5, 3.5]))
+    b3, b4 = P.body_end(loss, t, many=3), P.body_end(loss, t, many=4)
+    assert b4 < 0.6 * b3
+    kw = dict(dx=0.1, dr=64.0, rows_merge=4)
+    m3 = TwoOfT(loss, t, b=b3, **kw)
+    m4 = TwoOfT(loss, t, b=b4, triples=True, **kw)
+    assert m4.triples and m4.charge_n2 <= 1.001e-15
+    r3, r4 = m3.remove_curve(x), m4.remove_curve(x)
+    a3, a4 = m3.add_curve(x), m4.add_curve(x)
+    from dpamp.pld.discretize import discretize
+    h = 0.002
+    for remove, c3, c4, rel in ((True, r3, r4, 0.05), (False, a3, a4, 0.5)):
+        low = _tpair(dp.Gaussian(1.0), 2, t).pair_fitting(0.01, remove)
+        lo = discretize(low, h, -int(6 / h), int(6 / h), optimistic=True)
+        ls = -int(6 / h) + np.arange(lo.lower.size)
+        for xi, u3, u4 in zip(x, c3, c4):
+            # the lower pair's curve at x (its PMF's hockey stick), below both
+            lw = float(np.sum(lo.lower * np.maximum(1.0 - xi * np.exp(-ls * h), 0.0)))
+            assert lw <= min(u3, u4) * (1 + 1e-9)
+            assert u4 == pytest.approx(u3, rel=rel)
 
 
 def _blocks(monkeypatch):

@@ -77,19 +77,22 @@ from .fft2 import compose2
 from .lhist import Calls, Puts
 
 _U = 2.0 ** -53
-#: the knots' log-ratio of the two large coordinates of N = 2
+#: the knots' log-ratio of the two large coordinates of N = 2, and of the three of N = 3
 LOG_R_PAIRS = 0.2
+LOG_R_TRIPLES = 0.4
+
+
+def _choose(n: int, j: int) -> float:
+    return float(math.comb(n, j)) if 0 <= j <= n else 0.0
 
 
 def charge_many(pp: float, qq: float, t: int, m: int) -> float:
-    """P[N >= m] (m = 2, 3) under P (two coordinates P0, the rest Q0), by the union bound over
-    m-sets: pp, qq the P0-, Q0-mass above b (rounded up)."""
+    """P[N >= m] (m = 2, 3, 4) under P (two coordinates P0, the rest Q0), by the union bound
+    over m-sets: those holding both P0-coordinates, one, or none (pp, qq the P0-, Q0-mass
+    above b, rounded up)."""
     n = t - 2
-    if m == 2:
-        v = pp * pp + 2 * n * pp * qq + 0.5 * n * (n - 1) * qq * qq
-    else:
-        v = pp * pp * n * qq + 2 * pp * 0.5 * n * (n - 1) * qq * qq \
-            + n * (n - 1) * (n - 2) / 6.0 * qq ** 3
+    v = (pp * pp * _choose(n, m - 2) * qq ** (m - 2) + 2 * pp * _choose(n, m - 1) * qq ** (m - 1)
+         + _choose(n, m) * qq ** m)
     return v * (1 + 16 * _U)
 
 
@@ -100,6 +103,8 @@ R_BINS_N1 = 128
 #: more than rows_merge (sigma 0.8, t 1000: the N = 2 sum 0.85 s -> ~0.1 s)
 R_BINS_N2 = 32
 N2_MERGE = 4
+#: ... and in the N = 3 sum (``triples``) rows N3_MERGE times more than rows_merge
+N3_MERGE = 8
 
 
 class TwoOfT:
@@ -113,12 +118,14 @@ class TwoOfT:
     above the largest Y-knot (charged); ``rows_merge``: rows of the rest's law merged to one
     for the N = 1 sum; ``put_merge``: X's knots merged to one for the puts' coarser lattice;
     ``pairs``: the event N = 2 summed like N = 1 (two large coordinates against the rest's law)
-    rather than charged, so that only N >= 3 is; ``max_bins``: the largest 2-D window
-    (MemoryError beyond)."""
+    rather than charged, so that only N >= 3 is; ``triples`` (with ``pairs``): N = 3 too, so
+    that only N >= 4 is (a heavy tail's b then falls ~2.5x: sigma 0.8, t 1000: 518 -> 241);
+    ``max_bins``: the largest 2-D window (MemoryError beyond)."""
 
     def __init__(self, loss, t: int, dx: float, b: float, dr: float | None = None,
                  log_r: float = 0.02, delta_ref: float = 1e-8, y_tail: float = 1e-18,
                  rows_merge: int = 8, put_merge: int = 1, pairs: bool = True,
+                 triples: bool = False,
                  max_bins: int | None = None):
         from ...core import _validate as V
         t = V.integer("t", t, low=3)
@@ -148,7 +155,8 @@ class TwoOfT:
         pp = c.p_tail + c.p_inf
         qq = c.q_tail
         self.pairs = bool(pairs)
-        self.charge_n2 = charge_many(pp, qq, t, 3 if pairs else 2)
+        self.triples = bool(triples) and self.pairs and t >= 4
+        self.charge_n2 = charge_many(pp, qq, t, 4 if self.triples else 3 if pairs else 2)
         y_max = math.exp(min(G.truncation_point(loss, y_tail), 600.0))
         self.tail = T.tail_cells(loss, math.log(self.b), max(y_max, self.b * 1.5), log_r, t)
         # the two large coordinates of N = 2 on a coarser grid (that event is rare under P)
@@ -163,7 +171,11 @@ class TwoOfT:
         # the puts: N = 1 and N = 2 with the large coordinates at b (any Y > b, the put being
         # non-increasing in Y), Q-mass t qq and C(t, 2) qq^2; N >= 3 charged, C(t, 3) qq^3
         self.qq = qq * (1 + 4 * _U)
-        self.charge_q = t * (t - 1) * (t - 2) / 6.0 * qq ** 3 * (1 + 16 * _U)
+        # (with triples N = 3 at Y = b too, C(t, 3) qq^3, and N >= 4 charged, C(t, 4) qq^4)
+        self.charge_q = _choose(t, 4 if self.triples else 3) * qq ** (4 if self.triples else 3) \
+            * (1 + 16 * _U)
+        self.tail3 = T.tail_cells(loss, math.log(self.b), max(y_max, self.b * 1.5),
+                                  LOG_R_TRIPLES, t) if self.triples else None
 
     # --- the laws of the sums -----------------------------------------------------------
     def lattice(self) -> tuple:
@@ -176,14 +188,15 @@ class TwoOfT:
 
     def laws(self):
         if self._laws is None:
-            powers = (self.t, self.t - 1, self.t - 2) if self.pairs else (self.t, self.t - 1)
+            powers = (self.t, self.t - 1) + ((self.t - 2,) if self.pairs else ()) \
+                + ((self.t - 3,) if self.triples else ())
             laws = compose2(self.lattice(), self.dx, self.dr, powers, self.delta_ref,
                             max_bins=self.max_bins)
             # the N = 1 (N = 2) sums read the rest's law with rows and r-bins merged
             merged = []
             for j, n in enumerate(powers[1:]):
                 # N = 2 is rare under P (~1e-10 at sigma 1, t 1000): its rest merged coarser
-                g = self.rows_merge * (N2_MERGE if j else 1)
+                g = self.rows_merge * (1, N2_MERGE, N3_MERGE)[j]
                 g_r = max(1, -(-laws[n].U.shape[1] // (R_BINS_N2 if j else R_BINS_N1)))
                 merged.append((laws[n], laws[n].merged(g, g_r)))
             self._laws = (laws[self.t], merged)
@@ -205,11 +218,12 @@ class TwoOfT:
             k = np.arange(m.size)
             lat = (np.concatenate([k, k]), np.concatenate([i0, i0 + 1]),
                    np.concatenate([m * (1.0 - phi) * (1 + 4 * _U), m * phi * (1 + 4 * _U)]))
-            laws = compose2(lat, dx, dr, (self.t, self.t - 1, self.t - 2), self.delta_ref,
-                            put=True, max_bins=self.max_bins)
+            powers = (self.t, self.t - 1, self.t - 2) + ((self.t - 3,) if self.triples else ())
+            laws = compose2(lat, dx, dr, powers, self.delta_ref, put=True,
+                            max_bins=self.max_bins)
             for n, law in laws.items():
                 _drop_impossible(law, n)
-            self._put_laws = (laws[self.t], laws[self.t - 1], laws[self.t - 2])
+            self._put_laws = tuple(laws[n] for n in powers)
         return self._put_laws
 
     # --- the curves ----------------------------------------------------------------------
@@ -283,6 +297,8 @@ class TwoOfT:
             const += tw * (n1.above_s2 + 2.0 * yj * n1.above_s1) / tt * (1 + 8 * _U)
         if self.pairs:
             const += self._two_large(h, *merged[1])
+        if self.triples:
+            const += self._three_large(h, *merged[2])
         h.finish(const * (1 + 8 * _U))
         return body + (h,)
 
@@ -312,13 +328,45 @@ class TwoOfT:
                                + y2 * n2.above_s1 / s_hi) / tt * (1 + 8 * _U)
         return const
 
+    def _three_large(self, h, n3, n3m) -> float:
+        """N = 3 into h, as :meth:`_two_large` with three large coordinates on ``tail3``'s knots
+        (L = (s^2 + 2 (y1 + y2 + y3) s + 2 (y1 y2 + y1 y3 + y2 y3) - r) / tt, affine in each):
+        C(t, 3) w_a w_b w_c over unordered knot triples (6, 3 or 1 orderings)."""
+        tt = float(self.t) * (self.t - 1)
+        y, w = self.tail3.y_up, self.tail3.w_up
+        s = n3m.s_up
+        lo = n3.s_lo
+        s_hi = (n3.s0 + n3.dx * n3.U.shape[0]) * (1 - 8 * _U)
+        c3 = _choose(self.t, 3)
+        const = 0.0
+        for a in range(y.size):
+            for b in range(a, y.size):
+                c = np.arange(b, y.size)
+                mult = np.where(c > b, 2.0, 1.0) * (3.0 if b > a else 1.0)
+                mult = np.where((b == a) & (c > b), 3.0, mult)
+                ww = c3 * w[a] * w[b] * w[c] * mult * (1 + 8 * _U)
+                keep = ww > 0
+                if not keep.any():
+                    continue
+                c, ww = c[keep], ww[keep]
+                y1 = y[a] + y[b] + y[c]
+                y2 = 2.0 * (y[a] * y[b] + (y[a] + y[b]) * y[c])
+                for i in range(c.size):
+                    h.add((s * s + 2.0 * y1[i] * s + y2[i])[:, None] * (1 + 4 * _U),
+                          n3m.r_lo[None, :], n3m.U * ww[i])
+                h.add((lo * lo + 2.0 * y1 * lo + y2)[None, :], np.zeros((1, 1)),
+                      (n3.below_mass * ww)[None, :])
+                const += float(np.sum(ww * (n3.above_s2 + 2.0 * y1 * n3.above_s1
+                                            + y2 * n3.above_s1 / s_hi))) / tt * (1 + 8 * _U)
+        return const
+
     def _put_histogram(self) -> tuple:
         """Every lattice outcome with L < 1, L rounded down to a multiple of PUT_STEP: the
         body's with its per-bin budget, and without it beside the l2 terms (as the calls');
         the rest: N = 1, 2 with the rest's rows merged down (the put is non-increasing in s,
         not convex), the charges."""
         tt = float(self.t) * (self.t - 1)
-        n0, n1, n2 = self.put_laws()
+        n0, *rests = self.put_laws()
         body = _body_histograms(Puts, tt, (n0.s_dn ** 2)[:, None], n0.r_up[None, :], n0)
         h = Puts(tt)
         const = self.charge_q + n0.outside
@@ -326,8 +374,8 @@ class TwoOfT:
         # at b (rounded down), the rest's rows merged DOWN (the put is non-increasing in s)
         g = self.rows_merge
         yd = self.b * (1 - 8 * _U)
-        for j, law, mass in ((1, n1, self.t * self.qq),
-                             (2, n2, 0.5 * self.t * (self.t - 1) * self.qq * self.qq)):
+        for j, law in enumerate(rests, 1):
+            mass = _choose(self.t, j) * self.qq ** j
             rows = (np.arange(law.U.shape[0]) // g) * g
             Um = np.zeros((rows[-1] // g + 1, law.U.shape[1]))
             np.add.at(Um, rows // g, law.U)

@@ -16,9 +16,11 @@ dx = C_DX h sqrt(t): the split adds variance <= dx^2 / 4 to each X_i, so the los
 step dr = R_PER_S t dx: the r-split then costs L about R_PER_S^2 / 4 of the s-split's variance
 (L = (S^2 - R) / (t (t - 1)) moves by 2 S dx / t^2 ~ 2 dx / t per coordinate from s and by
 dr / t^2 from r) where S ~ t; with a heavy tail the outcomes that decide delta have S well
-above t, where the s-split costs more, so there the R-step is R_PER_S_HEAVY t dx. The body's end b: the smallest with P[N >= 3] <= N3_CHARGE (that charge is
-paid at every x; N = 1 and N = 2 are summed). Where a two-dimensional window would exceed
-ENGINE_BINS bins the step is doubled (coarser is as sound).
+above t, where the s-split costs more, so there the R-step is R_PER_S_HEAVY t dx. The body's
+end b: the smallest with P[N >= 3] <= N3_CHARGE (that charge is paid at every x; N = 1 and
+N = 2 are summed), or where that is above TRIPLES_FROM_B, with P[N >= 4] <= N3_CHARGE and
+N = 3 summed too (:func:`body_ends`). Where a two-dimensional window would exceed ENGINE_BINS
+bins the step is doubled (coarser is as sound).
 
 Measured (``python benchmarks/analysis_two_of_t.py``, add/remove, cold): sigma 1, t 1000,
 delta 1e-6: [0.36127, 0.36150] (6.5e-4 of eps) in ~1.2 s, the blocks [0.36132, 0.36201]
@@ -46,11 +48,16 @@ B_HEAVY = 50.0
 #: P[N >= 3] above b at most this (charged at every x, composed epoch by epoch; N = 2 is
 #: summed, :meth:`.two_of_t.TwoOfT._two_large`)
 N3_CHARGE = 1e-15
+#: N = 3 summed too (three large coordinates against the rest, so that only N >= 4 is
+#: charged) where the end for N >= 3 would be above TRIPLES_FROM_B: b then falls ~2.5x (sigma
+#: 0.8, t 1000: 518 -> 241, 3.0 s -> 1.4 s at the same width). Not below it: the large
+#: coordinates' sums are looser than the body's (sigma 1, t 40: 2.0e-3 -> 2.8e-3 of eps)
+TRIPLES_FROM_B = 450.0
 #: the large coordinate's geometric grid (log-ratio of neighbouring knots)
 LOG_R = 0.02
-#: the largest body end b for the 2-D route (:func:`applies`): sigma >~ 0.75 (sigma 0.8,
-#: t 1000, b 518: [0.87608, 0.87648] in 3.7 s, the blocks [0.87607, 0.88182]; sigma 0.6,
-#: b ~ 4000, would need windows of ~10^8 bins)
+#: the largest body end b (N >= 3 charged) for the 2-D route (:func:`applies`): sigma >~ 0.75
+#: (sigma 0.8, t 1000, b 518: [0.87608, 0.87650] in 1.4 s, the blocks [0.87607, 0.88182];
+#: sigma 0.7, b 1233, with N = 3 summed gave 4.7e-4 at delta 1e-6 but no upper end at 1e-10)
 MAX_B = 800.0
 #: the largest 2-D window per round: a finer loss grid then gets a coarser X-step (as sound),
 #: so that a round's cost stays bounded (sigma 1, k 10 of 1000, 10 epochs: 9.1 s -> 3.8 s,
@@ -58,9 +65,9 @@ MAX_B = 800.0
 ENGINE_BINS = 1 << 22
 #: the fewest steps for the 2-D route (:func:`applies`)
 MIN_T = 10
-#: the largest b^2 / t for the 2-D route (:func:`applies`; sized for R_PER_S_HEAVY: sigma 1,
-#: t >= ~10, sigma 0.8, t >= ~80)
-MAX_B2_PER_T = 2000.0
+#: the largest b^2 / t for the 2-D route (:func:`applies`: sigma 1, t >= ~25; sigma 0.8,
+#: t >= ~550; 2000 answered sigma 0.8, t 100 within 1.6e-3 at delta 1e-6, but not at 1e-10)
+MAX_B2_PER_T = 500.0
 #: the smallest spread of the epoch's loss, 2 sqrt(Var X / t), for the 2-D route
 MIN_SD = 0.06
 #: the puts (the curve's negative half) on a lattice this many times coarser in s and r from
@@ -90,6 +97,9 @@ def applies(loss, t: int) -> bool:
     fin = np.isfinite(loss.atom_loss) & (np.maximum(loss.atom_p, loss.atom_q) > 0)
     if loss.cdf is None or fin.any() or loss.neg_inf_mass != 0.0 or t < MIN_T:
         return False
+    # the gates read the end for N >= 3 charged even where N = 3 is summed: beyond them
+    # (sigma 0.7, t 1000; sigma 0.75, t 300; sigma 0.8, t 100) the add curve kept a floor
+    # ~1e-9 x (the puts' floating-point noise), so delta 1e-10 had no finite epsilon
     b = body_end(loss, t)
     if b > MAX_B or b * b > MAX_B2_PER_T * t:
         return False
@@ -100,15 +110,15 @@ def applies(loss, t: int) -> bool:
     return 2.0 * math.sqrt(max(var_x, 0.0) / t) >= MIN_SD
 
 
-def body_end(loss, t: int, target: float = N3_CHARGE) -> float:
+def body_end(loss, t: int, target: float = N3_CHARGE, many: int = 3) -> float:
     """The smallest b (bisection on log b) at which :func:`.two_of_t.charge_many`'s bound on
-    P[N >= 3] (pp = P0[X > b], qq = Q0[X > b]) is at most ``target`` (sizing only: the charge
-    itself is computed from the cells)."""
+    P[N >= many] (pp = P0[X > b], qq = Q0[X > b]) is at most ``target`` (sizing only: the
+    charge itself is computed from the cells)."""
     from .two_of_t import charge_many
 
     def charge(lb):
         pp, qq = T.tail_masses(loss, lb)
-        return charge_many(pp, qq, t, 3)
+        return charge_many(pp, qq, t, many)
     lo, hi = 0.0, 60.0
     if charge(lo) <= target:
         return 1.0
@@ -118,12 +128,21 @@ def body_end(loss, t: int, target: float = N3_CHARGE) -> float:
     return math.exp(hi)
 
 
+def body_ends(loss, t: int) -> tuple:
+    """(b, triples): the body's end for N >= 3 charged, or for N >= 4 charged (N = 3 summed)
+    where the former exceeds TRIPLES_FROM_B."""
+    b3 = body_end(loss, t, many=3)
+    if b3 <= TRIPLES_FROM_B:
+        return b3, False
+    return body_end(loss, t, many=4), True
+
+
 class Grid:
     """The :class:`.two_of_t.TwoOfT` of one base and t, one per X-step, cached."""
 
     def __init__(self, loss, t: int):
         self.loss, self.t = loss, t
-        self.b = body_end(loss, t)
+        self.b, self.triples = body_ends(loss, t)
         self.r_per_s = R_PER_S_HEAVY if self.b >= B_HEAVY else R_PER_S
         self._cache: dict = {}
 
@@ -134,10 +153,12 @@ class Grid:
         if hit is not None:
             return hit
         step = dx
+        put_merge = PUT_MERGE if self.t >= PUT_MERGE_T else 1
         for _ in range(12):
             m = TwoOfT(self.loss, self.t, dx=step, b=self.b, dr=self.r_per_s * self.t * step,
                        log_r=LOG_R, rows_merge=16,
-                       put_merge=PUT_MERGE if self.t >= PUT_MERGE_T else 1,
+                       put_merge=put_merge,
+                       triples=self.triples,
                        max_bins=ENGINE_BINS)
             try:
                 m.laws()
