@@ -345,3 +345,28 @@ def test_histograms_keep_a_nan_mass_as_unbounded():
     p.finish()
     w = p.puts(np.array([0.2, 0.5]))
     assert w[0] == 0.0 and np.isinf(w[1])
+
+
+def test_composed_curve_lies_in_the_engines_bracket_of_the_same_blocks():
+    """The blocks' curve (two 1-out-of-m epochs composed) at e^{i h} against the engine's own
+    delta bracket of that composition (Gaussian, two epochs of 1-out-of-m allocation): at or
+    above its lower end, and close to its upper end."""
+    base, m = dp.Gaussian(1.0), 50
+    unit = APLD._source(base, m, False)
+    h, jlo, jhi = 0.004, -1500, 1500
+    eps = np.array([0.5, 1.0, 2.0])
+    idx = np.round(eps / h).astype(int)
+    for parts, mech in (([(unit, 2)], base.subsample(dp.RandomAllocation(1, m)) * 2),
+                        ([(unit.swapped(), 2)], None)):
+        curve = P.composed_curve(parts, h, jlo, jhi, int(idx.max()) + 1)
+        assert np.all(np.diff(curve) <= 1e-15) and np.all(curve >= 0)
+        if mech is None:
+            continue
+        for e, i in zip(eps, idx):
+            g = mech.delta(float(i * h), method="pld")
+            assert g.lower <= curve[i] * (1 + 1e-9)
+            assert curve[i] <= g.delta * 1.05
+    # the composition of two parts equals two counts of one
+    one = P.composed_curve([(unit, 1), (unit, 1)], h, jlo, jhi, 600)
+    two = P.composed_curve([(unit, 2)], h, jlo, jhi, 600)
+    np.testing.assert_allclose(one, two, rtol=1e-12, atol=1e-300)

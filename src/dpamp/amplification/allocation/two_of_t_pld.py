@@ -5,7 +5,11 @@
 remove pair's curve: F(x) = H_x(P || Q) and F_rev(x) = H_x(Q || P) at x >= 1. The engine's
 :func:`dpamp.pld.discretize.discretize_profile` turns their values at x = e^{i h} into a PMF
 whose curve lies above the lower convex hull of those values, hence above the true convex curve
-(004 Prop. 7); the add direction is the same pair swapped (F and F_rev exchanged). The lower
+(004 Prop. 7); the add direction is the same pair swapped (F and F_rev exchanged). At every
+x the smaller of that and the blocks' curve (:func:`composed_curve`: two 1-out-of-t/2 epochs,
+whose pair dominates this one) is taken: both bound the same curve, and where the puts' noise
+floors the 2-D add curve (~1e-9 x at sigma 0.7, t 1000) the blocks answer (delta 1e-10 had no
+upper end there; now [3.71324, 3.71417], the blocks alone [3.71325, 3.73613]). The lower
 PMF of this part is the trivial pair (point mass at loss 0); the post-processed pair of
 :mod:`.lower_split` is a part of its own with a trivial upper PMF (:mod:`.lower_k`), so the
 composition of both parts has this part's upper and that part's lower.
@@ -35,6 +39,8 @@ import numpy as np
 
 from . import tail as T
 
+_U = 2.0 ** -53
+
 #: X's step per loss step h and sqrt(t) (see the module docstring)
 C_DX = 0.7
 #: the R-lattice's step per t dx
@@ -55,19 +61,20 @@ N3_CHARGE = 1e-15
 TRIPLES_FROM_B = 450.0
 #: the large coordinate's geometric grid (log-ratio of neighbouring knots)
 LOG_R = 0.02
-#: the largest body end b (N >= 3 charged) for the 2-D route (:func:`applies`): sigma >~ 0.75
+#: the largest body end b (N >= 3 charged) for the 2-D route (:func:`applies`): sigma >~ 0.7
 #: (sigma 0.8, t 1000, b 518: [0.87608, 0.87650] in 1.4 s, the blocks [0.87607, 0.88182];
-#: sigma 0.7, b 1233, with N = 3 summed gave 4.7e-4 at delta 1e-6 but no upper end at 1e-10)
-MAX_B = 800.0
+#: sigma 0.7, b 1233 (495 with N = 3 summed): [1.61763, 1.61839] in 3.9 s, the blocks
+#: [1.61762, 1.63139]; sigma 0.6, b ~ 4000, would need windows of ~10^8 bins)
+MAX_B = 1300.0
 #: the largest 2-D window per round: a finer loss grid then gets a coarser X-step (as sound),
 #: so that a round's cost stays bounded (sigma 1, k 10 of 1000, 10 epochs: 9.1 s -> 3.8 s,
 #: the bracket 2.7e-3 -> 3.8e-3 of eps)
 ENGINE_BINS = 1 << 22
 #: the fewest steps for the 2-D route (:func:`applies`)
 MIN_T = 10
-#: the largest b^2 / t for the 2-D route (:func:`applies`: sigma 1, t >= ~25; sigma 0.8,
-#: t >= ~550; 2000 answered sigma 0.8, t 100 within 1.6e-3 at delta 1e-6, but not at 1e-10)
-MAX_B2_PER_T = 500.0
+#: the largest b^2 / t for the 2-D route (:func:`applies`: sigma 1, t >= ~10; sigma 0.8,
+#: t >= ~80)
+MAX_B2_PER_T = 2000.0
 #: the smallest spread of the epoch's loss, 2 sqrt(Var X / t), for the 2-D route
 MIN_SD = 0.06
 #: the puts (the curve's negative half) on a lattice this many times coarser in s and r from
@@ -97,9 +104,7 @@ def applies(loss, t: int) -> bool:
     fin = np.isfinite(loss.atom_loss) & (np.maximum(loss.atom_p, loss.atom_q) > 0)
     if loss.cdf is None or fin.any() or loss.neg_inf_mass != 0.0 or t < MIN_T:
         return False
-    # the gates read the end for N >= 3 charged even where N = 3 is summed: beyond them
-    # (sigma 0.7, t 1000; sigma 0.75, t 300; sigma 0.8, t 100) the add curve kept a floor
-    # ~1e-9 x (the puts' floating-point noise), so delta 1e-10 had no finite epsilon
+    # the gates read the end for N >= 3 charged even where N = 3 is summed
     b = body_end(loss, t)
     if b > MAX_B or b * b > MAX_B2_PER_T * t:
         return False
@@ -212,10 +217,47 @@ class TwoOfTSource:
             rows = (m.remove_curve(xr), m.add_curve(xl))
         else:
             rows = (m.add_curve(xr), m.remove_curve(xl))
+        # the blocks' curves bound the same pair's: the smaller of the two at every point
+        other = [(s.swapped(), c) for s, c in self._parts]
+        rows = (np.minimum(rows[0], composed_curve(self._parts, h, jlo, jhi, xr.size)),
+                np.minimum(rows[1], composed_curve(other, h, jlo, jhi, xl.size)))
         up = discretize_profile(rows, None, 0.0, 0.0, h, jlo, jhi)
         one = np.zeros(jhi - jlo + 1)
         one[-jlo] = 1.0
         return Discretized(h, jlo, up.upper, up.upper_inf, one, 0.0)
+
+
+def composed_curve(parts, h: float, jlo: int, jhi: int, n: int) -> np.ndarray:
+    """Upper bounds on the hockey-stick curve H(e^{i h}), i = 0..n-1, of the composition of
+    ``parts`` [(source, count)]: their pessimistic PMFs on j h, j = jlo..jhi (each dominates
+    its part, so their convolution dominates the product: the engine's own composition), and
+    the curve of that PMF, sum_j p_j (1 - e^{(i - j) h})_+ + p_inf, from suffix sums. Rounding:
+    each convolution's sums of at most m products (m the shorter length) within 2 m u; the
+    suffix sums and the difference within (n_j + 8) u of A + x B, added."""
+    pmf, lo, inf = None, 0, 0.0
+    for src, c in parts:
+        d = src.discretize(h, jlo, jhi, optimistic=False)
+        for _ in range(c):
+            if pmf is None:
+                pmf, lo, inf = d.upper.copy(), d.jlo, d.upper_inf
+                continue
+            m = min(pmf.size, d.upper.size)
+            pmf = np.convolve(pmf, d.upper) * (1 + 2 * (m + 2) * _U)
+            lo += d.jlo
+            inf = min(inf + d.upper_inf, 1.0)        # >= 1 - (1 - a)(1 - b)
+    pmf = np.maximum(pmf, 0.0)
+    j = lo + np.arange(pmf.size)
+    with np.errstate(over="ignore"):
+        A = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])
+        B = np.concatenate([np.cumsum((pmf * np.exp(-j * h))[::-1])[::-1], [0.0]])
+    i = np.arange(n)
+    k = np.clip(i - lo + 1, 0, pmf.size)            # the first j with j h > i h
+    x = np.exp(i * h)
+    a, b = A[k], B[k]
+    with np.errstate(invalid="ignore", over="ignore"):
+        val = np.maximum(a - x * b, 0.0) + (pmf.size + 8) * 2 * _U * (a + x * b)
+    val = np.where(np.isfinite(val), val, np.inf)
+    return np.minimum(val + inf * (1 + 4 * _U), 1.0)
 
 
 def paired_parts(base, src, k: int, t: int, unit, grid):
