@@ -160,7 +160,8 @@ class _Charges:
         Q'[S' < s_lo] <= e^{th s_lo} E[e^{-th S'}],   E[S'^j; S' >= s_hi] <= e^{-th s_hi} E[S'^j e^{th S'}],
 
     with E[S' e^{th S'}] = n M1 M0^{n-1}, E[S'^2 e^{th S'}] = n M2 M0^{n-1} + n (n-1) M1^2 M0^{n-2}
-    (M_j = sum m a^j e^{th a}). The moments are computed once per n; the sizing scans s_hi."""
+    (M_j = sum m a^j e^{th a}). The moments are computed once per window (its powers share
+    the tilts: any tilt gives a valid bound); the sizing scans s_hi."""
 
     def __init__(self, a, m, n: int, moments=None):
         th, L0, L1, L2, Ln = _Charges.moments(a, m, n) if moments is None else moments

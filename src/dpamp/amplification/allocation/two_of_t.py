@@ -195,7 +195,7 @@ class TwoOfT:
             # the N = 1 (N = 2) sums read the rest's law with rows and r-bins merged
             merged = []
             for j, n in enumerate(powers[1:]):
-                # N = 2 is rare under P (~1e-10 at sigma 1, t 1000): its rest merged coarser
+                # N = 2, 3 are rare under P (~1e-10 at sigma 1, t 1000): their rests coarser
                 g = self.rows_merge * (1, N2_MERGE, N3_MERGE)[j]
                 g_r = max(1, -(-laws[n].U.shape[1] // (R_BINS_N2 if j else R_BINS_N1)))
                 merged.append((laws[n], laws[n].merged(g, g_r)))

@@ -27,9 +27,11 @@ N = 3 summed too (:func:`body_ends`). Where a two-dimensional window would excee
 bins the step is doubled (coarser is as sound).
 
 Measured (``python benchmarks/analysis_two_of_t.py``, add/remove, cold): sigma 1, t 1000,
-delta 1e-6: [0.36127, 0.36150] (6.5e-4 of eps) in ~1.2 s, the blocks [0.36132, 0.36201]
-(1.9e-3); t 100: [1.51729, 1.51836] against the blocks' upper end 1.55514; delta 1e-12 at
-t 1000: [1.41785, 1.41833] against 1.42324; sigma 0.8, t 1000: [0.87608, 0.87648].
+delta 1e-6: [0.36127, 0.36150] (6.6e-4 of eps) in ~1.1 s, the blocks [0.36132, 0.36201]
+(1.9e-3); t 100: [1.51729, 1.51837] against the blocks' upper end 1.55514; delta 1e-12 at
+t 1000: [1.41784, 1.41834] against 1.42324; sigma 0.8, t 1000: [0.87608, 0.87650]; sigma 0.7,
+t 1000: [1.61763, 1.61839] against 1.63139. (``np.convolve`` in :func:`composed_curve` is
+direct, O(n^2) in the grid's points: its sums' rounding is then bounded relative to each sum.)
 """
 from __future__ import annotations
 
