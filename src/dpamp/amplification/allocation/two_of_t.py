@@ -67,6 +67,7 @@ a PLD of the pair needs (:mod:`.two_of_t_pld`).
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -305,60 +306,25 @@ class TwoOfT:
     def _two_large(self, h, n2, n2m) -> float:
         """N = 2 into the histogram h: C(t, 2) choices of the two large coordinates, each one's
         law split to the knots of ``tail2`` (L = (s^2 + 2 (y1 + y2) s + 2 y1 y2 - r) / tt is
-        affine in each), the rest's (t - 2)-fold law merged; returns the constant for the
-        mass above the s-window (E[L] there, P[S' >= s_hi] <= E[S'; S' >= s_hi] / s_hi)."""
-        tt = float(self.t) * (self.t - 1)
+        affine in each), the rest's (t - 2)-fold law merged: C(t, 2) w_a w_b over unordered
+        knot pairs (2 or 1 orderings); returns the constant of :func:`_large_into`."""
         y, w = self.tail2.y_up, self.tail2.w_up
-        s = n2m.s_up
-        lo = n2.s_lo
-        s_hi = (n2.s0 + n2.dx * n2.U.shape[0]) * (1 - 8 * _U)
-        const = 0.0
-        for a in range(y.size):
-            for b in range(a, y.size):
-                ww = 0.5 * self.t * (self.t - 1) * w[a] * w[b] * (2.0 if b > a else 1.0) \
-                    * (1 + 8 * _U)
-                if ww <= 0:
-                    continue
-                y1, y2 = y[a] + y[b], 2.0 * y[a] * y[b]
-                h.add((s * s + 2.0 * y1 * s + y2)[:, None] * (1 + 4 * _U), n2m.r_lo[None, :],
-                      n2m.U * ww)
-                h.add(np.array([[lo * lo + 2.0 * y1 * lo + y2]]), np.zeros((1, 1)),
-                      np.array([[n2.below_mass * ww]]))
-                const += ww * (n2.above_s2 + 2.0 * y1 * n2.above_s1
-                               + y2 * n2.above_s1 / s_hi) / tt * (1 + 8 * _U)
-        return const
+        a, b = np.triu_indices(y.size)
+        ww = _choose(self.t, 2) * w[a] * w[b] * np.where(b > a, 2.0, 1.0) * (1 + 8 * _U)
+        return _large_into(h, n2, n2m, ww, y[a] + y[b], 2.0 * y[a] * y[b], self.t)
 
     def _three_large(self, h, n3, n3m) -> float:
         """N = 3 into h, as :meth:`_two_large` with three large coordinates on ``tail3``'s knots
         (L = (s^2 + 2 (y1 + y2 + y3) s + 2 (y1 y2 + y1 y3 + y2 y3) - r) / tt, affine in each):
         C(t, 3) w_a w_b w_c over unordered knot triples (6, 3 or 1 orderings)."""
-        tt = float(self.t) * (self.t - 1)
         y, w = self.tail3.y_up, self.tail3.w_up
-        s = n3m.s_up
-        lo = n3.s_lo
-        s_hi = (n3.s0 + n3.dx * n3.U.shape[0]) * (1 - 8 * _U)
-        c3 = _choose(self.t, 3)
-        const = 0.0
-        for a in range(y.size):
-            for b in range(a, y.size):
-                c = np.arange(b, y.size)
-                mult = np.where(c > b, 2.0, 1.0) * (3.0 if b > a else 1.0)
-                mult = np.where((b == a) & (c > b), 3.0, mult)
-                ww = c3 * w[a] * w[b] * w[c] * mult * (1 + 8 * _U)
-                keep = ww > 0
-                if not keep.any():
-                    continue
-                c, ww = c[keep], ww[keep]
-                y1 = y[a] + y[b] + y[c]
-                y2 = 2.0 * (y[a] * y[b] + (y[a] + y[b]) * y[c])
-                for i in range(c.size):
-                    h.add((s * s + 2.0 * y1[i] * s + y2[i])[:, None] * (1 + 4 * _U),
-                          n3m.r_lo[None, :], n3m.U * ww[i])
-                h.add((lo * lo + 2.0 * y1 * lo + y2)[None, :], np.zeros((1, 1)),
-                      (n3.below_mass * ww)[None, :])
-                const += float(np.sum(ww * (n3.above_s2 + 2.0 * y1 * n3.above_s1
-                                            + y2 * n3.above_s1 / s_hi))) / tt * (1 + 8 * _U)
-        return const
+        a, b, c = np.array(list(itertools.combinations_with_replacement(range(y.size), 3)),
+                           dtype=np.int64).reshape(-1, 3).T
+        distinct = (a < b).astype(int) + (b < c).astype(int)
+        mult = np.choose(distinct, [1.0, 3.0, 6.0])
+        ww = _choose(self.t, 3) * w[a] * w[b] * w[c] * mult * (1 + 8 * _U)
+        return _large_into(h, n3, n3m, ww, y[a] + y[b] + y[c],
+                           2.0 * (y[a] * y[b] + (y[a] + y[b]) * y[c]), self.t)
 
     def _put_histogram(self) -> tuple:
         """Every lattice outcome with L < 1, L rounded down to a multiple of PUT_STEP: the
@@ -387,6 +353,32 @@ class TwoOfT:
             const += tw * law.outside * (1 + 4 * _U)
         h.finish(const * (1 + 8 * _U))
         return body + (h,)
+
+
+def _large_into(h, law, merged, ww, y1, y2, t: int) -> float:
+    """Outcomes with j large coordinates against the rest's law into the histogram h: weights
+    ww, L = (s^2 + 2 y1 s + y2 - r) / tt with (y1, y2) the large coordinates' sum and twice
+    their pairwise products, the rest's rows merged; the rest's mass below its s-window at its
+    bound, and the constant returned for the mass above it (E[L] there, P[S' >= s_hi] <=
+    E[S'; S' >= s_hi] / s_hi). Several knot combinations per call (rows x r-bins each)."""
+    keep = ww > 0
+    ww, y1, y2 = ww[keep], y1[keep], y2[keep]
+    if ww.size == 0:
+        return 0.0
+    tt = float(t) * (t - 1)
+    s, lo = merged.s_up, law.s_lo
+    s_hi = (law.s0 + law.dx * law.U.shape[0]) * (1 - 8 * _U)
+    step = max(1, (1 << 20) // merged.U.size)
+    for i in range(0, ww.size, step):
+        sl = slice(i, i + step)
+        h.add(((s * s)[None, :] + 2.0 * y1[sl, None] * s[None, :]
+               + y2[sl, None])[:, :, None] * (1 + 4 * _U),
+              merged.r_lo[None, None, :], merged.U[None] * ww[sl, None, None])
+    h.add((lo * lo + 2.0 * y1 * lo + y2)[None, :], np.zeros((1, 1)),
+          (law.below_mass * ww)[None, :])
+    # a sum of ww.size terms: within (size + 8) u of its exact value
+    return float(np.sum(ww * (law.above_s2 + 2.0 * y1 * law.above_s1
+                              + y2 * law.above_s1 / s_hi))) / tt * (1 + (ww.size + 16) * _U)
 
 
 def _body_histograms(kind, tt: float, s2, r, law) -> tuple:
