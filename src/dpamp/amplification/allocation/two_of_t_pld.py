@@ -192,16 +192,28 @@ class TwoOfTSource:
     gaussian_mu = None     # never merged with exact Gaussian parts
     exact = False          # its lower PMF is the other part's
 
-    def __init__(self, grid: Grid, blocks, remove: bool = True):
+    def __init__(self, grid: Grid, blocks, remove: bool = True, _composed=None):
         self.grid, self.blocks, self.remove = grid, blocks, remove
         parts = [(s if remove else s.swapped(), c) for s, c in blocks]
         self.mean = sum(c * s.mean for s, c in parts)
         self.var = sum(c * s.var for s, c in parts)
         self.inf_mass = 0.0
         self._parts = parts
+        # the blocks' composed PMFs by (direction, h, jlo, jhi), shared with the swapped source
+        # (each source reads both directions' curves)
+        self._composed = {} if _composed is None else _composed
 
     def swapped(self):
-        return TwoOfTSource(self.grid, self.blocks, not self.remove)
+        return TwoOfTSource(self.grid, self.blocks, not self.remove, self._composed)
+
+    def _blocks_curve(self, remove: bool, h, jlo, jhi, n):
+        key = (remove, h, jlo, jhi)
+        if key not in self._composed:
+            if len(self._composed) > 3:
+                self._composed.pop(next(iter(self._composed)))
+            parts = [(s if remove else s.swapped(), c) for s, c in self.blocks]
+            self._composed[key] = composed_pmf(parts, h, jlo, jhi)
+        return composed_curve(None, h, jlo, jhi, n, self._composed[key])
 
     def quantile_range(self, tail):
         lo = hi = 0.0
@@ -220,34 +232,23 @@ class TwoOfTSource:
         else:
             rows = (m.add_curve(xr), m.remove_curve(xl))
         # the blocks' curves bound the same pair's: the smaller of the two at every point
-        other = [(s.swapped(), c) for s, c in self._parts]
-        rows = (np.minimum(rows[0], composed_curve(self._parts, h, jlo, jhi, xr.size)),
-                np.minimum(rows[1], composed_curve(other, h, jlo, jhi, xl.size)))
+        rows = (np.minimum(rows[0], self._blocks_curve(self.remove, h, jlo, jhi, xr.size)),
+                np.minimum(rows[1], self._blocks_curve(not self.remove, h, jlo, jhi, xl.size)))
         up = discretize_profile(rows, None, 0.0, 0.0, h, jlo, jhi)
         one = np.zeros(jhi - jlo + 1)
         one[-jlo] = 1.0
         return Discretized(h, jlo, up.upper, up.upper_inf, one, 0.0)
 
 
-def composed_curve(parts, h: float, jlo: int, jhi: int, n: int) -> np.ndarray:
+def composed_curve(parts, h: float, jlo: int, jhi: int, n: int, composed=None) -> np.ndarray:
     """Upper bounds on the hockey-stick curve H(e^{i h}), i = 0..n-1, of the composition of
     ``parts`` [(source, count)]: their pessimistic PMFs on j h, j = jlo..jhi (each dominates
     its part, so their convolution dominates the product: the engine's own composition), and
     the curve of that PMF, sum_j p_j (1 - e^{(i - j) h})_+ + p_inf, from suffix sums. Rounding:
     each convolution's sums of at most m products (m the shorter length) within 2 m u; the
-    suffix sums and the difference within (n_j + 8) u of A + x B, added."""
-    pmf, lo, inf = None, 0, 0.0
-    for src, c in parts:
-        d = src.discretize(h, jlo, jhi, optimistic=False)
-        for _ in range(c):
-            if pmf is None:
-                pmf, lo, inf = d.upper.copy(), d.jlo, d.upper_inf
-                continue
-            m = min(pmf.size, d.upper.size)
-            pmf = np.convolve(pmf, d.upper) * (1 + 2 * (m + 2) * _U)
-            lo += d.jlo
-            inf = min(inf + d.upper_inf, 1.0)        # >= 1 - (1 - a)(1 - b)
-    pmf = np.maximum(pmf, 0.0)
+    suffix sums and the difference within (n_j + 8) u of A + x B, added. ``composed``: that
+    PMF (:func:`composed_pmf`) where the caller has it."""
+    pmf, lo, inf = composed_pmf(parts, h, jlo, jhi) if composed is None else composed
     j = lo + np.arange(pmf.size)
     with np.errstate(over="ignore"):
         A = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])
@@ -260,6 +261,23 @@ def composed_curve(parts, h: float, jlo: int, jhi: int, n: int) -> np.ndarray:
         val = np.maximum(a - x * b, 0.0) + (pmf.size + 8) * 2 * _U * (a + x * b)
     val = np.where(np.isfinite(val), val, np.inf)
     return np.minimum(val + inf * (1 + 4 * _U), 1.0)
+
+
+def composed_pmf(parts, h: float, jlo: int, jhi: int) -> tuple:
+    """(masses, first index, mass at +inf) of the parts' composed pessimistic PMF (see
+    :func:`composed_curve`)."""
+    pmf, lo, inf = None, 0, 0.0
+    for src, c in parts:
+        d = src.discretize(h, jlo, jhi, optimistic=False)
+        for _ in range(c):
+            if pmf is None:
+                pmf, lo, inf = d.upper.copy(), d.jlo, d.upper_inf
+                continue
+            m = min(pmf.size, d.upper.size)
+            pmf = np.convolve(pmf, d.upper) * (1 + 2 * (m + 2) * _U)
+            lo += d.jlo
+            inf = min(inf + d.upper_inf, 1.0)        # >= 1 - (1 - a)(1 - b)
+    return np.maximum(pmf, 0.0), lo, inf
 
 
 def paired_parts(base, src, k: int, t: int, unit, grid):
