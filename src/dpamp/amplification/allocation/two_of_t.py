@@ -285,17 +285,9 @@ class TwoOfT:
         h.add(np.array([[n0.s_lo ** 2]]), np.zeros((1, 1)), np.array([[n0.below_mass]]))
         # N = 1: t choices of the large coordinate, its law split to the knots y_j (L affine
         # in it), the rest's law with rows merged (L convex in s)
-        s = n1m.s_up
-        for yj, wj in zip(self.tail.y_up, self.tail.w_up):
-            if wj <= 0:
-                continue
-            tw = self.t * wj * (1 + 4 * _U)
-            h.add((s * s + 2.0 * yj * s)[:, None] * (1 + 4 * _U), n1m.r_lo[None, :],
-                  n1m.U * tw)
-            lo = n1.s_lo
-            h.add(np.array([[lo * lo + 2.0 * yj * lo]]), np.zeros((1, 1)),
-                  np.array([[n1.below_mass * tw]]))
-            const += tw * (n1.above_s2 + 2.0 * yj * n1.above_s1) / tt * (1 + 8 * _U)
+        y = self.tail.y_up
+        const += _large_into(h, n1, n1m, self.t * self.tail.w_up * (1 + 4 * _U), y,
+                             np.zeros_like(y), self.t)
         if self.pairs:
             const += self._two_large(h, *merged[1])
         if self.triples:
