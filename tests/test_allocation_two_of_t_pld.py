@@ -370,3 +370,17 @@ def test_composed_curve_lies_in_the_engines_bracket_of_the_same_blocks():
     one = P.composed_curve([(unit, 1), (unit, 1)], h, jlo, jhi, 600)
     two = P.composed_curve([(unit, 2)], h, jlo, jhi, 600)
     np.testing.assert_allclose(one, two, rtol=1e-12, atol=1e-300)
+
+
+def test_composed_curve_of_two_gaussians_is_the_closed_form_from_above():
+    """Two Gaussian (mu = 1) parts composed: the Gaussian mu = sqrt(2) curve
+    Phi(-eps / mu + mu / 2) - e^eps Phi(-eps / mu - mu / 2), from above and within 1e-5."""
+    from scipy.stats import norm
+    g = loss_distribution(dp.Gaussian(1.0))
+    h = 0.002
+    curve = P.composed_curve([(g, 2)], h, -3000, 3000, 2001)
+    mu = math.sqrt(2.0)
+    for i in (0, 250, 500, 1000, 2000):
+        e = i * h
+        exact = norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2)
+        assert exact <= curve[i] <= exact * (1 + 1e-5)

@@ -266,9 +266,10 @@ def composed_curve(parts, h: float, jlo: int, jhi: int, n: int, composed=None) -
 def composed_pmf(parts, h: float, jlo: int, jhi: int) -> tuple:
     """(masses, first index, mass at +inf) of the parts' composed pessimistic PMF (see
     :func:`composed_curve`)."""
+    from ...pld.sources import discretize_source
     pmf, lo, inf = None, 0, 0.0
     for src, c in parts:
-        d = src.discretize(h, jlo, jhi, optimistic=False)
+        d = discretize_source(src, h, jlo, jhi, optimistic=False)
         for _ in range(c):
             if pmf is None:
                 pmf, lo, inf = d.upper.copy(), d.jlo, d.upper_inf
