@@ -244,3 +244,24 @@ def test_parts_wiring_and_epochs():
     u = next(s for s, _ in parts if isinstance(s, LK.UpperOnly)).discretize(0.01, -300, 500)
     assert np.array_equal(u.lower, one) and u.upper.sum() > 0.99
     assert isinstance(src.swapped(), LK.TLowerSource) and not src.swapped().remove
+
+
+def test_pessimistic_pass_does_not_compute_the_lower_pair(monkeypatch):
+    """A pessimistic-only pass reads only the upper PMFs: the lower part's upper is the point
+    mass at 0, so its range there is {0} and its (costly) pair is never composed; the
+    optimistic pass still sizes it from the pair."""
+    from dpamp.pld import batch
+    m = dp.Gaussian(1.0).subsample(dp.RandomAllocation(3, 30))
+    parts = parts_of(m)
+    src = next(s for s, _ in parts if isinstance(s, LK.TLowerSource))
+    calls = []
+    orig = LK._TPair.pair_fitting
+    monkeypatch.setattr(LK._TPair, "pair_fitting",
+                        lambda self, *a, **kw: calls.append(a) or orig(self, *a, **kw))
+    assert batch._range(src, 1e-12, 0.01, scan=False) == (0.0, 0.0)
+    pp = batch.discretize_parts(parts, 0.01, 1e-11, optimistic=False)
+    assert calls == []
+    one = next(p for p, (s, _) in zip(pp, parts) if s is src)
+    assert one.d.upper.sum() == 1.0 and one.d.upper[-one.d.jlo] == 1.0
+    lo, hi = batch._range(src, 1e-12, 0.01, scan=True)
+    assert calls and hi > 0.1

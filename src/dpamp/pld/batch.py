@@ -177,7 +177,13 @@ def _range(src, tail: float, h: float, scan: bool = True, ends=None):
     scans of the CDFs, which cost most of a coarse pass (the scans move the ends in by ~20%).
     Sizing only: the tail functions bound both P's and Q's tails by ``tail`` as the scans do,
     and the discretisation charges whatever lies outside its grid anyway. ``ends``: the tail
-    functions' values, when already evaluated (:func:`.loss_batch.tail_points_many`)."""
+    functions' values, when already evaluated (:func:`.loss_batch.tail_points_many`). A source
+    with ``upper_trivial`` (only a lower pair; its upper is the point mass at 0) has the range
+    {0} in a pessimistic-only pass."""
+    if not scan and getattr(src, "upper_trivial", False):
+        # the upper PMF is the point mass at loss 0 and a pessimistic-only pass reads nothing
+        # else (a post-processed lower pair's range costs a whole composition)
+        return 0.0, 0.0
     if scan or type(src) is not L.LossDistribution or src.cdf is None \
             or src.upper_tail is None or src.lower_tail is None:
         return src.quantile_range(tail)

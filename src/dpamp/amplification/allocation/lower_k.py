@@ -158,6 +158,8 @@ class TLowerSource:
     attained = True
     gaussian_mu = None
     exact = False
+    #: the upper PMF is the trivial pair's (pld.batch sizes a pessimistic-only pass by it)
+    upper_trivial = True
     # moments of the upper PMF (the trivial pair): sizing of the grid comes from the blocks
     mean = 0.0
     var = 0.0

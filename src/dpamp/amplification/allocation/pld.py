@@ -411,18 +411,27 @@ class _Epoch:
         return LossDistribution(loss[order], p[order], q[order], name=f"allocation-lower({t})")
 
     # --- sizing -----------------------------------------------------------------------------
+    def _log_mgfs(self):
+        """(theta, log E_Q0 e^{s (X - o)}, log E_P0 e^{s (X - o)}) on the coarse split at
+        s = theta and then s = -theta (computed once: every tail asks the same)."""
+        hit = getattr(self, "_mgfs", None)
+        if hit is None:
+            dx, m, o = self._coarse
+            a = o + dx * np.arange(m.size)             # X; the sums are of X - o
+            th = np.geomspace(1e-3, 1e3, 90) / max(math.sqrt(self.t * self.var_x), 1e-12)
+            both = np.concatenate([th, -th])
+            hit = self._mgfs = (th, G.log_mgf(m, dx, both), G.log_mgf(a * m, dx, both))
+        return hit
+
     def tails(self, tail: float, remove: bool):
         """A loss range [lo, hi] outside which the P- and Q-mass is at most about ``tail``
         (Chernoff bounds from the coarse split's moment generating function; sizing only)."""
         dx, m, o = self._coarse
-        a = o + dx * np.arange(m.size)                 # X; the sums below are of X - o
         t = self.t
-        sd = math.sqrt(t * self.var_x)
-        th = np.geomspace(1e-3, 1e3, 90) / max(sd, 1e-12)
-        Kq = t * G.log_mgf(m, dx, th)
-        Kp = G.log_mgf(a * m, dx, th) + (t - 1) * G.log_mgf(m, dx, th)
-        Kqn = t * G.log_mgf(m, dx, -th)
-        Kpn = G.log_mgf(a * m, dx, -th) + (t - 1) * G.log_mgf(m, dx, -th)
+        th, Km, Kam = self._log_mgfs()
+        n = th.size
+        Kq, Kqn = t * Km[:n], t * Km[n:]
+        Kp, Kpn = Kam[:n] + (t - 1) * Km[:n], Kam[n:] + (t - 1) * Km[n:]
         lt = math.log(max(tail, 1e-300))
         with np.errstate(invalid="ignore", over="ignore"):
             s_hi = float(np.nanmin((np.maximum(Kp, Kq) - lt) / th))
