@@ -6,9 +6,9 @@ subsampling at rate k/t (the PLD's upper end), at delta = 1e-6, one cold process
 
 For sigma in {0.8, 1, 2}, t = 1000, k in {2, 5, 10}, epochs in {1, 10}:
 
-    python benchmarks/bench_allocation_k.py [--quick] [--peers] [-t T]
+    python benchmarks/bench_allocation_k.py [--quick] [--peers] [-t T] [--ks 2,5] [--epochs 1]
 
-(--quick: sigma 1 only; -t: another number of steps). width/eps = (upper - lower) / upper.
+(--quick: sigma 1 only; -t: another number of steps; --ks, --epochs: a subset of the cells). width/eps = (upper - lower) / upper.
 --peers adds pld-accounting 2.0 (``gaussian_allocation_epsilon_range`` at its default
 accuracy), in the same process after ours, and ours again with its width as our tol (the
 issue's "equal width" comparison). Read its pair with care: for 1 < k < t it computes
@@ -69,10 +69,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="sigma 1 only")
     ap.add_argument("--peers", action="store_true", help="also pld-accounting 2.0")
     ap.add_argument("-t", type=int, default=T, help="steps per epoch (default 1000)")
+    ap.add_argument("--ks", default="2,5,10", help="the k to run (default 2,5,10)")
+    ap.add_argument("--epochs", default="1,10", help="the epochs to run (default 1,10)")
     args = ap.parse_args()
     t = args.t
     sigmas = (1.0,) if args.quick else (0.8, 1.0, 2.0)
-    ks = [k for k in (2, 5, 10) if k < t]
+    ks = [k for k in (int(v) for v in args.ks.split(",")) if 1 < k < t]
+    epochs = [int(v) for v in args.epochs.split(",")]
     print(f"delta = {DELTA:g}, t = {t}; times in seconds")
     head = ("| sigma | k | epochs | allocation [lower, upper] | width/eps | time | "
             "Poisson (k/t) eps | time | upper / Poisson |")
@@ -85,7 +88,7 @@ def main():
     print("|" + "---|" * (head.count("|") - 1))
     for sigma in sigmas:
         for k in ks:
-            for e in (1, 10):
+            for e in epochs:
                 low, up, dt = allocation(sigma, k, e, t)
                 pe, pt = poisson(sigma, k, e, t)
                 w = (up - low) / up if low is not None else float("nan")

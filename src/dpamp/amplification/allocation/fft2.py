@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 from scipy import fft as sfft
-from scipy.special import logsumexp
+from ...core._logspace import logsumexp
 
 from ...pld.engine import FFT_WORKERS
 
