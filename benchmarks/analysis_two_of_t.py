@@ -5,6 +5,7 @@ engine takes where the 2-D window is affordable) beside the bracket with the blo
 
     python benchmarks/analysis_two_of_t.py                       # the cases below
     python benchmarks/analysis_two_of_t.py --case 1,100,1,1e-9   # sigma,t,epochs,delta
+    python benchmarks/analysis_two_of_t.py --small               # sigma 0.45 .. 0.7
 
 width = (upper - lower) / upper.
 """
@@ -23,6 +24,11 @@ CASES = ["1,1000,1,1e-6", "1,1000,10,1e-6", "1,100,1,1e-6", "1,100,10,1e-6", "1,
          "2,1000,1,1e-6", "2,10,1,1e-6", "1,40,1,1e-6", "1,100,1,1e-9", "1,1000,1,1e-12",
          "0.8,1000,1,1e-6", "0.8,1000,10,1e-6", "0.8,1000,1,1e-10", "0.8,100,1,1e-6",
          "0.8,300,1,1e-6", "0.8,100,1,1e-10", "0.7,1000,1,1e-6", "0.7,1000,1,1e-10"]
+#: heavier tails (--small): where the gates of two_of_t_pld.applies were widened
+SMALL = ["0.7,300,1,1e-6", "0.7,30,1,1e-6", "0.65,300,1,1e-6", "0.6,1000,1,1e-6",
+         "0.6,1000,10,1e-6", "0.6,1000,1,1e-10", "0.6,300,1,1e-6", "0.6,100,1,1e-6",
+         "0.6,10000,1,1e-6", "0.6,100,100,1e-10", "0.55,1000,1,1e-6", "0.5,1000,1,1e-6",
+         "0.5,100,1,1e-6", "0.5,10000,10,1e-6", "0.45,1000,1,1e-6", "0.8,10,1,1e-6"]
 
 
 def _fresh():
@@ -49,11 +55,12 @@ def bracket(sigma, t, epochs, delta, blocks: bool):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", help="sigma,t,epochs,delta (repeatable)")
+    ap.add_argument("--small", action="store_true", help="the heavy-tail cases (sigma <= 0.7)")
     a = ap.parse_args(argv)
     print("k = 2, add/remove; 2-D: the epoch's own curves, blocks: two 1-out-of-t/2 epochs")
     print(f"{'sigma':>5} {'t':>6} {'ep':>3} {'delta':>6} | {'2-D bracket':>21} {'width':>8} "
           f"{'s':>5} | {'blocks bracket':>21} {'width':>8} {'s':>5}")
-    for case in a.case or CASES:
+    for case in a.case or (SMALL if a.small else CASES):
         sigma, t, epochs, delta = case.split(",")
         sigma, t, epochs, delta = float(sigma), int(t), int(epochs), float(delta)
         loss = loss_distribution(dp.Gaussian(sigma))

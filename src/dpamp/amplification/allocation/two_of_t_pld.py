@@ -63,20 +63,25 @@ N3_CHARGE = 1e-15
 TRIPLES_FROM_B = 450.0
 #: the large coordinate's geometric grid (log-ratio of neighbouring knots)
 LOG_R = 0.02
-#: the largest body end b (N >= 3 charged) for the 2-D route (:func:`applies`): sigma >~ 0.7
-#: (sigma 0.8, t 1000, b 518: [0.87608, 0.87650] in 1.4 s, the blocks [0.87607, 0.88182];
-#: sigma 0.7, b 1233 (495 with N = 3 summed): [1.61763, 1.61839] in 3.9 s, the blocks
-#: [1.61762, 1.63139]; sigma 0.6, b ~ 4000, would need windows of ~10^8 bins)
-MAX_B = 1300.0
+#: the largest body end b (N >= 3 charged) for the 2-D route (:func:`applies`). N = 3 summed
+#: (b then ~2.5x smaller), the heavy-tail R-step and the per-round window cap (ENGINE_BINS)
+#: keep the cost nearly flat in b: measured at delta 1e-6, one epoch unless said, 2-D route
+#: against the blocks (`benchmarks/analysis_two_of_t.py --small`): sigma 0.6, t 1000 (b 4038)
+#: 7.9e-4 of eps in 4.1 s against 1.2e-2 in 2.1 s; sigma 0.7, t 300 9.1e-4 against 2.1e-2;
+#: sigma 0.5, t 1000 (b 22081) 4.8e-3 against 2.8e-2 in 7.3 s, 2.2 GB; sigma 0.45, t 1000
+#: (b 69348) 1.5e-2 against 4.7e-2 in 6.8 s, 2.2 GB. Below (sigma 0.4, t 100: 0.107 against
+#: 0.120 for 2.8 GB) the gain no longer pays for the memory.
+MAX_B = 1e5
 #: the largest 2-D window per round: a finer loss grid then gets a coarser X-step (as sound),
 #: so that a round's cost stays bounded (sigma 1, k 10 of 1000, 10 epochs: 9.1 s -> 3.8 s,
 #: the bracket 2.7e-3 -> 3.8e-3 of eps)
 ENGINE_BINS = 1 << 22
 #: the fewest steps for the 2-D route (:func:`applies`)
 MIN_T = 10
-#: the largest b^2 / t for the 2-D route (:func:`applies`: sigma 1, t >= ~10; sigma 0.8,
-#: t >= ~80)
-MAX_B2_PER_T = 2000.0
+#: the largest b^2 / t for the 2-D route (:func:`applies`): sigma >= 0.55 from t 10 (sigma 0.8,
+#: t 10: 5.6e-2 of eps against the blocks' 0.114), sigma 0.5 from t ~50, sigma 0.45 from t
+#: ~1000 (the windows' R-extent b^2 / (R_PER_S_HEAVY t dx) is what grows)
+MAX_B2_PER_T = 5e6
 #: the smallest spread of the epoch's loss, 2 sqrt(Var X / t), for the 2-D route
 MIN_SD = 0.06
 #: the puts (the curve's negative half) on a lattice this many times coarser in s and r from
@@ -91,10 +96,10 @@ def applies(loss, t: int) -> bool:
     and mechanisms whose pair is a Gaussian's): X then has an unbounded tail, which the body's
     end b and the geometric tail grid are made for. And b <= MAX_B: the R-window holds b^2
     (folding a large body coordinate's square would cost L up to the window / (t (t - 1)) on
-    an event of P-mass ~ P0[X > sqrt(window)]), so a heavier tail (Gaussian sigma < ~0.75)
-    makes the windows costly (see MAX_B). Few steps likewise: the window's R-extent b^2
-    against the R-step R_PER_S_HEAVY t dx, b^2 / t <= MAX_B2_PER_T (sigma 1: t >= ~10; at t 4
-    the window did not fit at any useful step), and t >= MIN_T: the puts'
+    an event of P-mass ~ P0[X > sqrt(window)]), so a heavier tail (Gaussian sigma < ~0.45)
+    makes the windows costly in memory (see MAX_B). Few steps likewise: the window's R-extent
+    b^2 against the R-step R_PER_S_HEAVY t dx, b^2 / t <= MAX_B2_PER_T (sigma 0.5: t >= ~50),
+    and t >= MIN_T: the puts'
     lattice has outcomes with L' = (S'^2 - R') / (t (t - 1)) < 0 (each square split UP), whose
     puts grow like x |L'| (sigma 2, t 3: the add curve stayed above 4e-4 for all x, so
     epsilon(1e-6) had no upper bound); with t >= 10 they were negligible in every case run.
