@@ -121,3 +121,34 @@ def test_engine_bracket_sigma1_t1000():
     mech = dp.Gaussian(sigma=1.0).subsample(dp.RandomAllocation(2, 1000))
     br = epsilon_bracket(mech, 1e-6)
     assert 0.3612 <= br.lower <= br.upper
+
+
+def _eps_at(pair, delta):
+    lo, hi = 0.0, 40.0
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _curve(pair, mid) >= delta else (lo, mid)
+    return lo
+
+
+def test_chosen_c_per_direction():
+    """Few steps per unit (t / k <= C_CHOICE_UNIT): each direction keeps the candidate c whose
+    pair is largest at SELECT_DELTA (sigma 0.8, t 10: c ~0.2 rather than c0 = 0.4, about 3 %
+    higher a lower end; every candidate is a post-processing, so all stay below the exact
+    t = 3 curve); many steps: c0's pair itself."""
+    loss = _gauss(0.8)
+    pd = LS.chosen_pair(loss, 2, 10)
+    assert isinstance(pd, LS.PerDirection)
+    c0 = LS.SplitPair(loss, 2, 10)
+    for remove in (True, False):
+        cands = [c0] + [LS.SplitPair(loss, 2, 10, 0.4 - d) for d in LS.C_STEPS[1:]]
+        dy = c0.dx_for(LS.SELECT_H)
+        eps = [_eps_at(c.pair(dy, remove), LS.SELECT_DELTA) for c in cands]
+        got = _eps_at(pd.pair_fitting(dy, remove), LS.SELECT_DELTA)
+        assert got == max(eps)
+        assert pd.by[remove].z / pd.by[remove].z0 in [pytest.approx(0.4 - d) for d in LS.C_STEPS]
+    assert _eps_at(pd.pair_fitting(dy, True), 1e-6) > 1.02 * _eps_at(c0.pair(dy, True), 1e-6)
+    assert isinstance(LS.chosen_pair(loss, 2, 1000), LS.SplitPair)
+    t3 = LS.chosen_pair(_gauss(1.0), 2, 3)
+    for eps in (0.5, 2.0):
+        assert _curve(t3.pair_fitting(t3.dx_for(1e-3), True), eps) <= _exact_delta(eps, 1.0, 2)

@@ -104,11 +104,11 @@ def allocation_parts_lower(base, k: int, t: int, blocks):
 @functools.lru_cache(maxsize=32)
 def _tpair(base, k: int, t: int) -> _TPair:
     from ...pld.sources import loss_distribution
-    from .lower_split import SplitPair
+    from .lower_split import chosen_pair
     # the large coordinate kept apart (lower_split.py): at or above T's remove bound in every
     # case measured (sigma 0.6-2, t 100-10000, k 2-10), the add one within 4e-5 of it, and
-    # the same pair where the base is atomic
-    return SplitPair(loss_distribution(base), k, t)
+    # the same pair where the base is atomic; its body cells' c chosen where t / k is small
+    return chosen_pair(loss_distribution(base), k, t)
 
 
 def _delta0(h: float, jlo: int, jhi: int):
