@@ -149,6 +149,7 @@ def test_chosen_c_per_direction():
         assert pd.by[remove].z / pd.by[remove].z0 in [pytest.approx(0.4 - d) for d in LS.C_STEPS]
     assert _eps_at(pd.pair_fitting(dy, True), 1e-6) > 1.02 * _eps_at(c0.pair(dy, True), 1e-6)
     assert isinstance(LS.chosen_pair(loss, 2, 1000), LS.SplitPair)
+    assert isinstance(LS.chosen_pair(loss, 5, 1000), LS.SplitPair)
     t3 = LS.chosen_pair(_gauss(1.0), 2, 3)
     for eps in (0.5, 2.0):
         assert _curve(t3.pair_fitting(t3.dx_for(1e-3), True), eps) <= _exact_delta(eps, 1.0, 2)

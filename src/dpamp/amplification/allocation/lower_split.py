@@ -190,11 +190,13 @@ class SplitPair(_TPair):
 #: C_MIN) where a unit of the epoch has at most C_CHOICE_UNIT steps (t / k): there the best c
 #: moves down with t / k and with sigma (delta 1e-6, k 2: sigma 0.8, t 10 best ~0.17, lower
 #: end 5.666 at c0 against 5.879; sigma 0.6, t 100 best 0.3, 5.548 against 5.559; sigma 1,
-#: t 40 best c0; k 5, sigma 0.8, t 100: 5.255 against 5.295 at 0.55), while at t / k ~500 c0
-#: was within 4e-4 of the best in every case measured
+#: t 40 best c0; k 5, sigma 0.8, t 100: 5.255 against 5.295 at 0.55). Not above: c0 was
+#: tuned on t 100 and 1000 (within 4e-4 of the best there at sigma 0.8-1), and the choice
+#: doubled the time of a coarse query (k 5 and 10 of 1000 at pld-accounting's width: 0.26 ->
+#: 0.5-0.6 s, the same c kept)
 C_STEPS = (0.0, 0.1, 0.2, 0.3)
 C_MIN = 0.05
-C_CHOICE_UNIT = 200
+C_CHOICE_UNIT = 50
 #: the loss step whose cells (lower_k.dx_for) the candidates are compared on, and the delta at
 #: which (the deltas of DP-SGD reports; at 1e-8 the smallest c won where c0 was better at 1e-6)
 SELECT_H = 2e-2
