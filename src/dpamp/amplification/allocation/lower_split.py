@@ -186,8 +186,8 @@ class SplitPair(_TPair):
         return atoms_pair(a, b, f"allocation-T'-lower({k},{t})")
 
 
-#: the body's cell parameter c is chosen among c0 - C_STEPS (c0 = 1 - 1/k - 0.1, floored at
-#: C_MIN) where a unit of the epoch has at most C_CHOICE_UNIT steps (t / k): there the best c
+#: the body's cell parameter c is chosen among c0 - C_STEPS (c0 = 1 - 1/k - 0.1; those at
+#: least C_MIN) where a unit of the epoch has at most C_CHOICE_UNIT steps (t / k): there the best c
 #: moves down with t / k and with sigma (delta 1e-6, k 2: sigma 0.8, t 10 best ~0.17, lower
 #: end 5.666 at c0 against 5.879; sigma 0.6, t 100 best 0.3, 5.548 against 5.559; sigma 1,
 #: t 40 best c0; k 5, sigma 0.8, t 100: 5.255 against 5.295 at 0.55). Not above: c0 was
