@@ -153,3 +153,22 @@ def test_chosen_c_per_direction():
     t3 = LS.chosen_pair(_gauss(1.0), 2, 3)
     for eps in (0.5, 2.0):
         assert _curve(t3.pair_fitting(t3.dx_for(1e-3), True), eps) <= _exact_delta(eps, 1.0, 2)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data(), n=st.integers(1, 30), delta=st.floats(1e-9, 0.5))
+def test_epsilon_at_inverts_the_atoms_curve(data, n, delta):
+    """lower_split's exact inversion of a pair's curve against the curve itself: at its
+    epsilon the curve is delta (or below it from 0 on, or at an atom's jump)."""
+    from types import SimpleNamespace
+    p = np.array(data.draw(st.lists(st.floats(1e-6, 1.0), min_size=n, max_size=n)))
+    q = np.array(data.draw(st.lists(st.floats(1e-6, 1.0), min_size=n, max_size=n)))
+    p, q = p / p.sum(), q / q.sum()
+    pr = SimpleNamespace(atom_loss=np.log(p / q), atom_p=p, atom_q=q)
+    e = LS._epsilon_at(pr, delta)
+    curve = lambda x: float(np.sum(np.maximum(p - math.exp(x) * q, 0.0)))  # noqa: E731
+    assert e >= 0.0
+    if e == 0.0:
+        assert curve(0.0) <= delta * (1 + 1e-9)
+    else:
+        assert curve(e) == pytest.approx(delta, rel=1e-7, abs=1e-15)

@@ -41,6 +41,8 @@ T', again post-processing, and their mass sums are rounded outward; the result g
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .lower_k import _H, _TPair, _bin_bounds, _cell_masses, _pad, _tilts, atoms_pair
@@ -220,33 +222,37 @@ class PerDirection:
         return self.by[remove].loss_range(tail, remove)
 
 
-def _curve(pr, x: float) -> float:
+def _epsilon_at(pr, delta: float) -> float:
+    """The epsilon >= 0 where the pair's curve sum_i (p_i - e^eps q_i)_+ meets ``delta``
+    (steering only): with the atoms in decreasing loss and P_j, Q_j the sums over the atoms
+    before j, the curve at x = e^{l_j} is P_j - x Q_j, increasing in j; on [l_j, l_{j-1}]
+    it is P_j - x Q_j, which meets delta at x = (P_j - delta) / Q_j."""
     fin = np.isfinite(pr.atom_loss)
-    return float(np.sum(np.maximum(pr.atom_p[fin] - x * pr.atom_q[fin], 0.0)))
+    o = np.argsort(pr.atom_loss[fin])[::-1]
+    l, p, q = pr.atom_loss[fin][o], pr.atom_p[fin][o], pr.atom_q[fin][o]
+    P = np.concatenate([[0.0], np.cumsum(p)[:-1]])
+    Q = np.concatenate([[0.0], np.cumsum(q)[:-1]])
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.where(Q > 0, P - np.exp(l) * Q, P)
+    j = np.nonzero(d >= delta)[0]
+    if j.size == 0:
+        return 0.0
+    j = int(j[0])
+    return max(math.log((P[j] - delta) / Q[j]) if Q[j] > 0 and P[j] > delta else l[j], 0.0)
 
 
 def _best(cands, remove: bool) -> SplitPair:
-    """The candidate whose pair (cells for the loss step SELECT_H) has the largest curve at the
-    epsilon where the first one's reaches SELECT_DELTA."""
-    pairs = [cp.pair_fitting(cp.dx_for(SELECT_H), remove) for cp in cands]
-    if pairs[0] is None:
-        return cands[0]
-    fin = np.isfinite(pairs[0].atom_loss)
-    lo, hi = 0.0, float(np.max(pairs[0].atom_loss[fin], initial=0.0))
-    if _curve(pairs[0], 1.0) < SELECT_DELTA:
-        return cands[0]
-    for _ in range(40):                      # the curve is non-increasing in x
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if _curve(pairs[0], np.exp(mid)) >= SELECT_DELTA else (lo, mid)
-    x = float(np.exp(lo))
-    scores = [_curve(pr, x) if pr is not None else -1.0 for pr in pairs]
-    return cands[int(np.argmax(scores))]
+    """The candidate whose pair (cells for the loss step SELECT_H) has the largest epsilon at
+    SELECT_DELTA (the first where none has a pair)."""
+    eps = [(_epsilon_at(pr, SELECT_DELTA) if pr is not None else -1.0)
+           for pr in (cp.pair_fitting(cp.dx_for(SELECT_H), remove) for cp in cands)]
+    return cands[int(np.argmax(eps))] if max(eps) > 0 else cands[0]
 
 
 def chosen_pair(loss, k: int, t: int):
     """The pair of the body cells' c, chosen per direction among c0 - C_STEPS where t / k <=
-    C_CHOICE_UNIT (else c0's :class:`SplitPair`): each direction keeps the candidate whose
-    curve is the largest at the epsilon where c0's reaches SELECT_DELTA. Any c gives a lower
+    C_CHOICE_UNIT (else c0's :class:`SplitPair`): each direction keeps the candidate with the
+    largest epsilon at SELECT_DELTA. Any c gives a lower
     bound (each is a post-processing), so choosing by the computed pairs is sound; the grid
     and the point only steer which one is kept."""
     c0 = 1.0 - 1.0 / k - 0.1
