@@ -153,3 +153,13 @@ def test_calibrate_steps_under_an_epoch_sampler_counts_whole_epochs():
     e = c.value // 10
     step = dp.Gaussian(Z).subsample(dp.RandomAllocation(1, 10))
     assert (step * e).epsilon(DELTA).epsilon <= 1.5 < (step * (e + 1)).epsilon(DELTA).epsilon
+
+
+@pytest.mark.parametrize("command", ["epsilon", "calibrate sigma", "dpsgd"])
+def test_cli_help_names_every_sampler_with_its_relation(command, capsys):
+    """--sampler's help is built from the samplers table: every name and its relation."""
+    with pytest.raises(SystemExit):
+        main(command.split() + ["--help"])
+    text = "".join(capsys.readouterr().out.split())      # wrapped anywhere, at any width
+    for s in samplers.SAMPLERS.values():
+        assert "".join(f"{s.name} ({s.relation.words})".split()) in text

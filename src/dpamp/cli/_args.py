@@ -3,7 +3,8 @@
     --noise-multiplier Z   noise std / clipping norm (the sensitivity follows from the sampler)
     --batch-size B --dataset-size N   the sampler's batch (Poisson: rate B/N)
     --sample-rate Q        a Poisson rate alone (``--poisson Q`` is the same)
-    --sampler NAME         poisson (default), without-replacement, with-replacement
+    --sampler NAME         poisson (default), without-replacement, with-replacement,
+                           allocation (random allocation), shuffle (core/samplers.py's table)
     --epochs E | --steps T the length of the run (epochs: ceil(E N / B) steps)
 
 ``--sigma S`` is the Gaussian's standard deviation with ``--sensitivity`` (default 1 under
@@ -39,6 +40,16 @@ class _Retired(argparse.Action):
         namespace.func = refuse
 
 
+def _sampler_help() -> str:
+    """--sampler's help: every name of the samplers table with the relation it is under (the
+    table is the one source of the names, so a sampler added there is listed here)."""
+    from ..core import samplers
+    names = ", ".join(f"{s.name} ({s.relation.words})" for s in samplers.SAMPLERS.values())
+    return (f"how the batches are drawn: {names}; default {samplers.DEFAULT_SAMPLER} at "
+            "rate B/N. allocation and shuffle are epoch samplers (t = floor(N/B) batches "
+            "an epoch)")
+
+
 def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool = True):
     g = p.add_argument_group("the plan (DP-SGD's words; docs/plans.md)")
     noise = g.add_mutually_exclusive_group()
@@ -50,9 +61,7 @@ def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool
                             "add/remove, where it is the noise multiplier)")
     g.add_argument("--sensitivity", type=float, default=None,
                    help="L2 sensitivity for --sigma, under the sampler's relation")
-    g.add_argument("--sampler", default=None, metavar="NAME",
-                   help="how each step's batch is drawn: poisson (default: rate B/N, "
-                        "add/remove), without-replacement or with-replacement (substitution)")
+    g.add_argument("--sampler", default=None, metavar="NAME", help=_sampler_help())
     g.add_argument("--batch-size", type=int, metavar="B", help="batch size (Poisson: expected)")
     g.add_argument("--dataset-size", type=int, metavar="N", help="dataset size")
     rate = g.add_mutually_exclusive_group()

@@ -20,6 +20,11 @@ class Relation(enum.Enum):
     def __str__(self) -> str:  # shown in error messages and reports
         return self.value
 
+    @property
+    def words(self) -> str:
+        """The relation as people write it: "add/remove" or "substitution"."""
+        return "add/remove" if self is Relation.ADD_REMOVE else "substitution"
+
 
 ADD_REMOVE = Relation.ADD_REMOVE
 SUBSTITUTION = Relation.SUBSTITUTION

@@ -3,7 +3,7 @@ sensitivity), the sampling (sampler, rate or batches), the steps (and epochs) an
 neighbouring relation, as every command's "assumed" line and the reports print them."""
 from __future__ import annotations
 
-from ..core.relations import ADD_REMOVE, Relation
+from ..core.relations import Relation
 
 
 def _g(x) -> str:
@@ -47,4 +47,4 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     if "epochs" in p:
         count += f" ({_g(p['epochs'])} epoch{'s' if p['epochs'] != 1 else ''})"
     return {"mechanism": mech, "sampling": samp, "steps": count,
-            "relation": "add/remove" if relation is ADD_REMOVE else "substitution"}
+            "relation": relation.words}

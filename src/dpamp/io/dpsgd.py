@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from ..core.relations import as_relation
+
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from ..core.guarantee import Guarantee
     from .plan import Stage
@@ -69,7 +71,7 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
 def describe(stage: Stage) -> str:
     """What a DP-SGD stage assumes, in one line."""
     a = stage.assumed
-    rel = "add/remove" if a["relation"] == "add_remove" else "substitution"
+    rel = as_relation(a["relation"]).words
     if "batch_size" in a:
         how = f"batch {a['batch_size']} of {a['dataset_size']}"
     else:

@@ -67,7 +67,7 @@ def _stage_rows(plan=None, mechanism=None):
             d = s.describe()
             out.append((s.name, d["mechanism"], d["sampling"], d["steps"], d["relation"]))
         return out
-    rel = "add/remove" if str(mechanism.relation) == "add_remove" else "substitution"
+    rel = mechanism.relation.words
     out = []
     for i, (m, c) in enumerate(mechanism.parts(), start=1):
         desc = describe_mechanism(m)
@@ -192,7 +192,7 @@ def markdown(rows, delta: float, plan=None, mechanism=None) -> str:
 
 def risk_assumed(mech) -> list[str]:
     """One line per part: mechanism (with its sensitivity), sampling, count, relation."""
-    rel = "add/remove" if str(mech.relation) == "add_remove" else "substitution"
+    rel = mech.relation.words
     return [f"{describe_mechanism(m)}; {c} steps; {rel} neighbours" for m, c in mech.parts()]
 
 
