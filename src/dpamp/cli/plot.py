@@ -110,7 +110,7 @@ def _plot_samplers(args, out, options):
     if args.json:
         print(json.dumps(_jsonable(data)))
     else:
-        print("\n".join(samplers_compare.lines(data)))
+        print("\n".join(samplers_compare.lines(data)), flush=True)
         print(f"figure: {out} (samplers)", file=sys.stderr)
 
 
