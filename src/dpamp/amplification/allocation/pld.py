@@ -296,7 +296,7 @@ class _Epoch:
             # convexity from the same sums, N >= 3 charged at +inf
             lb = float(np.log(o + step * np.arange(1, K + 1))[-1])    # as grid.cells has it
             # (knots no closer than the S-grid's step: C_R is resolved no finer)
-            log_r = min(T.LOG_R_MAX, max(step / math.sqrt(t), step / float(a[-1])))
+            log_r = min(T.LOG_R_MAX, max(step / math.sqrt(t), step / float(a[-1]), T.LOG_R_MIN))
             tail = T.tail_cells(self.loss, lb, self.y_max, log_r, t)
             tail.pi_up = c.q_tail
             rest = [PartPMF(parts[0].d, t - 2)] if t > 2 else []
