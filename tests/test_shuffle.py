@@ -105,9 +105,11 @@ def test_small_sigma_lower_bound_is_near_no_amplification():
 def test_shuffle_lower_exceeds_poisson_for_small_sigma():
     """CGK24's headline: with small noise, the shuffled sampler's proven lower bound exceeds
     the epsilon computed for Poisson sampling at rate 1/t (here an RDP upper bound on it, so
-    the gap is certain). Add/remove, sigma = 0.4, t = 100 batches of 10, one epoch."""
+    the gap is certain). Add/remove, sigma = 0.4, t = 100 batches of 10 of 1001 records (a
+    dataset whose neighbours give 100 batches too), one epoch."""
     lo = shuffle_lower_epsilon(0.4, 100, 1, 1e-5, "add_remove", batch_size=10,
-                               dataset_size=1000, **FAST)
+                               dataset_size=1001, **FAST)
+    assert math.isfinite(lo)
     pois = (dp.Gaussian(0.4).subsample(dp.Poisson(0.01)) * 100).epsilon(1e-5, method="rdp")
     assert lo > pois.epsilon
 
@@ -148,6 +150,18 @@ def test_add_remove_relation_rules():
                                dataset_size=43) == 1.0
     assert shuffle_upper_epsilon(1.0, 1, 1e-5, "add_remove", batch_size=4,
                                  dataset_size=43) == math.inf
+    # b divides n: one record fewer makes one batch fewer, likewise (the upper bound was finite)
+    assert shuffle_upper_delta(1.0, 1, 1.0, "add_remove", batch_size=10,
+                               dataset_size=100) == 1.0
+    assert shuffle_upper_epsilon(1.0, 1, 1e-5, "add_remove", batch_size=10,
+                                 dataset_size=100) == math.inf
+    assert shuffle_lower_epsilon(1.0, 10, 1, 1e-5, "add_remove", batch_size=10,
+                                 dataset_size=100) == math.inf
+    with pytest.raises(ValueError, match="number of batches"):
+        dp.Gaussian(1.0).subsample(dp.Shuffled(10, 100, relation=dp.ADD_REMOVE))
+    # neither: finite both ways
+    assert shuffle_upper_epsilon(1.0, 1, 1e-5, "add_remove", batch_size=10,
+                                 dataset_size=101) < math.inf
     with pytest.raises(ValueError, match="steps_per_epoch"):
         shuffle_lower_delta(1.0, 11, 1, 1.0, "add_remove", batch_size=4, dataset_size=40)
     with pytest.raises(ValueError, match="batch_size"):

@@ -33,7 +33,8 @@ both sides, so the pair behaves like an unamplified Gaussian when sigma is small
   there to the end, which is dropped (when b does not divide n + 1, so that both datasets give t
   batches). With c = -1 and x contributing 1, D + x releases MoG(2) when j <= t b and the
   same as D otherwise: the pair (rho N(0) + (1 - rho) MoG(2), N(0)), rho = 1 - t b/(n + 1).
-  When b divides n + 1 the two datasets give different numbers of steps: no finite guarantee.
+  When b divides n + 1 the two datasets give different numbers of steps, and when b divides n
+  so do D and D - x (one batch fewer): no finite guarantee, and the lower bound is infinite.
 
 A lower bound on the hockey-stick divergence of a pair is a lower bound for the mechanism
 (its privacy profile is the supremum over neighbouring pairs). We post-process each epoch's
@@ -79,7 +80,7 @@ _MAX_LEN = 2 ** 13
 def _sizes(relation: Relation, steps: int, batch_size, dataset_size):
     """(drop probability rho, finite): rho = (n - t b)/n (substitution: the differing record
     falls in the dropped remainder) or 1 - t b/(n + 1) (add/remove: the coupling of the module
-    docstring); finite is False when, under add/remove, b divides n + 1. Substitution without
+    docstring); finite is False when, under add/remove, b divides n or n + 1. Substitution without
     sizes assumes n = t b (no remainder)."""
     if relation is Relation.SUBSTITUTION and batch_size is None and dataset_size is None:
         return 0.0, True
@@ -93,7 +94,14 @@ def _sizes(relation: Relation, steps: int, batch_size, dataset_size):
                          f"(got {steps})")
     if relation is Relation.SUBSTITUTION:
         return (n - steps * b) / n, True
-    return 1.0 - steps * b / (n + 1), (n + 1) % b != 0
+    return 1.0 - steps * b / (n + 1), not _length_differs(b, n)
+
+
+def _length_differs(b: int, n: int) -> bool:
+    """Under add/remove, whether a neighbour of a dataset of n records (n - 1 or n + 1 of them)
+    gives another number of batches than n // b: b divides n (D - x has one batch fewer) or
+    n + 1 (D + x one more). Every output then reveals which dataset it came from."""
+    return n % b == 0 or (n + 1) % b == 0
 
 
 def _pairs(relation: Relation, steps: int, batch_size, dataset_size):
@@ -229,7 +237,8 @@ def shuffle_lower_delta(sigma, steps_per_epoch, epochs, epsilon, relation="subst
     """A proven LOWER bound on delta(epsilon) of ``epochs`` epochs of shuffled fixed-size
     batches (ABLQ_S, CGK24) of the Gaussian with noise multiplier ``sigma`` and
     ``steps_per_epoch`` batches per epoch, under ``relation`` (module docstring: substitution;
-    add/remove needs ``batch_size`` and ``dataset_size``, and returns 1 when b divides n + 1).
+    add/remove needs ``batch_size`` and ``dataset_size``, and returns 1 when b divides n or
+    n + 1).
     Vectorised over ``epsilon``. ``n_cells`` / ``loss_step`` set the resolution of the
     post-processing (any value gives a proven lower bound; finer is tighter and slower)."""
     sigma, t, epochs, relation = _check(sigma, steps_per_epoch, epochs, relation)
@@ -299,8 +308,8 @@ def shuffle_upper_delta(sigma, epochs, epsilon, relation="substitution", *, batc
                         dataset_size=None):
     """A proven UPPER bound on delta(epsilon) of ``epochs`` epochs of shuffled fixed-size
     batches with noise multiplier ``sigma``, under substitution or add/remove (which needs
-    ``batch_size`` and ``dataset_size``: 1 when b divides n + 1, the outputs then differing in
-    length): the Gaussian mechanism with mu = 2 sqrt(epochs) / sigma
+    ``batch_size`` and ``dataset_size``: 1 when b divides n or n + 1, a neighbour's outputs
+    then differing in length): the Gaussian mechanism with mu = 2 sqrt(epochs) / sigma
     (module docstring: no amplification is proven), 000 Thm 4, rounded up. Vectorised."""
     from ...profiles.closed_forms import gaussian_log_profile
     sigma = V.positive("sigma", sigma)
@@ -312,7 +321,7 @@ def shuffle_upper_delta(sigma, epochs, epsilon, relation="substitution", *, batc
     if relation is Relation.ADD_REMOVE or batch_size is not None or dataset_size is not None:
         b = V.integer("batch_size", batch_size, low=1)
         n = V.integer("dataset_size", dataset_size, low=b)
-        if relation is Relation.ADD_REMOVE and (n + 1) % b == 0:
+        if relation is Relation.ADD_REMOVE and _length_differs(b, n):
             return np.ones(eps.shape) if eps.ndim else 1.0
     out = np.minimum(np.exp(gaussian_log_profile(_upper_mu(sigma, epochs), eps, upper=True))
                      * (1 + 4 * _U), 1.0)
@@ -335,8 +344,8 @@ def check_batches(scheme) -> None:
     """Under add/remove, a ValueError unless both neighbours of the ``dp.Shuffled`` scheme's
     dataset (n - 1 and n + 1 records) give its number of batches n // b."""
     from ...core.relations import ADD_REMOVE
-    b, n = scheme.batch_size, scheme.dataset_size
-    if scheme.relation is ADD_REMOVE and (n % b == 0 or (n + 1) % b == 0):
+    if scheme.relation is ADD_REMOVE and _length_differs(scheme.batch_size, scheme.dataset_size):
+        b, n = scheme.batch_size, scheme.dataset_size
         raise ValueError(
             f"{scheme!r} under add/remove: with batch size {b} and {n} records, removing or "
             "adding a record changes the number of batches per epoch, which every output "
