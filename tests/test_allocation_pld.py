@@ -178,3 +178,62 @@ def test_k_between_1_and_t_blocks_above_post_processing_below():
     two = (g2.subsample(dp.RandomAllocation(1, 100)) * 2).epsilon(1e-6, method="pld")
     assert two.lower <= g.epsilon <= two.epsilon * (1 + 5e-3)
     assert g.epsilon > one.epsilon
+
+
+@pytest.mark.parametrize("eps0", [0.05, 0.1, 0.2, 0.3, 0.35])
+@pytest.mark.parametrize("t", [3, 10])
+def test_randomized_response_whose_top_atom_rounds_above_the_last_knot(eps0, t):
+    """RR with p = e^eps0 / (1 + e^eps0): the atom's loss log(p / (1 - p)) lies an ulp above
+    log of the grid's last knot (0.10000000000000013 against ...07 at eps0 0.1). The call
+    function left it out while the cells counted it, the lower pair collapsed onto one atom
+    (lower end 0; at t 10 the optimistic discretisation failed and `auto` answered by zCDP,
+    0.156 for an exact 0.0200). Now a tight bracket around the exact delta."""
+    p = math.exp(eps0) / (1 + math.exp(eps0))
+    m = dp.RandomizedResponse(p).subsample(dp.RandomAllocation(1, t))
+    eps = eps0 / 4
+    exact = _rr_allocation_delta(math.log(p / (1 - p)), t, eps)
+    g = m.delta(eps, method="pld")
+    assert g.lower <= exact * (1 + 1e-12) <= g.delta * (1 + 2e-12)
+    assert g.delta - g.lower <= 5e-3 * exact
+
+
+def _eps_delta_epochs_delta(eps0, delta0, t, epochs, eps):
+    """Exact delta(eps) of ``epochs`` 1-out-of-t epochs of the (eps0, delta0) pair (both
+    directions, the larger), by enumeration: under Q every step's X is 0, e^-eps0 or e^eps0
+    (masses delta0, (1 - delta0) e^eps0 / (1 + e^eps0), (1 - delta0) / (1 + e^eps0)); an
+    epoch's outcome is S = sum X (Q-mass from the trinomial counts, P-mass Q-mass x S / t;
+    S = 0 has no P-mass), and under P the record's step is at +inf with probability delta0.
+    Epochs compose as products."""
+    import mpmath as mp
+    with mp.workdps(40):
+        e = mp.e ** mp.mpf(eps0)
+        w = [mp.mpf(delta0), (1 - mp.mpf(delta0)) * e / (1 + e),
+             (1 - mp.mpf(delta0)) / (1 + e)]                 # Q0[X = 0], [X = e^-eps0], [e^eps0]
+        atoms = {}
+        for n0 in range(t + 1):
+            for nm in range(t - n0 + 1):
+                npl = t - n0 - nm
+                q = mp.factorial(t) / (mp.factorial(n0) * mp.factorial(nm) * mp.factorial(npl)) \
+                    * w[0] ** n0 * w[1] ** nm * w[2] ** npl
+                s = (nm / e + npl * e) / t
+                atoms[(nm, npl)] = (q * s, q)
+        pinf = mp.mpf(delta0)
+        pairs = [(pa * pb, qa * qb) for pa, qa in atoms.values() for pb, qb in atoms.values()] \
+            if epochs == 2 else list(atoms.values())
+        pinf_total = 1 - (1 - pinf) ** epochs
+        x = mp.e ** mp.mpf(eps)
+        remove = pinf_total + sum(max(pp - x * qq, 0) for pp, qq in pairs)
+        add = sum(max(qq - x * pp, 0) for pp, qq in pairs)
+        return float(max(remove, add))
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_eps_delta_base_lower_end_holds_the_mass_at_infinity(epochs):
+    """The lower pair of an (eps, delta) base keeps P0[l = +inf] as an atom at +inf (it was
+    left out: [9.9e-9, 2.0e-4] for an exact 2.0e-4 at t 40, 2 epochs)."""
+    t, eps = 12, 0.5
+    exact = _eps_delta_epochs_delta(0.5, 1e-4, t, epochs, eps)
+    g = (dp.EpsDelta(0.5, 1e-4).subsample(dp.RandomAllocation(1, t)) * epochs).delta(
+        eps, method="pld")
+    assert g.lower <= exact * (1 + 1e-9) <= g.delta * (1 + 2e-9)
+    assert g.lower >= 0.99 * exact

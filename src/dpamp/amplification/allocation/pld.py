@@ -309,6 +309,7 @@ class _Epoch:
         else:
             # (the tail, if any, charged at +inf: at least one X_i > a_K)
             rem_extra = c.p_tail + c.p_inf + (t - 1) * c.q_tail
+        rem_extra += c.excess
         out["extra"] = {"remove": min(rem_extra, 1.0) * (1 + 8 * _U)}
         return out
 
@@ -407,6 +408,15 @@ class _Epoch:
                 loss = np.concatenate([loss, [math.log(t / s1)]])
                 p = np.concatenate([p, [m1]])
                 q = np.concatenate([q, [m1 * s1 / t * (1 + 4 * _U)]])
+        if remove:
+            # P0[l = +inf]: the record's step lands where Q0 has no mass, under P with that
+            # probability and under Q never (the statistic reports it as +inf; its other
+            # atoms hold only the finite part's P-mass, E_Q0[X] = 1 - P0[l = +inf])
+            li = self.loss.atom_loss == np.inf
+            p_inf = float(np.sum(self.loss.atom_p[li])) * (1 - (int(li.sum()) + 4) * _U)
+            if p_inf > 0:
+                loss = np.concatenate([loss, [np.inf]])
+                p, q = np.concatenate([p, [p_inf]]), np.concatenate([q, [0.0]])
         order = np.argsort(loss)
         return LossDistribution(loss[order], p[order], q[order], name=f"allocation-lower({t})")
 
