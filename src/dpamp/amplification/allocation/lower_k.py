@@ -80,6 +80,7 @@ import math
 import numpy as np
 
 from . import grid as G
+from ...core._once import OnceCache
 from .sums import DELTA_REF, composed_moments
 
 _U = 2.0 ** -53
@@ -206,7 +207,7 @@ class _TPair:
                      for c in CUT_TAILS]
         fin = np.isfinite(loss.atom_loss) & (np.maximum(loss.atom_p, loss.atom_q) > 0)
         self.atoms = np.unique(loss.atom_loss[fin]) if loss.cdf is None else None
-        self._cache: dict = {}
+        self._cache = OnceCache(keep=4)       # shared by the two directions' threads
 
     # --- the cells -------------------------------------------------------------------------
     def dx_for(self, h: float) -> float:
@@ -249,9 +250,9 @@ class _TPair:
 
     # --- the laws of T ----------------------------------------------------------------------
     def compute(self, dx: float) -> dict:
-        hit = self._cache.get(dx)
-        if hit is not None:
-            return hit
+        return self._cache.get(dx, lambda: self._compute(dx))
+
+    def _compute(self, dx: float) -> dict:
         from ...pld.discretize import Discretized
         from ...pld.engine import PartPMF
         p_lo, p_up, q_lo, q_up = self._vectors(dx)
@@ -264,11 +265,7 @@ class _TPair:
         tilts = [_tilts(Pp)[i] for i in (0, 1)] + _tilts(Qp)[2:]
         P = _bin_bounds(Pp, tilts)
         Q = _bin_bounds(Qp, tilts)
-        out = {"P": P, "Q": Q}
-        if len(self._cache) > 3:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[dx] = out
-        return out
+        return {"P": P, "Q": Q}
 
     def pair(self, dx: float, remove: bool):
         """The lower pair's atoms as a LossDistribution (module docstring), or None."""

@@ -111,15 +111,14 @@ class SplitPair(_TPair):
         return body, large, float(n2[Kb]), float(lk[Kb - 1])
 
     def compute(self, dx: float) -> dict:
-        hit = self._cache.get(dx)
-        if hit is not None:
-            return hit
+        return self._cache.get(dx, lambda: self._compute(dx))
+
+    def _compute(self, dx: float) -> dict:
         from ...pld.discretize import Discretized
         from ...pld.engine import PartPMF
         sv = self._split_vectors(dx)
         if sv is None:
-            out = super().compute(dx)
-            out = dict(out, split=False)
+            out = dict(super()._compute(dx), split=False)
         else:
             (p_lo, p_up, q_lo, q_up), large, n2, b_loss = sv
             k, t = self.k, self.t
@@ -139,9 +138,6 @@ class SplitPair(_TPair):
                    "A": _bin_bounds(parts(k - 1, t - k), tilts),
                    "B": _bin_bounds(parts(k, t - k - 1), tilts),
                    "C": _bin_bounds(parts(0, t - 1), tilts)}
-        if len(self._cache) > 3:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[dx] = out
         return out
 
     def pair(self, dx: float, remove: bool, group: int = GROUP):

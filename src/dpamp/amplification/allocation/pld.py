@@ -67,6 +67,7 @@ import numpy as np
 from . import capped as C
 from . import grid as G
 from . import tail as T
+from ...core._once import OnceCache
 from .sums import _compose, _lower_masses, _suffix, _var_x
 
 _U = 2.0 ** -53
@@ -151,7 +152,8 @@ class _Epoch:
         # the body's ends b (.tail): the charge of three or more large coordinates about
         # CUT_TAILS
         self.splits = T.split_points(loss, t, CUT_TAILS, self.y_max)
-        self._cache: dict = {}
+        # (the two directions' threads share it: core._once)
+        self._cache = OnceCache(keep=5)
         # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
         # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the
         # atoms on knots, where they cost the lower bound nothing (off a knot an atom of mass q
@@ -233,22 +235,16 @@ class _Epoch:
     def compute(self, dx: float) -> dict:
         """The compositions at step dx, or at a coarser one when the epoch's FFT would exceed
         the engine's largest grid (coarser is as sound, only wider)."""
-        hit = self._cache.get(dx)
-        if hit is not None:
-            return hit
+        return self._cache.get(dx, lambda: self._compute_fitting(dx))
+
+    def _compute_fitting(self, dx: float) -> dict:
         step = dx
         for _ in range(16):
             try:
-                out = self._compute(step)
-                break
+                return self._compute(step)
             except MemoryError:
                 step *= 2.0
-        else:
-            raise MemoryError("random allocation: no grid fits")
-        if len(self._cache) > 4:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[dx] = out
-        return out
+        raise MemoryError("random allocation: no grid fits")
 
     def _compute(self, dx: float) -> dict:
         from ...pld.discretize import Discretized
