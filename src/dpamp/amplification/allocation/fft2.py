@@ -11,7 +11,7 @@ in r the window [0, N2) only receives masses from larger r.
 Rounding (as :mod:`dpamp.pld.engine`): a row-column FFT has componentwise error <=
 C (log2 N1 + log2 N2) u ||w||_1 (each pass's error is bounded by the l1 norm of its input,
 and the first pass's outputs have l1 norm <= ||w||_1 per column); the power's error
-n eF max(|F| + eF, 1)^{n-1} + (n u (|log |F|| + 4) + 2u) |F^n|; the inverse transform spreads
+n eF max(|F| + eF, 1)^{n-1} + (n u (3 |log |F|| + 12) + 8u) |F^n|; the inverse transform spreads
 every coefficient's error evenly over the N1 N2 bins. Tilting and normalising cost each mass a
 few ulps, n-fold (1 + 8u)^(n (K + 8)) - 1 of relative error at most: charged as REL.
 Two tilts are run (none, and one aimed at the tail the curve reads: the upper one for the calls,
@@ -90,10 +90,16 @@ def _merge_axis(U: np.ndarray, g: int, axis: int) -> np.ndarray:
     w = np.arange(n1)
     R, q = w // g, w % g
     f = (q / g)[:, None]
+    # in blocks of indices, each pass over all blocks in order (the same additions, in the
+    # same order, as one pass over the whole; the shares are never a whole window at once)
+    step = max(1, (1 << 18) // max(1, math.prod(V.shape[1:])))
+    blocks = [slice(lo, lo + step) for lo in range(0, n1, step)]
     # a zero share of an unbounded (inf) entry is zero, not nan
     with np.errstate(invalid="ignore"):
-        np.add.at(Vc, R, np.where(f < 1.0, V * (1.0 - f), 0.0))
-        np.add.at(Vc, R + 1, np.where(f > 0.0, V * f, 0.0))
+        for b in blocks:
+            np.add.at(Vc, R[b], np.where(f[b] < 1.0, V[b] * (1.0 - f[b]), 0.0))
+        for b in blocks:
+            np.add.at(Vc, R[b] + 1, np.where(f[b] > 0.0, V[b] * f[b], 0.0))
     Vc *= 1 + (2 * g + 4) * _U                   # sums of at most 2 g terms
     return Vc if axis == 0 else np.ascontiguousarray(Vc.T)
 
@@ -208,39 +214,97 @@ def _power_spectra(F, aF, powers, eF):
     A power one above the last is the last times F, with
     err_{n+1} = (err_n |F| + G^n eF + 3u |S_n| |F|) (1 + 8u) (the complex product's rounding
     is at most sqrt(5) u of it); any other by exp(n log|F| + i n arg F), with
-    err_n = n eF G^{n-1} + (n u (|log|F|| + 4) + 2u) |S_n| (the module docstring). Both are
+    err_n = n eF G^{n-1} + rel |S_n|, rel = (n u (3 |log|F|| + 12) + 8u) (1 + 1e-6): the
+    modulus exp(fl(n fl(log|F|))) is off by n u (2 |log|F|| + 2) from |F| and the log, n u
+    |log|F|| from the product and 2u from exp; the angle by 2 pi u (atan2) times n and n pi u
+    from the product, e^{i psi} by 3u, their product by 1.5u (first order: where |S_n| does
+    not underflow n |log|F|| < 745, so the slack covers the rest). Both are
     capped at |S_n| + 1 + 1e-9 (|F_true^n| <= 1) and floored at 1e-300 (underflow); G^m by
     exp(m log G), raised by 1e-11 for its rounding (|m log G| < 745 where it does not
-    underflow)."""
+    underflow). ``aF`` is |F|. A power's arrays are overwritten by the next one's (in place,
+    the same roundings): read them before asking for the next."""
     with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-        log_aF = np.log(aF)
-        ang = np.angle(F)
-        log_abs = np.where(aF > 0, -log_aF, 0.0)
         log_g = np.log(np.minimum(aF + eF, 1.0 + 1e-12))
+    # |F| and |S_m| are recomputed where they are read (the same values), not held while the
+    # caller works on a power: two half-windows less beside its arrays
+    del aF
     prev = None
     for n in powers:
         with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+            aF = np.abs(F)
             if prev is not None and n == prev[0] + 1:
-                m, S, aSm, em = prev
-                Sn = S * F
+                m, Sn, err = prev
+                prev = None
+                aSm = np.abs(Sn)
+                # in place, in the order of (err_m |F| + G^m (1 + 1e-11) eF
+                # + 3u |S_m| |F|) (1 + 8u): the last power's arrays are not read again
+                Sn *= F
                 aS = np.abs(Sn)
-                err = (em * aF + np.exp(m * log_g) * (1 + 1e-11) * eF
-                       + 3 * _U * aSm * aF) * (1 + 8 * _U)
+                err *= aF
+                g = m * log_g
+                np.exp(g, out=g)
+                g *= 1 + 1e-11
+                g *= eF
+                err += g
+                del g
+                aSm *= 3 * _U
+                aSm *= aF
+                err += aSm
+                del aSm, aF
+                err *= 1 + 8 * _U
             else:
-                aS = np.exp(n * log_aF)
-                Sn = np.exp(n * log_aF + 1j * (n * ang))
-                growth = np.exp((n - 1) * log_g) * (1 + 1e-11)
-                err = n * eF * growth + (n * _U * (log_abs + 4.0) + 2 * _U) * aS
+                # exp(n log|F| + i n arg F) and n eF G^{n-1} + rel |S_n| (the docstring), in
+                # place where a temporary would be a window
+                # (log|F| and arg F only here: the powers after the first are usually
+                # consecutive)
+                prev = None
+                log_aF = np.log(aF)
+                zero = ~(aF > 0)
+                del aF
+                aS = n * log_aF
+                np.exp(aS, out=aS)
+                Sn = np.angle(F)
+                Sn *= n
+                Sn = 1j * Sn
+                Sn += n * log_aF
+                np.exp(Sn, out=Sn)
+                np.abs(log_aF, out=log_aF)                       # |log|F||
+                log_aF[zero] = 0.0
+                del zero
+                err = (n - 1) * log_g
+                np.exp(err, out=err)
+                err *= 1 + 1e-11
+                err *= n * eF
+                log_aF *= 3.0
+                log_aF += 12.0
+                log_aF *= n * _U
+                log_aF += 8 * _U
+                log_aF *= 1 + 1e-6
+                log_aF *= aS
+                err += log_aF
+                del log_aF
             # at least 1e-300: a power that underflows to 0 is within that of the true one
-            err = np.fmin(np.fmax(err, 1e-300), aS + (1.0 + 1e-9))
-        prev = (n, Sn, aS, err)
-        yield prev
+            np.fmax(err, 1e-300, out=err)
+            np.fmin(err, aS + (1.0 + 1e-9), out=err)
+        prev = (n, Sn, err)
+        # |S_n| handed over without a reference left here (the caller drops it when done)
+        box = [aS]
+        del aS
+        yield n, Sn, box.pop(), err
 
 
 def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
-             sds: float = 10.0, put: bool = False, max_bins: int = MAX_BINS) -> dict:
+             sds: float = 10.0, put: bool = False, max_bins: int = MAX_BINS,
+             l2=None, size_only: bool = False, done=None):
     """{n: Law} for every n in ``powers`` (see the module docstring); {n: PutLaw} with
-    ``put``; MemoryError where the window would exceed ``max_bins``."""
+    ``put``; MemoryError where the window would exceed ``max_bins``. ``l2``: the powers whose
+    laws carry V, sel, facs and e2 (default all; the others' are None: a curve that reads only
+    U need not hold a second window). ``size_only``: the window's shape (N1, N2) only, after
+    the same check (sizing is cheap; the sums are not). ``done(n, law)``: called as soon as
+    law n is final (after its last pass, while the larger powers are still being summed), its
+    value kept for n instead of the law: a caller that reads only part of a law (a merged
+    copy) need not hold the whole window meanwhile."""
+    l2 = set(powers) if l2 is None else set(l2)
     k, i, w = lattice
     keep = w > 0
     k, i, w = k[keep], i[keep], w[keep]
@@ -257,6 +321,15 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
     # largest single r plus 12 standard deviations (beyond, folding only lowers r: sound)
     lo_s = max(0.0, (min(powers) * mean - sds * math.sqrt(nmax * var)))
     j0 = int(math.floor(lo_s / dx))
+    # a lower bound on the window's size (the s- and r-ends below only grow from these, and
+    # next_fast_len(n) >= n): a window over the cap by it needs no Chernoff sizing, whose
+    # tilts x knots arrays are largest, and slowest, at the finest steps
+    r_hi = nmax * r_mean + 12.0 * math.sqrt(nmax * r_var) + float(r.max())
+    least = ((int(math.ceil((nmax * mean + sds * math.sqrt(nmax * var)) / dx)) - j0 + 1)
+             * (int(math.ceil(r_hi / dr)) + 2))
+    if least > max_bins:
+        raise MemoryError(f"two-dimensional window of at least {least} bins exceeds "
+                          f"{max_bins} bins")
     am = np.bincount(k, w)
     a_all = dx * np.arange(am.size)
     # above the window L <= S'^2 / (t (t - 1)): E[S'^2; above] <= 1e-14 t^2 costs the curve
@@ -271,7 +344,6 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
         hi_s += step
         step *= 1.25
     N1 = sfft.next_fast_len(int(math.ceil(hi_s / dx)) - j0 + 1)
-    r_hi = nmax * r_mean + 12.0 * math.sqrt(nmax * r_var) + float(r.max())
     r_charges = None
     if put:
         # the puts pay for the mass beyond the r-window (Chernoff on R'): widen the window
@@ -286,6 +358,8 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
     N2 = sfft.next_fast_len(int(math.ceil(r_hi / dr)) + 2, real=True)
     if N1 * N2 > max_bins:
         raise MemoryError(f"two-dimensional window {N1} x {N2} exceeds {max_bins} bins")
+    if size_only:
+        return N1, N2
     sd_n = math.sqrt(nmax * var)
     # the put reads the sum's lower tail, the call its upper one: a tilt at the saddle point
     # whose tilted sum has its mean z standard deviations out, z for delta_ref (a heavy-tailed
@@ -295,6 +369,35 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
     sign = -1.0 if put else 1.0
     tilts = (0.0, _saddle(a, w, nmax, nmax * mean
                           + sign * math.sqrt(2.0 * math.log(1.0 / delta_ref)) * sd_n))
+    out = {}
+    s_lo = j0 * dx * (1 + 4 * _U)
+    s_hi = (j0 + N1) * dx * (1 - 4 * _U)
+
+    def finish(n):
+        """Law n, once its last pass is summed (``done`` may then shrink it at once)."""
+        rel = max(1e-9, math.expm1(8 * _U * n * (am.size + 8)))
+        # back to window order, scaled in place (the circular arrays are not read again)
+        U = np.roll(best.pop(n), -j0, axis=0)
+        U *= 1 + rel
+        extra = {}
+        if n in l2:
+            V = np.roll(best_v.pop(n), -j0, axis=0)
+            V *= 1 + rel
+            extra = dict(V=V, sel=np.roll(sel.pop(n), -j0, axis=0), facs=facs[n],
+                         e2=[e * (1 + rel) for e in e2s[n]])
+        if put:
+            # S' >= 0: nothing lies below a window that starts at 0; R' >= N2 dr by Chernoff
+            # on the r-marginal, nothing when the window holds every R' (n max r)
+            below = charges[n].below(s_lo) if j0 > 0 else 0.0
+            beyond_r = (r_charges[n].above_mass(N2 * dr * (1 - 4 * _U))
+                        if (N2 - 1) * dr < n * float(r.max()) else 0.0)
+            out_mass = below + charges[n].above_mass(s_hi) + beyond_r
+            law = PutLaw(dx, dr, j0 * dx, U, min(out_mass * (1 + 8 * _U), 3.0), **extra)
+        else:
+            a2, a1 = charges[n].above(s_hi)
+            law = Law(dx, dr, j0 * dx, U, s_lo, charges[n].below(s_lo), a2, a1, **extra)
+        del U, extra
+        out[n] = law if done is None else done(n, law)
     best = {n: None for n in powers}
     # the l2 route: per bin the smaller computed mass, clipped at 0, and its pass
     best_v = {n: None for n in powers}
@@ -313,62 +416,66 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
         np.add.at(grid, (k % N1, i % N2), wt)
         F = sfft.rfft2(grid, workers=FFT_WORKERS)
         del grid
-        aF = np.abs(F)
         mult = np.full(F.shape[1], 2.0)
         mult[0] = 1.0
         if N2 % 2 == 0:
             mult[-1] = 1.0
-        for n, Sn, aS, err in _power_spectra(F, aF, sorted(powers), eF):
+        for n, Sn, aS, err in _power_spectra(F, np.abs(F), sorted(powers), eF):
             ebin = (float(np.sum(err * mult[None, :])) + _C_FFT * L * _U
                     * float(np.sum(aS * mult[None, :]))) / (N1 * N2)
-            res = sfft.irfft2(Sn, s=(N1, N2), workers=FFT_WORKERS)
-            del Sn
-            # the window row w sits at circular row (j0 + w) mod N1
-            res = np.roll(res, -j0, axis=0)
-            with np.errstate(over="ignore"):
-                fac = np.exp(np.minimum(n * lM - th * s_rows, 700.0))
-            over = fac >= math.exp(700.0) * 0.999
-            up = np.maximum((res + ebin) * fac[:, None], 0.0)
-            up[over] = np.inf
-            # the pass with the smaller budgeted bound, bin by bin (any choice is sound; this
-            # one keeps a tilt's huge untilting factors off the bins where it is poor)
-            better = None if best[n] is None else up < best[n]
-            best[n] = up if best[n] is None else np.where(better, up, best[n])
             # ||e||_2 of the bins' errors: the coefficients' errors through the inverse
             # transform (Parseval: ||ifft(E)||_2 = ||E||_2 / sqrt(N)) and that transform's
             # own rounding, normwise (Higham, Accuracy and Stability, Thm 24.2)
             e2 = (math.sqrt(float(np.sum(err * err * mult[None, :])))
                   + _C_FFT * L * _U * math.sqrt(float(np.sum(aS * aS * mult[None, :])))) \
                 / math.sqrt(N1 * N2) * (1 + 1e-9)
-            v = np.maximum(res * fac[:, None], 0.0)
+            del aS, err
+            res = sfft.irfft2(Sn, s=(N1, N2), workers=FFT_WORKERS)
+            del Sn
+            with np.errstate(over="ignore"):
+                fac = np.exp(np.minimum(n * lM - th * s_rows, 700.0))
+            # the window row w sits at circular row (j0 + w) mod N1: the bins stay in circular
+            # order (the factors rolled to it instead), and the laws are rolled once at the end
+            fac_c = np.roll(fac, j0)
+            over = fac_c >= math.exp(700.0) * 0.999
+            # (res + ebin) fac, clipped at 0, computed in place (the same roundings; in res
+            # itself where V is not wanted)
+            if n in l2:
+                up = res + ebin
+            else:
+                up = res
+                del res
+                up += ebin
+            up *= fac_c[:, None]
+            np.maximum(up, 0.0, out=up)
+            up[over] = np.inf
+            # the pass with the smaller budgeted bound, bin by bin (any choice is sound; this
+            # one keeps a tilt's huge untilting factors off the bins where it is poor)
+            better = None if best[n] is None else up < best[n]
+            if better is None:
+                best[n] = up
+            else:
+                np.copyto(best[n], up, where=better)
+            del up
+            if n not in l2:
+                if ti == len(tilts) - 1:
+                    finish(n)
+                continue
+            # res fac, clipped at 0, in place: res is not read again
+            v = res
+            del res
+            v *= fac_c[:, None]
+            np.maximum(v, 0.0, out=v)
             v[over] = np.inf
-            facs[n].append(np.where(over, np.inf, fac))
+            facs[n].append(np.where(np.roll(over, -j0), np.inf, fac))
             e2s[n].append(e2)
             if better is None:
                 best_v[n], sel[n] = v, np.zeros(v.shape, dtype=np.int8)
             else:
-                best_v[n] = np.where(better, v, best_v[n])
+                np.copyto(best_v[n], v, where=better)
                 sel[n][better] = ti
-            del res
-    out = {}
-    s_lo = j0 * dx * (1 + 4 * _U)
-    s_hi = (j0 + N1) * dx * (1 - 4 * _U)
-    for n in powers:
-        rel = max(1e-9, math.expm1(8 * _U * n * (am.size + 8)))
-        U = best[n] * (1 + rel)
-        if put:
-            # S' >= 0: nothing lies below a window that starts at 0; R' >= N2 dr by Chernoff
-            # on the r-marginal, nothing when the window holds every R' (n max r)
-            below = charges[n].below(s_lo) if j0 > 0 else 0.0
-            beyond_r = (r_charges[n].above_mass(N2 * dr * (1 - 4 * _U))
-                        if (N2 - 1) * dr < n * float(r.max()) else 0.0)
-            out_mass = below + charges[n].above_mass(s_hi) + beyond_r
-            out[n] = PutLaw(dx, dr, j0 * dx, U, min(out_mass * (1 + 8 * _U), 3.0),
-                            V=best_v[n] * (1 + rel), sel=sel[n], facs=facs[n],
-                            e2=[e * (1 + rel) for e in e2s[n]])
-            continue
-        a2, a1 = charges[n].above(s_hi)
-        out[n] = Law(dx, dr, j0 * dx, U, s_lo, charges[n].below(s_lo), a2, a1,
-                     V=best_v[n] * (1 + rel), sel=sel[n], facs=facs[n],
-                     e2=[e * (1 + rel) for e in e2s[n]])
-    return out
+            del v, better
+            if ti == len(tilts) - 1:
+                finish(n)
+        del F
+    return {n: out[n] for n in powers}

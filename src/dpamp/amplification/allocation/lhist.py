@@ -32,10 +32,40 @@ FLUSH = 1 << 22
 PUT_STEP = 2.0 ** -19
 
 
-def outcomes(s2, r, U, tt, up: bool):
-    """(L, mass) of the outcomes L = (s2 - r) / tt, rows x bins broadcast, with mass > 0;
-    L rounded up (``up``) or down: the subtraction's error is within u (s2 + r), each of
-    s2's and the division's within u of the result."""
+#: elements per block of :func:`outcomes` (its temporaries are a few blocks, not a window)
+BLOCK = 1 << 18
+
+
+def outcomes(s2, r, U, tt, up: bool, select=None):
+    """(L, mass) of the outcomes L = (s2 - r) / tt, rows x bins broadcast, with mass > 0
+    (and ``select(L)`` where given), in C order; L rounded up (``up``) or down: the
+    subtraction's error is within u (s2 + r), each of s2's and the division's within u of the
+    result. Computed in blocks along the first axis (every step is elementwise, so the
+    blocks' outcomes, concatenated, are the whole's); ``U`` may be a function of a slice of
+    that axis giving those rows' masses (a weight array never made whole)."""
+    shape = np.broadcast_shapes(np.shape(s2), np.shape(r),
+                                *(() if callable(U) else (np.shape(U),)))
+    if len(shape) == 0 or shape[0] <= 1:
+        return _outcomes(s2, r, U(slice(None)) if callable(U) else U, tt, up, select)
+    per_row = max(1, math.prod(shape[1:]))
+    step = max(1, BLOCK // per_row)
+
+    def rows(a, sl):
+        a = np.asarray(a)
+        return a[sl] if a.ndim == len(shape) and a.shape[0] > 1 else a
+    Ls, ms = [], []
+    for i in range(0, shape[0], step):
+        sl = slice(i, i + step)
+        L, m = _outcomes(rows(s2, sl), rows(r, sl), U(sl) if callable(U) else rows(U, sl),
+                         tt, up, select)
+        Ls.append(L)
+        ms.append(m)
+    if len(Ls) == 1:
+        return Ls[0], ms[0]
+    return np.concatenate(Ls), np.concatenate(ms)
+
+
+def _outcomes(s2, r, U, tt, up: bool, select):
     num = s2 - r
     err = 4 * _U * (np.abs(s2) + np.abs(r))
     L = (num + err) / tt if up else (num - err) / tt
@@ -44,7 +74,11 @@ def outcomes(s2, r, U, tt, up: bool):
     U = np.where(np.isnan(U), np.inf, U)
     keep = U > 0
     L = np.broadcast_to(L, keep.shape)
-    return L[keep], np.broadcast_to(U, keep.shape)[keep]
+    L, U = L[keep], np.broadcast_to(U, keep.shape)[keep]
+    if select is not None:
+        sel = select(L)
+        L, U = L[sel], U[sel]
+    return L, U
 
 
 class Calls:
@@ -56,15 +90,25 @@ class Calls:
     def __init__(self, tt: float):
         self.tt = tt
         self.J = int(math.ceil(LOG_CAP / LOG_STEP))
-        self.chunks = {LOG_STEP: [], LOG_STEP_FAR: []}  # per grid: (first index, bin sums)
-        self.buf, self.buf_n = [], 0            # outcomes not yet summed: (indices, masses)
+        self.far = []                           # beyond e^LOG_CAP: (first index, bin sums)
+        # the fine grid's bin sums (indices 0..J), chunk by chunk of FLUSH outcomes: the
+        # current chunk's, and the finished chunks' total (each chunk's sums added to it in
+        # turn, as the chunks' bin sums would be)
+        self.cur = self.tot = None
+        self.buf_n = 0                          # outcomes in the current chunk
         self.n_terms = 0
+        self.inf_mass = 0.0                     # outcomes with L' beyond 1e300
 
     def add(self, s2, r, U):
         """Outcomes at L = (s2 - r) / tt (s2, r broadcast to U's rows x bins)."""
-        L, m = outcomes(s2, r, U, self.tt, up=True)
-        sel = L > 1.0
-        L, m = np.minimum(L[sel], 1e300), m[sel]
+        # (only the outcomes with L > 1 are kept, block by block)
+        L, m = outcomes(s2, r, U, self.tt, up=True, select=lambda L: L > 1.0)
+        big = ~(L <= 1e300)
+        if big.any():
+            # no grid point bounds them: their mass makes every call +inf (a window's sums
+            # never get there; clipping them to 1e300 would have lowered them)
+            self.inf_mass += float(np.sum(m[big]))
+            L, m = L[~big], m[~big]
         if L.size == 0:
             return
         self.n_terms += L.size
@@ -73,32 +117,41 @@ class Calls:
         far = j > self.J
         if far.any():
             jf = np.ceil(np.log(L[far]) / LOG_STEP_FAR + 1e-6).astype(np.int64)
-            self.chunks[LOG_STEP_FAR].append(_binned(jf, m[far]))
+            self.far.append(_binned(jf, m[far]))
             j, m = j[~far], m[~far]
         if j.size:
-            self.buf.append((j, m))
+            if self.cur is None:
+                self.cur = np.zeros(self.J + 1)
+            # summed at once into the chunk's bins, outcome by outcome in order (the additions
+            # a bincount of the chunk's outcomes, kept until it is full, would make)
+            np.add.at(self.cur, j, m)
             self.buf_n += j.size
             if self.buf_n >= FLUSH:
                 self._flush()
 
     def _flush(self):
-        """The buffered outcomes summed into one chunk of bins (one bincount over their range:
-        a bincount per knot of the N = 1 sum would allocate its whole range each time)."""
-        if self.buf:
-            self.chunks[LOG_STEP].append(_binned(np.concatenate([b[0] for b in self.buf]),
-                                                 np.concatenate([b[1] for b in self.buf])))
-        self.buf, self.buf_n = [], 0
+        """The current chunk's bin sums added to the finished chunks' total."""
+        if self.cur is not None:
+            if self.tot is None:
+                self.tot = self.cur
+            else:
+                self.tot += self.cur
+        self.cur, self.buf_n = None, 0
 
     def finish(self, const: float = 0.0):
         self._flush()
         # a bin's sum of n terms (in chunks) is within n u of its exact sum
         grow = 1 + (self.n_terms + 8) * _U
         vs, ms = [], []
-        for step, chunks in self.chunks.items():
-            j, m_b = _combined(chunks)
+        if self.tot is None:
+            near = np.zeros(0, dtype=np.int64), np.zeros(0)
+        else:
+            occ = np.nonzero(self.tot)[0]
+            near = occ, self.tot[occ]
+        for step, (j, m_b) in ((LOG_STEP, near), (LOG_STEP_FAR, _combined(self.far))):
             vs.append(np.exp(j * step) * (1 + 4 * _U))
             ms.append(m_b * grow)
-        self.chunks = None
+        self.far = self.tot = None
         v, m_b = np.concatenate(vs), np.concatenate(ms)
         order = np.argsort(v, kind="stable")
         self.v, m_b = v[order], m_b[order]
@@ -115,6 +168,8 @@ class Calls:
 
     def top(self) -> float:
         """An upper bound on every outcome's L'."""
+        if self.inf_mass > 0:
+            return math.inf
         return float(self.v[-1]) if self.v.size else 1.0
 
     def calls(self, x: np.ndarray) -> np.ndarray:
@@ -123,7 +178,7 @@ class Calls:
         with np.errstate(invalid="ignore", over="ignore"):
             val = np.maximum(c1 - x * c0, 0.0) + (self.v.size + 8) * _U * (c1 + x * c0)
         # an inf mass above x leaves inf - inf: no bound there
-        val = np.where(np.isnan(val), np.inf, val)
+        val = np.where(np.isnan(val) | (self.inf_mass > 0), np.inf, val)
         return val + self.const
 
 
@@ -159,9 +214,7 @@ class Puts:
         self.low = 1.0                          # the smallest L' with mass
 
     def add(self, s2, r, U):
-        L, m = outcomes(s2, r, U, self.tt, up=False)
-        sel = L < 1.0 + 1e-9
-        L, m = L[sel], m[sel]
+        L, m = outcomes(s2, r, U, self.tt, up=False, select=lambda L: L < 1.0 + 1e-9)
         if L.size == 0:
             return
         self.n_terms += L.size
@@ -205,3 +258,26 @@ class Puts:
             val = val + (y * self.neg_m + self.neg_mL) * (1 + 4 * _U)
         val = np.where(np.isnan(val), np.inf, val)
         return val + y * self.const
+
+
+def body_histograms(kind, tt: float, s2, r, law) -> tuple:
+    """The body's outcomes three ways (:class:`Calls` or :class:`Puts`): masses with the
+    per-bin budget (U), without it (V), and per FFT pass the squared untilting factors of the
+    bins that took it, with that pass's l2 error bound (:mod:`.fft2`)."""
+    # each finished as soon as it is filled (its accumulators then go)
+    with_budget, without = kind(tt), kind(tt)
+    with_budget.add(s2, r, law.U)
+    with_budget.finish()
+    without.add(s2, r, law.V)
+    without.finish()
+    terms = []
+    for p, (fac, e2) in enumerate(zip(law.facs, law.e2)):
+        g = kind(tt)
+
+        def weights(sl, p=p, f=fac):
+            # made block by block of rows, as the outcomes are (:func:`outcomes`)
+            return np.where(law.sel[sl] == p, (f[sl] * f[sl])[:, None] * (1 + 4 * _U), 0.0)
+        with np.errstate(over="ignore"):
+            g.add(s2, r, weights)
+        terms.append((e2, g.finish()))
+    return with_budget, without, terms

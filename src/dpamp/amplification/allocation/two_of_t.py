@@ -67,6 +67,7 @@ a PLD of the pair needs (:mod:`.two_of_t_pld`).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -75,7 +76,7 @@ import numpy as np
 from . import grid as G
 from . import tail as T
 from .fft2 import compose2
-from .lhist import Calls, Puts
+from .lhist import Calls, Puts, body_histograms
 
 _U = 2.0 ** -53
 #: the knots' log-ratio of the two large coordinates of N = 2, and of the three of N = 3
@@ -187,45 +188,98 @@ class TwoOfT:
         return (np.concatenate([k, k]), np.concatenate([self.i0, self.i0 + 1]),
                 np.concatenate([w_lo, w_hi]))
 
+    def _powers(self) -> tuple:
+        return (self.t, self.t - 1) + ((self.t - 2,) if self.pairs else ()) \
+            + ((self.t - 3,) if self.triples else ())
+
     def laws(self):
+        """(the body's law, [(the rest's law, merged), ...] for N = 1, 2, 3), kept (the curves
+        build theirs without keeping them: :meth:`prepare`)."""
         if self._laws is None:
-            powers = (self.t, self.t - 1) + ((self.t - 2,) if self.pairs else ()) \
-                + ((self.t - 3,) if self.triples else ())
-            laws = compose2(self.lattice(), self.dx, self.dr, powers, self.delta_ref,
-                            max_bins=self.max_bins)
-            # the N = 1 (N = 2) sums read the rest's law with rows and r-bins merged
-            merged = []
-            for j, n in enumerate(powers[1:]):
-                # N = 2, 3 are rare under P (~1e-10 at sigma 1, t 1000): their rests coarser
-                g = self.rows_merge * (1, N2_MERGE, N3_MERGE)[j]
-                g_r = max(1, -(-laws[n].U.shape[1] // (R_BINS_N2 if j else R_BINS_N1)))
-                merged.append((laws[n], laws[n].merged(g, g_r)))
-            self._laws = (laws[self.t], merged)
+            self._laws = self._make_laws()
         return self._laws
+
+    def _make_laws(self, lean: bool = False):
+        """The laws of :meth:`laws`; ``lean``: each rest's law merged as soon as it is final
+        and only its :class:`_Outside` kept beside the merged copy (its window is not held
+        while the larger powers are summed)."""
+        powers = self._powers()
+
+        def merged(n, law):
+            # N = 2, 3 are rare under P (~1e-10 at sigma 1, t 1000): their rests coarser
+            j = powers.index(n) - 1
+            g = self.rows_merge * (1, N2_MERGE, N3_MERGE)[j]
+            g_r = max(1, -(-law.U.shape[1] // (R_BINS_N2 if j else R_BINS_N1)))
+            return law.merged(g, g_r)
+
+        def done(n, law):
+            return law if n == self.t else (_Outside.of(law), merged(n, law))
+        # only the body's curve reads V (the l2 route): the rests' laws carry U alone
+        laws = compose2(self.lattice(), self.dx, self.dr, powers, self.delta_ref,
+                        max_bins=self.max_bins, l2=(self.t,), done=done if lean else None)
+        if lean:
+            return laws[self.t], [laws[n] for n in powers[1:]]
+        # the N = 1 (N = 2) sums read the rest's law with rows and r-bins merged
+        return laws[self.t], [(laws[n], merged(n, laws[n])) for n in powers[1:]]
 
     def put_laws(self):
         """The sums for the puts: X's knots merged ``put_merge`` to one (a linear split: the
         put is convex in each X_i), the square split UP (split point >= a_k^2, the put is
-        non-decreasing in r), no row merge (the put of s^2 + 2 y s is not convex in s)."""
+        non-decreasing in r), no row merge (the put of s^2 + 2 y s is not convex in s).
+        Kept, as :meth:`laws`."""
         if self._put_laws is None:
-            from .fft2 import _merge_axis
-            g = self.put_merge
-            m = _merge_axis(self.m[:, None], g, 0)[:, 0]
-            dx, dr = self.dx * g, self.dr * g
-            a = dx * np.arange(m.size)
-            z = (a * a) * (1 + 4 * _U) / dr * (1 + 4 * _U)
-            i0 = np.floor(z).astype(np.int64)
-            phi = z - i0
-            k = np.arange(m.size)
-            lat = (np.concatenate([k, k]), np.concatenate([i0, i0 + 1]),
-                   np.concatenate([m * (1.0 - phi) * (1 + 4 * _U), m * phi * (1 + 4 * _U)]))
-            powers = (self.t, self.t - 1, self.t - 2) + ((self.t - 3,) if self.triples else ())
-            laws = compose2(lat, dx, dr, powers, self.delta_ref, put=True,
-                            max_bins=self.max_bins)
-            for n, law in laws.items():
-                _drop_impossible(law, n)
-            self._put_laws = tuple(laws[n] for n in powers)
+            self._put_laws = self._make_put_laws()
         return self._put_laws
+
+    def _put_lattice(self) -> tuple:
+        """(lattice, dx, dr) of the puts' sums (see :meth:`put_laws`)."""
+        from .fft2 import _merge_axis
+        g = self.put_merge
+        m = _merge_axis(self.m[:, None], g, 0)[:, 0]
+        dx, dr = self.dx * g, self.dr * g
+        a = dx * np.arange(m.size)
+        z = (a * a) * (1 + 4 * _U) / dr * (1 + 4 * _U)
+        i0 = np.floor(z).astype(np.int64)
+        phi = z - i0
+        k = np.arange(m.size)
+        lat = (np.concatenate([k, k]), np.concatenate([i0, i0 + 1]),
+               np.concatenate([m * (1.0 - phi) * (1 + 4 * _U), m * phi * (1 + 4 * _U)]))
+        return lat, dx, dr
+
+    def _put_powers(self) -> tuple:
+        return (self.t, self.t - 1, self.t - 2) + ((self.t - 3,) if self.triples else ())
+
+    def _make_put_laws(self, lean: bool = False) -> list:
+        """The laws of :meth:`put_laws`; ``lean``: each rest's as its :class:`_PutRest` as
+        soon as it is final (as :meth:`_make_laws`)."""
+        lat, dx, dr = self._put_lattice()
+        powers = self._put_powers()
+
+        def done(n, law):
+            _drop_impossible(law, n)
+            return law if not lean or n == self.t else _PutRest.of(law, self.rows_merge)
+        laws = compose2(lat, dx, dr, powers, self.delta_ref, put=True,
+                        max_bins=self.max_bins, l2=(self.t,), done=done)
+        return [laws.pop(n) for n in powers]
+
+    def check_windows(self):
+        """MemoryError where either sum's window exceeds max_bins (sizing only, no sum)."""
+        compose2(self.lattice(), self.dx, self.dr, self._powers(), self.delta_ref,
+                 max_bins=self.max_bins, size_only=True)
+        lat, dx, dr = self._put_lattice()
+        compose2(lat, dx, dr, self._put_powers(), self.delta_ref, put=True,
+                 max_bins=self.max_bins, size_only=True)
+
+    def prepare(self):
+        """Both curves' histograms, built now (after :meth:`check_windows`), the laws dropped
+        once their histogram is summed: the curves read only the histograms, and the laws
+        would otherwise hold several windows' worth of memory as long as the object lives."""
+        self.check_windows()
+        if self._call is None:
+            self._call = self._call_histogram()
+        if self._put is None:
+            self._put = self._put_histogram()
+        return self
 
     # --- the curves ----------------------------------------------------------------------
     def remove_curve(self, x: np.ndarray) -> np.ndarray:
@@ -277,12 +331,14 @@ class TwoOfT:
         the mass outside the windows as outcomes at their bound (below the s-window,
         L <= lo^2 / tt) or as a constant (above it, E[L] there), the charges)."""
         tt = float(self.t) * (self.t - 1)
-        n0, merged = self.laws()
+        n0, merged = self._laws if self._laws is not None else self._make_laws(lean=True)
+        merged = [(_Outside.of(law), m) for law, m in merged]
         n1, n1m = merged[0]
-        body = _body_histograms(Calls, tt, (n0.s_up ** 2)[:, None], n0.r_lo[None, :], n0)
+        body = body_histograms(Calls, tt, (n0.s_up ** 2)[:, None], n0.r_lo[None, :], n0)
         h = Calls(tt)
         const = self.charge_n2 + self.charge_y + n0.above_s2 / tt
         h.add(np.array([[n0.s_lo ** 2]]), np.zeros((1, 1)), np.array([[n0.below_mass]]))
+        del n0                           # the body's window: not read again
         # N = 1: t choices of the large coordinate, its law split to the knots y_j (L affine
         # in it), the rest's law with rows merged (L convex in s)
         y = self.tail.y_up
@@ -324,27 +380,65 @@ class TwoOfT:
         the rest: N = 1, 2 with the rest's rows merged down (the put is non-increasing in s,
         not convex), the charges."""
         tt = float(self.t) * (self.t - 1)
-        n0, *rests = self.put_laws()
-        body = _body_histograms(Puts, tt, (n0.s_dn ** 2)[:, None], n0.r_up[None, :], n0)
+        n0, *rests = (self._put_laws if self._put_laws is not None
+                      else self._make_put_laws(lean=True))
+        body = body_histograms(Puts, tt, (n0.s_dn ** 2)[:, None], n0.r_up[None, :], n0)
         h = Puts(tt)
         const = self.charge_q + n0.outside
+        del n0                           # the body's window: not read again
         # N = 1, N = 2: L = (s^2 + 2 j b s + j (j - 1) b^2 - r) / tt with j large coordinates
         # at b (rounded down), the rest's rows merged DOWN (the put is non-increasing in s)
         g = self.rows_merge
         yd = self.b * (1 - 8 * _U)
-        for j, law in enumerate(rests, 1):
+        for j in range(1, len(rests) + 1):
+            rest = _PutRest.of(rests[j - 1], g)
             mass = _choose(self.t, j) * self.qq ** j
-            rows = (np.arange(law.U.shape[0]) // g) * g
-            Um = np.zeros((rows[-1] // g + 1, law.U.shape[1]))
-            np.add.at(Um, rows // g, law.U)
-            Um *= 1 + (g + 4) * _U
-            s = law.s_dn[rows[::g]]
+            s = rest.s
             tw = mass * (1 + 8 * _U)
             h.add((s * s + 2.0 * j * yd * s + (j - 1) * j * yd * yd)[:, None] * (1 - 4 * _U),
-                  law.r_up[None, :], Um * tw)
-            const += tw * law.outside * (1 + 4 * _U)
+                  rest.r_up[None, :], rest.Um * tw)
+            const += tw * rest.outside * (1 + 4 * _U)
         h.finish(const * (1 + 8 * _U))
         return body + (h,)
+
+
+@dataclasses.dataclass
+class _Outside:
+    """What :func:`_large_into` reads of a rest's law beside its merged masses: the window's
+    s-range and the Chernoff charges outside it."""
+    s_lo: float
+    s_end: float             # s0 + dx rows, the window's end
+    below_mass: float
+    above_s2: float
+    above_s1: float
+
+    @staticmethod
+    def of(law):
+        if isinstance(law, _Outside):
+            return law
+        return _Outside(law.s_lo, law.s0 + law.dx * law.U.shape[0], law.below_mass,
+                        law.above_s2, law.above_s1)
+
+
+@dataclasses.dataclass
+class _PutRest:
+    """What :meth:`TwoOfT._put_histogram` reads of a rest's put law: its masses with rows
+    merged g to one DOWN (to the group's first row, whose s is the smallest), those rows' s,
+    the r-bins' ends and the mass outside the window."""
+    Um: np.ndarray
+    s: np.ndarray
+    r_up: np.ndarray
+    outside: float
+
+    @staticmethod
+    def of(law, g: int):
+        if isinstance(law, _PutRest):
+            return law
+        rows = (np.arange(law.U.shape[0]) // g) * g
+        Um = np.zeros((rows[-1] // g + 1, law.U.shape[1]))
+        np.add.at(Um, rows // g, law.U)
+        Um *= 1 + (g + 4) * _U
+        return _PutRest(Um, law.s_dn[rows[::g]], law.r_up, law.outside)
 
 
 def _large_into(h, law, merged, ww, y1, y2, t: int) -> float:
@@ -359,7 +453,7 @@ def _large_into(h, law, merged, ww, y1, y2, t: int) -> float:
         return 0.0
     tt = float(t) * (t - 1)
     s, lo = merged.s_up, law.s_lo
-    s_hi = (law.s0 + law.dx * law.U.shape[0]) * (1 - 8 * _U)
+    s_hi = law.s_end * (1 - 8 * _U)
     step = max(1, (1 << 20) // merged.U.size)
     for i in range(0, ww.size, step):
         sl = slice(i, i + step)
@@ -371,22 +465,6 @@ def _large_into(h, law, merged, ww, y1, y2, t: int) -> float:
     # a sum of ww.size terms: within (size + 8) u of its exact value
     return float(np.sum(ww * (law.above_s2 + 2.0 * y1 * law.above_s1
                               + y2 * law.above_s1 / s_hi))) / tt * (1 + (ww.size + 16) * _U)
-
-
-def _body_histograms(kind, tt: float, s2, r, law) -> tuple:
-    """The body's outcomes three ways (:class:`.lhist.Calls` or :class:`.lhist.Puts`): masses
-    with the per-bin budget (U), without it (V), and per FFT pass the squared untilting
-    factors of the bins that took it, with that pass's l2 error bound (:mod:`.fft2`)."""
-    with_budget, without = kind(tt), kind(tt)
-    with_budget.add(s2, r, law.U)
-    without.add(s2, r, law.V)
-    terms = []
-    for p, (fac, e2) in enumerate(zip(law.facs, law.e2)):
-        g = kind(tt)
-        with np.errstate(over="ignore"):
-            g.add(s2, r, np.where(law.sel == p, (fac * fac)[:, None] * (1 + 4 * _U), 0.0))
-        terms.append((e2, g.finish()))
-    return with_budget.finish(), without.finish(), terms
 
 
 def _drop_impossible(law, n: int):
@@ -401,5 +479,6 @@ def _drop_impossible(law, n: int):
     cap = (s * s * (1 + 1e-9) + n * law.dr) * (1 + 1e-9) + law.dr
     out = r[None, :] > cap[:, None]
     law.U[out] = 0.0
-    law.V[out] = 0.0
-    law.sel[out] = -1
+    if law.V is not None:
+        law.V[out] = 0.0
+        law.sel[out] = -1

@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from ...core._once import OnceCache
 from . import tail as T
 
 _U = 2.0 ** -53
@@ -150,40 +151,58 @@ def body_ends(loss, t: int) -> tuple:
 
 
 class Grid:
-    """The :class:`.two_of_t.TwoOfT` of one base and t, one per X-step, cached."""
+    """The :class:`.two_of_t.TwoOfT` of one base and t, one per X-step, cached.
+
+    Keyed by the step actually taken (after doublings): the two directions of a query ask for
+    steps h and COARSE h on two threads, and where the window cap doubles both to the same
+    step (sigma 0.5, t 1000) they share one object; a step being built by one thread is
+    waited for by the other rather than built twice (the same arguments give the same
+    object, so whichever builds it, every number is the same)."""
+
+    #: built objects kept (each holds only its two histograms: :meth:`.two_of_t.TwoOfT.prepare`)
+    KEEP = 3
 
     def __init__(self, loss, t: int):
         self.loss, self.t = loss, t
         self.b, self.triples = body_ends(loss, t)
         self.r_per_s = R_PER_S_HEAVY if self.b >= B_HEAVY else R_PER_S
-        self._cache: dict = {}
+        # step -> its TwoOfT, or None where the windows do not fit at that step (remembered
+        # at no cost: only the built objects count towards KEEP)
+        self._steps = OnceCache(self.KEEP, counted=lambda m: m is not None)
 
     def for_step(self, h: float):
-        from .two_of_t import TwoOfT
         dx = C_DX * h * math.sqrt(self.t)
-        hit = self._cache.get(dx)
-        if hit is not None:
-            return hit
         step = dx
-        put_merge = PUT_MERGE if self.t >= PUT_MERGE_T else 1
         for _ in range(12):
-            m = TwoOfT(self.loss, self.t, dx=step, b=self.b, dr=self.r_per_s * self.t * step,
-                       log_r=LOG_R, rows_merge=16,
-                       put_merge=put_merge,
-                       triples=self.triples,
-                       max_bins=ENGINE_BINS)
-            try:
-                m.laws()
-                m.put_laws()
-                break
-            except MemoryError:
-                step *= 2.0
-        else:
-            raise MemoryError("2-out-of-t allocation: no two-dimensional window fits")
-        if len(self._cache) > 2:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[dx] = m
-        return m
+            m = self._at(step)
+            if m is not None:
+                return m
+            step *= 2.0
+        raise MemoryError("2-out-of-t allocation: no two-dimensional window fits")
+
+    def _at(self, step: float):
+        """The prepared TwoOfT at this step, or None where its windows exceed ENGINE_BINS:
+        built by the first caller, waited for by any other meanwhile (core._once)."""
+        try:
+            return self._steps.get(step, lambda: self._build(step))
+        except MemoryError:
+            # an allocation that failed (not a window over the cap): this step is skipped
+            # now, as one that does not fit, but not remembered as such
+            return None
+
+    def _build(self, step: float):
+        from .two_of_t import TwoOfT
+        put_merge = PUT_MERGE if self.t >= PUT_MERGE_T else 1
+        m = TwoOfT(self.loss, self.t, dx=step, b=self.b, dr=self.r_per_s * self.t * step,
+                   log_r=LOG_R, rows_merge=16,
+                   put_merge=put_merge,
+                   triples=self.triples,
+                   max_bins=ENGINE_BINS)
+        try:
+            m.check_windows()
+        except MemoryError:
+            return None
+        return m.prepare()
 
 
 class TwoOfTSource:
