@@ -16,6 +16,7 @@ from scipy.special import ndtr
 import dpamp as dp
 from dpamp.amplification.allocation import pld as A
 from dpamp.amplification.allocation import tail as T
+from dpamp.amplification.allocation.chords import chord_points, chords
 from dpamp.pld.loss import gaussian
 
 
@@ -286,7 +287,7 @@ def test_dense_points_take_chords_above_the_exact_pair_t2():
     dx = ep.dx_for(0.005)
     r = ep.compute(dx)
     xs = np.exp(np.arange(0.0, 1.2, 1e-4))             # ~12 points per CHORD_LOG_STEP
-    assert T._chord_points(xs) is not None and T._chord_points(xs).size < xs.size / 8
+    assert chord_points(xs, T.CHORD_LOG_STEP) is not None and chord_points(xs, T.CHORD_LOG_STEP).size < xs.size / 8
     up = ep.upper_curve(dx, True, xs)
     every = T._upper_tail_at(xs, 2, r["tail"], r["callR"])
     chords = T.upper_tail(xs, 2, r["tail"], r["callR"])
@@ -304,8 +305,8 @@ def test_chords_bound_a_convex_function(hinges, step):
     are at least the function at every point between."""
     x = np.exp(np.arange(0.0, 3.0, step))
     f = np.exp(x / 20.0) + sum(w * np.maximum(x - c, 0.0) for c, w in hinges)
-    at = T._chord_points(x)
+    at = chord_points(x, T.CHORD_LOG_STEP)
     if at is None:
         return
-    out = T._chords(x, at, f[at])
+    out = chords(x, at, f[at])
     assert np.all(out >= f), float(np.max(f - out))

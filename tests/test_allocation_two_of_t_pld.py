@@ -385,3 +385,19 @@ def test_composed_curve_of_two_gaussians_is_the_closed_form_from_above():
         e = i * h
         exact = norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2)
         assert exact <= curve[i] <= exact * (1 + 1e-5)
+
+
+def test_coarse_curve_by_chords_stays_above_the_closed_form():
+    """A grid of more points than the direct convolution takes: the curve on a coarser grid and
+    chords between its points (the curve is convex in x), above the exact Gaussian mu =
+    sqrt(2) curve at every fine point, and close to it."""
+    from scipy.stats import norm
+    g = loss_distribution(dp.Gaussian(1.0))
+    h, n = 2e-4, 12001
+    curve = P.coarse_curve(lambda hc, lo, hi, nc: P.composed_curve([(g, 2)], hc, lo, hi, nc),
+                           h, -30000, 30000, n, points=6001)
+    mu = math.sqrt(2.0)
+    e = h * np.arange(n)
+    exact = norm.cdf(-e / mu + mu / 2) - np.exp(e) * norm.cdf(-e / mu - mu / 2)
+    assert np.all(exact <= curve)
+    assert np.all(curve <= exact * (1 + 1e-4) + 1e-12)

@@ -63,6 +63,7 @@ import math
 
 import numpy as np
 
+from .chords import chord_points, chords
 from .grid import FUNC_ULPS, add_atoms
 
 _U = 2.0 ** -53
@@ -257,38 +258,10 @@ def upper_tail(x: np.ndarray, t: int, tail: Tail, C: CallR) -> np.ndarray:
     bound: the sums cost (points) x (knots in a band), and a plan whose grid is set by other
     parts asked ~17000 points of ~20000 knots each."""
     x = np.asarray(x, dtype=float)
-    at = _chord_points(x)
+    at = chord_points(x, CHORD_LOG_STEP)
     if at is None:
         return _upper_tail_at(x, t, tail, C)
-    return _chords(x, at, _upper_tail_at(x[at], t, tail, C))
-
-
-def _chord_points(x: np.ndarray):
-    """Indices of increasing positive ``x`` at least CHORD_LOG_STEP apart in log x, the first
-    and last included; None where that would not halve the points (or x is not increasing)."""
-    n = x.size
-    if n < 8 or not (x[0] > 0 and np.all(np.diff(x) > 0)):
-        return None
-    lx = np.log(x)
-    k = int(math.ceil((lx[-1] - lx[0]) / CHORD_LOG_STEP))
-    if 2 * (k + 2) > n:
-        return None
-    at = np.searchsorted(lx, lx[0] + CHORD_LOG_STEP * np.arange(k + 1), side="left")
-    return np.unique(np.concatenate([[0], np.minimum(at, n - 1), [n - 1]]))
-
-
-def _chords(x: np.ndarray, at: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """At every x, the chord through (x[at], u) of the two evaluated points around it (u >= 0
-    bounds a convex function at x[at], so the chord bounds it in between). The chord's value
-    lies between its ends: rounding w and the products costs at most 4 ulps of the larger end,
-    charged."""
-    xa = x[at]
-    j = np.clip(np.searchsorted(xa, x, side="right") - 1, 0, at.size - 2)
-    a, b = u[j], u[j + 1]
-    w = np.clip((x - xa[j]) / (xa[j + 1] - xa[j]), 0.0, 1.0)
-    out = (a + w * (b - a) + 4 * _U * np.maximum(a, b)) * (1 + 2 * _U)
-    out[at] = u                                   # the evaluated points keep their bounds
-    return out
+    return chords(x, at, _upper_tail_at(x[at], t, tail, C))
 
 
 def _upper_tail_at(x: np.ndarray, t: int, tail: Tail, C: CallR) -> np.ndarray:
