@@ -79,6 +79,7 @@ from scipy.special import gammaln, log_ndtr
 from ...core import _validate as V
 from ...core._rounding import ulps_up
 from ...core.relations import Relation
+from .grid import FUNC_ULPS
 
 #: the largest integer order whose remove-direction moment is summed exactly (O(N^2 log t) work);
 #: above it only the base's curve bounds the RDP
@@ -139,13 +140,18 @@ def remove_log_moments(mu: float, m: int, top: int) -> np.ndarray:
     M_m(n) = n! m^{-n} [x^n] F(x)^m with F(x) = sum_j exp(j (j-1) mu^2/2) x^j / j!.
     Exact up to the rounding bound that is added."""
     j = np.arange(top + 1, dtype=float)
-    log_f = j * (j - 1) * (0.5 * mu * mu) - gammaln(j + 1)
-    # each log-coefficient of F is accurate to a few ulps of its magnitude
-    f_err = 4 * _U * float(np.max(np.abs(log_f)) + 1)
+    quad = j * (j - 1) * (0.5 * mu * mu)
+    lg = gammaln(j + 1)
+    log_f = quad - lg
+    # each log-coefficient of F: gammaln to FUNC_ULPS ulps (scipy's special functions, as the
+    # allocation grids take them), the product and the difference to a few ulps of their
+    # terms, which may nearly cancel (j (j - 1) mu^2 / 2 against log j!: measured in the
+    # thousands where log_f is a few units)
+    f_err = float(np.max(FUNC_ULPS * _U * lg + 4 * _U * (quad + np.abs(log_f)))) + 4 * _U
     log_pow, err = _log_power(log_f, m)
     err += m * f_err
-    out = gammaln(j + 1) - j * math.log(m) + log_pow
-    out_err = err + 4 * _U * (np.abs(gammaln(j + 1)) + j * math.log(m) + np.abs(log_pow))
+    out = lg - j * math.log(m) + log_pow
+    out_err = err + FUNC_ULPS * _U * lg + 4 * _U * (lg + j * math.log(m) + np.abs(log_pow))
     res = out + out_err
     res[:2] = 0.0  # M(0) = M(1) = 1 exactly (E_Q of a likelihood ratio)
     return res
