@@ -42,7 +42,8 @@ is refined (the block bound does not).
    moments), and L <= S'^2 / (t (t - 1)).
 5. *N = 1.* L = (Y S_r + e_2(rest)) / C(t, 2) is affine in the large coordinate Y: its law on
    (b, Y_max] is split to the ends of a geometric grid (:func:`.tail.tail_cells`), and
-   Y > Y_max charged with 2 P0[X > Y_max] + (t - 2) Q0[X > Y_max]; given Y = y the rest's
+   Y > Y_max charged with 2 P0[X > Y_max] + 2 (t - 1) Q0[X > Y_max] (twice the tail's
+   ``beyond``: more than the 2 P0 + (t - 2) Q0 two P0-coordinates need); given Y = y the rest's
    (S_r, R_r) law (t - 1 body coordinates) is spread and composed as above, and the curve
    E[((s^2 + 2 y s - r) / (t (t - 1)) - x)_+] is convex in s and in r, so merging rows and
    r-bins by linear splits (the bins of a coarser lattice) raises it too. *N = 2* likewise:
