@@ -295,13 +295,15 @@ def lowered_masses(c: Cells) -> np.ndarray:
         e[K - 1] = max(e[K - 1], dx * qq[K - 1])
         cap = np.maximum(v - dv - (v[0] + dv[0]) + M * a, 0.0)
         cap[K] = 0.0
-        # cell 0: the chord from (a_0, C(a_0)) is below C if it is below the tangent at a_0,
-        # of slope -Q0[X > 0] >= -Qpos; what the cap does not allow is taken from knot 0 (a
-        # rounding-level amount: Qpos and M differ by the mass at 0 and rounding only)
+        # cell 0: a segment from (a_0, C(a_0) or lower) is below C if its end at a_1 is below
+        # the tangent at a_0, of slope -Q0[X > 0] >= -Qpos: knot 1 is lowered that far even
+        # where the cap is less (by a rounding-level amount: Qpos and M differ by the mass at
+        # 0 and the error bounds only); the safety net below then lowers knot 0 so that the
+        # polygon leaves a_0 no steeper than -M (any lowering keeps it below C)
         tangent = v[1] + dv[1] - (v[0] - dv[0]) + Qpos * dx
-        e[0] = max(tangent - cap[1], 0.0)
-        e[1] = min(max(g[1], tangent), cap[1])
+        e[1] = g[1]                     # (cell 0 needs the tangent only, cell 1 dx q_1 / 4)
         e[1:] = np.minimum(e[1:], cap[1:])
+        e[1] = max(e[1], tangent)
         for _ in range(64):
             short = need - np.sqrt(e[:-1]) - np.sqrt(e[1:])
             bad = np.nonzero(short > 1e-12 * need)[0]
