@@ -326,7 +326,8 @@ def atoms_pair(a: np.ndarray, b: np.ndarray, name: str):
     # reads both: lower it by 4 ulps-of-log, and make b consistent with it (b' = a e^-loss
     # >= b), so each atom's term (a - x b')_+ <= (a - x b)_+
     fin = np.isfinite(loss)
-    loss = np.where(fin, loss - 8 * _U * (np.abs(loss) + 1.0), loss)
+    with np.errstate(invalid="ignore"):                  # (inf - inf where not used)
+        loss = np.where(fin, loss - 8 * _U * (np.abs(loss) + 1.0), loss)
     with np.errstate(over="ignore"):
         b = np.where(fin, np.maximum(b, a * np.exp(-loss) * (1 + 4 * _U)), 0.0)
     order = np.argsort(loss)

@@ -413,6 +413,12 @@ class _Epoch:
             if p_inf > 0:
                 loss = np.concatenate([loss, [np.inf]])
                 p, q = np.concatenate([p, [p_inf]]), np.concatenate([q, [0.0]])
+        # the atoms' labels log(s / t) and their Q-masses made consistent (a label lowered a
+        # few ulps, its Q-mass raised to match: lower_k.atoms_pair)
+        from .lower_k import atoms_pair
+        pair = atoms_pair(p, q, f"allocation-lower({t})")
+        if pair is not None:
+            return pair
         order = np.argsort(loss)
         return LossDistribution(loss[order], p[order], q[order], name=f"allocation-lower({t})")
 
