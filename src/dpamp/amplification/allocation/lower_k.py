@@ -102,7 +102,7 @@ def allocation_parts_lower(base, k: int, t: int, blocks):
     return [(UpperOnly(src), c) for src, c in blocks] + [(TLowerSource(_tpair(base, k, t)), 1)]
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)
 def _tpair(base, k: int, t: int) -> _TPair:
     from ...pld.sources import loss_distribution
     from .lower_split import chosen_pair

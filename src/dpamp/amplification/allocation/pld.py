@@ -123,14 +123,17 @@ def allocation_parts(base, k: int, t: int):
     return out
 
 
-@functools.lru_cache(maxsize=16)
+# (a plan uses one or two of each; the bounds keep a long sweep's process from holding every
+# plan's arrays: at 16 and 64, 24 plans of k 2..10 grew it to 2.8 GB and on; at 4 and 8 it
+# levels off at 1.8 GB RSS from the 20th plan of 36)
+@functools.lru_cache(maxsize=4)
 def _two_grid(base, t: int):
     from ...pld.sources import loss_distribution
     from .two_of_t_pld import Grid
     return Grid(loss_distribution(base), t)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def _epoch(base, t: int) -> "_Epoch":
     from ...pld.sources import loss_distribution
     return _Epoch(loss_distribution(base), t)
