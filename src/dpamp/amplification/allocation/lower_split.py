@@ -211,6 +211,9 @@ class PerDirection:
     def dx_for(self, h: float) -> float:
         return self.by[True].dx_for(h)
 
+    def sizing_dy(self) -> float:
+        return self.by[True].sizing_dy()
+
     def pair_fitting(self, dy: float, remove: bool):
         return self.by[remove].pair_fitting(dy, remove)
 
