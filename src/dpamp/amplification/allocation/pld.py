@@ -123,9 +123,8 @@ def allocation_parts(base, k: int, t: int):
     return out
 
 
-# (a plan uses one or two of each; the bounds keep a long sweep's process from holding every
-# plan's arrays: at 16 and 64, 24 plans of k 2..10 grew it to 2.8 GB and on; at 4 and 8 it
-# levels off at 1.8 GB RSS from the 20th plan of 36)
+# (a plan uses one or two of each: at 16 and 64, 24 plans of k 2..10 grew one process to 2.8
+# GB and on; at 4 and 8 it levels off at 1.8 GB from the 20th plan of 36)
 @functools.lru_cache(maxsize=4)
 def _two_grid(base, t: int):
     from ...pld.sources import loss_distribution
@@ -408,9 +407,8 @@ class _Epoch:
                 p = np.concatenate([p, [m1]])
                 q = np.concatenate([q, [m1 * s1 / t * (1 + 4 * _U)]])
         if remove:
-            # P0[l = +inf]: the record's step lands where Q0 has no mass, under P with that
-            # probability and under Q never (the statistic reports it as +inf; its other
-            # atoms hold only the finite part's P-mass, E_Q0[X] = 1 - P0[l = +inf])
+            # P0[l = +inf]: the record's step lands where Q0 has no mass (the statistic reports
+            # +inf; the other atoms hold the finite part's P-mass, E_Q0[X] = 1 - P0[l = +inf])
             li = self.loss.atom_loss == np.inf
             p_inf = float(np.sum(self.loss.atom_p[li])) * (1 - (int(li.sum()) + 4) * _U)
             if p_inf > 0:
