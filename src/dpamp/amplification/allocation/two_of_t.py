@@ -272,10 +272,11 @@ class TwoOfT:
                  max_bins=self.max_bins, size_only=True)
 
     def prepare(self):
-        """Both curves' histograms, built now (after :meth:`check_windows`), the laws dropped
-        once their histogram is summed: the curves read only the histograms, and the laws
-        would otherwise hold several windows' worth of memory as long as the object lives."""
-        self.check_windows()
+        """Both curves' histograms, built now, the laws dropped once their histogram is
+        summed: the curves read only the histograms, and the laws would otherwise hold several
+        windows' worth of memory as long as the object lives. (Call :meth:`check_windows`
+        first, as :class:`.two_of_t_pld.Grid` does: neither sum is started where one does
+        not fit.)"""
         if self._call is None:
             self._call = self._call_histogram()
         if self._put is None:
