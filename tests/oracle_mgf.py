@@ -896,7 +896,9 @@ class _Evaluator:
                 if env_last is None:
                     env_last, rate_last = env[-1], rate[-1]
                 for i in np.nonzero(ok)[0]:
-                    T_nodes.append(nt[i]); W_nodes.append(nw[i]); LM.append(lm[i])
+                    T_nodes.append(nt[i])
+                    W_nodes.append(nw[i])
+                    LM.append(lm[i])
                     FAC.append(fac[i])
                 res += float(np.sum(halves[ok]))
                 bad = ~ok

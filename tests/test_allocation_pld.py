@@ -1,9 +1,7 @@
 """Random allocation (one epoch of k-out-of-t) through certified PLD bounds: exact cases, a brute
 force on tiny t, properties, and the API around it (schemes, Allocated, JSON)."""
-from fractions import Fraction
 import math
 
-import numpy as np
 import pytest
 
 import dpamp as dp
