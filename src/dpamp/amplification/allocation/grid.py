@@ -289,11 +289,19 @@ def lowered_masses(c: Cells) -> np.ndarray:
     # (``cap``: the mass at a_0 stays >= 0); a capped knot's cell is covered from its other end.
     g = 0.25 * dx * qq
     need = np.sqrt(dx * qq)
+    # a knot is lowered by at most its value: the polygon cannot go below 0 (w >= 0 below), so
+    # a knot with C(a_k) < e_k is lowered by C(a_k) only. The cover condition of each cell is
+    # on these effective lowerings; a cell whose left knot is at 0 is covered (the polygon is 0
+    # on it, C >= 0). An (epsilon, delta) base under add has most of Y's mass in one cell just
+    # below the top knot, where C is tiny: read off e instead, the lowered chord rose above C
+    # there (a lower bound 1.6 % above the true epsilon).
+    to_zero = np.maximum(v - dv - 16 * _U * v, 0.0)
     e = np.zeros(K + 1)
     if K >= 2:
         e[1:K] = np.maximum(g[:-1], g[1:])
         e[K - 1] = max(e[K - 1], dx * qq[K - 1])
         cap = np.maximum(v - dv - (v[0] + dv[0]) + M * a, 0.0)
+        cap = np.minimum(cap, to_zero)
         cap[K] = 0.0
         # cell 0: a segment from (a_0, C(a_0) or lower) is below C if its end at a_1 is below
         # the tangent at a_0, of slope -Q0[X > 0] >= -Qpos: knot 1 is lowered that far even
@@ -304,20 +312,7 @@ def lowered_masses(c: Cells) -> np.ndarray:
         e[1] = g[1]                     # (cell 0 needs the tangent only, cell 1 dx q_1 / 4)
         e[1:] = np.minimum(e[1:], cap[1:])
         e[1] = max(e[1], tangent)
-        for _ in range(64):
-            short = need - np.sqrt(e[:-1]) - np.sqrt(e[1:])
-            bad = np.nonzero(short > 1e-12 * need)[0]
-            bad = bad[bad > 0]
-            if bad.size == 0:
-                break
-            want = (need[bad] - np.sqrt(e[bad])) ** 2 * (1 + 1e-9)
-            right = np.minimum(np.maximum(e[bad + 1], want), cap[bad + 1])
-            e[bad + 1] = np.maximum(e[bad + 1], right)
-            still = need[bad] - np.sqrt(e[bad]) - np.sqrt(e[bad + 1]) > 1e-12 * need[bad]
-            # neither end can take it within the caps: lower the left end beyond its cap (the
-            # safety net below keeps the mass at a_0 >= 0 by lowering knot 0 if it must)
-            lb = bad[still]
-            e[lb] = np.maximum(e[lb], (need[lb] - np.sqrt(e[lb + 1])) ** 2 * (1 + 1e-9))
+        _cover(e, need, cap, to_zero)
     w = np.maximum(v - e - dv - 16 * _U * v, 0.0)
     w[K] = 0.0
     if K < 2:
@@ -336,6 +331,29 @@ def lowered_masses(c: Cells) -> np.ndarray:
     err = 8 * _U * (np.abs(s_full[1:]) + np.abs(s_full[:-1])) \
         + 8 * _U * (np.abs(np.concatenate([wh, [0.0]])[1:]) + wh) / dx
     return np.maximum(m - err, 0.0)
+
+
+def _cover(e, need, cap, to_zero):
+    """Raise the lowerings e (in place) until every cell c >= 1 is covered: its lowered chord
+    below C, i.e. sqrt(f_c) + sqrt(f_{c+1}) >= need_c for the effective lowerings f = min(e,
+    to_zero), or its left knot at 0 (e_c >= to_zero_c). The right end takes what its cap
+    allows; the left end the rest, beyond its cap (the safety net of :func:`lowered_masses`
+    keeps the mass at a_0 >= 0). Raising e never uncovers a cell, so one pass suffices; the
+    check after it is the proof's condition, asserted."""
+    for _ in range(2):
+        f = np.minimum(e, to_zero)
+        short = need - np.sqrt(f[:-1]) - np.sqrt(f[1:])
+        bad = np.nonzero((short > 1e-12 * need) & (e[:-1] < to_zero[:-1]))[0]
+        bad = bad[bad > 0]
+        if bad.size == 0:
+            return
+        want = (need[bad] - np.sqrt(f[bad])) ** 2 * (1 + 1e-9)
+        e[bad + 1] = np.maximum(e[bad + 1], np.minimum(want, cap[bad + 1]))
+        f = np.minimum(e, to_zero)
+        still = need[bad] - np.sqrt(f[bad]) - np.sqrt(f[bad + 1]) > 1e-12 * need[bad]
+        lb = bad[still]
+        e[lb] = np.maximum(e[lb], (need[lb] - np.sqrt(f[lb + 1])) ** 2 * (1 + 1e-9))
+    raise AssertionError("lowered_masses: a cell's chord is not covered")
 
 
 def _suffix(x: np.ndarray, strict: bool = False) -> np.ndarray:
