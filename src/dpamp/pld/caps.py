@@ -20,42 +20,62 @@ _MARGIN = 1e-12
 
 def atomic_cap(dirs, delta: float) -> float:
     """An upper bound on epsilon(delta) for compositions whose every part is purely atomic
-    (randomized response, pure DP, (eps, delta) parts, their subsampled versions), both
-    directions: the sum of the parts' largest finite losses (count times each, summed exactly
-    and rounded up; the losses of subsampled atoms, which are rounded, 1e-12 up), when delta is
-    at least the composed mass at +inf, 1 - prod (1 - a_j)^{c_j}; inf otherwise."""
-    cap = 0.0
-    for parts in dirs:
-        terms, log_keep, exact_keep, steps = [], 0.0, Fraction(1), 0
-        for src, c in parts:
-            loss = getattr(src, "atom_loss", None)
-            if loss is None or getattr(src, "cdf", 1) is not None:
-                return math.inf
-            p = np.asarray(src.atom_p, dtype=float)
-            fin = np.isfinite(loss) & (p > 0)
-            top = float(loss[fin].max()) if fin.any() else 0.0
-            a = float(p[loss == np.inf].sum())
-            if not str(getattr(src, "name", "")).startswith("eps_delta"):
-                # a rounded transformation of the atoms (subsampling): losses and the mass at
-                # +inf (q delta, rounded to nearest) moved outwards
-                top = top + _MARGIN * abs(top)
-                a = a * (1.0 + 4 * 2.0 ** -53)
-            terms.append((c, max(top, 0.0)))
-            if a >= 1.0:
-                return math.inf
-            steps += c
-            log_keep += c * math.log1p(-a)
-            if steps <= EXACT_STEPS:
-                exact_keep *= (1 - Fraction(a)) ** c
+    (randomized response, pure DP, (eps, delta) parts, their subsampled versions, enumerated
+    random allocation), both directions: the largest of :func:`atomic_caps`."""
+    return max(atomic_caps(dirs, delta))
+
+
+def atomic_caps(dirs, delta: float) -> list[float]:
+    """Per direction, an upper bound on its epsilon(delta): the sum of the parts' largest
+    finite losses (count times each, summed exactly and rounded up; the losses of subsampled
+    atoms, which are rounded, 1e-12 up), when delta is at least the composed mass at +inf,
+    1 - prod (1 - a_j)^{c_j}; inf otherwise. A part may state its own (top, a), both from
+    above (``cap_terms``)."""
+    return [_direction_cap(parts, delta) for parts in dirs]
+
+
+def _terms(src):
+    """(largest finite loss, mass at +inf) of a part, from above, or None (not atomic)."""
+    own = getattr(src, "cap_terms", None)
+    if own is not None:
+        return own()
+    loss = getattr(src, "atom_loss", None)
+    if loss is None or getattr(src, "cdf", 1) is not None:
+        return None
+    p = np.asarray(src.atom_p, dtype=float)
+    fin = np.isfinite(loss) & (p > 0)
+    top = float(loss[fin].max()) if fin.any() else 0.0
+    a = float(p[loss == np.inf].sum())
+    if not str(getattr(src, "name", "")).startswith("eps_delta"):
+        # a rounded transformation of the atoms (subsampling): losses and the mass at
+        # +inf (q delta, rounded to nearest) moved outwards
+        top = top + _MARGIN * abs(top)
+        a = a * (1.0 + 4 * 2.0 ** -53)
+    return top, a
+
+
+def _direction_cap(parts, delta: float) -> float:
+    terms, log_keep, exact_keep, steps = [], 0.0, Fraction(1), 0
+    for src, c in parts:
+        ta = _terms(src)
+        if ta is None:
+            return math.inf
+        top, a = ta
+        terms.append((c, max(top, 0.0)))
+        if a >= 1.0:
+            return math.inf
+        steps += c
+        log_keep += c * math.log1p(-a)
         if steps <= EXACT_STEPS:
-            if Fraction(delta) < 1 - exact_keep:
-                return math.inf
-        else:
-            # each log1p and product term is within an ulp or two: a relative error of the
-            # sum of ~ steps u, which moves 1 - e^x by |x| e^x / (1 - e^x) times as much
-            inf_mass = -math.expm1(log_keep)
-            spread = max(1.0, abs(log_keep) / max(inf_mass, 1e-300))
-            if delta < inf_mass * (1 + (_MARGIN + 8 * steps * 2.0 ** -53) * spread) + 1e-300:
-                return math.inf
-        cap = max(cap, weighted_sum_up(terms))
-    return cap
+            exact_keep *= (1 - Fraction(a)) ** c
+    if steps <= EXACT_STEPS:
+        if Fraction(delta) < 1 - exact_keep:
+            return math.inf
+    else:
+        # each log1p and product term is within an ulp or two: a relative error of the
+        # sum of ~ steps u, which moves 1 - e^x by |x| e^x / (1 - e^x) times as much
+        inf_mass = -math.expm1(log_keep)
+        spread = max(1.0, abs(log_keep) / max(inf_mass, 1e-300))
+        if delta < inf_mass * (1 + (_MARGIN + 8 * steps * 2.0 ** -53) * spread) + 1e-300:
+            return math.inf
+    return weighted_sum_up(terms)
