@@ -5,7 +5,8 @@
     dpamp.pld.pld_profile(x, eps_array)       # privacy profile of any composition (upper bound)
 """
 from .loss import LossDistribution
-from .query import Bracket, delta_bracket, epsilon_bracket, pld_profile, pld_profile_bounds
+from .profile import pld_profile, pld_profile_bounds
+from .query import Bracket, delta_bracket, epsilon_bracket
 from .sources import has_pld, loss_distribution
 
 __all__ = ["LossDistribution", "Bracket", "delta_bracket", "epsilon_bracket", "pld_profile",

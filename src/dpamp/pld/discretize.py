@@ -282,6 +282,12 @@ def _hull_masses(fwd: _Half, rev: _Half, g0: float, h: float, lower: np.ndarray,
             if jump0 > -1e-12:
                 jump0 = 0.0
                 break
+            if jump0 > -1e-6 * p_tot:
+                # the polygon through the floors lies below the curve whatever the kink; a
+                # rounding-sized negative mass at x = 1 (slopes of values over a short reach,
+                # e.g. 1e-11 at reach 1e-4) is left for _cancel_negatives, which moves it
+                # down to a lower loss (the curve only falls)
+                break
             raise ArithmeticError("optimistic discretisation: no convex polygon at 0")
         # lowering g0 by d raises each first hull slope (a minimum over the knots of the slope
         # from x = 1) by at most d / (its reach): jump0 is concave and increasing in the

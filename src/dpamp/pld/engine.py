@@ -247,11 +247,14 @@ def tilt_cap(pparts):
 
 
 def compose(parts: list[PartPMF], h: float, lam: float, kinds=(True, False),
-            target: tuple[float, float] = (0.0, -12.0)):
+            target: tuple[float, float] = (0.0, -12.0), max_n: int = MAX_N):
     """Compose the parts (one direction) for each kind (True: upper, False: lower), tilted by
     lam. ``target`` = (eps, log delta) near which the answer is expected: it sizes the window so
-    that the mass that may wrap around costs <= 1e-9 of delta there. Returns {kind: GridPMF}."""
-    return {upper: _compose_kind(parts, h, lam, upper, target) for upper in kinds}
+    that the mass that may wrap around costs <= 1e-9 of delta there. MemoryError, before any
+    allocation, where the window exceeds ``max_n`` bins (at most MAX_N). Returns {kind:
+    GridPMF}."""
+    return {upper: _compose_kind(parts, h, lam, upper, target, min(max_n, MAX_N))
+            for upper in kinds}
 
 
 def _tilted(parts, h, lam, upper):
@@ -305,17 +308,51 @@ def _spectra(parts, ws, lMs, N):
         yield from sfft.rfft(arr, axis=1, workers=FFT_WORKERS)
 
 
-def _compose_kind(parts, h, lam, upper, target):
+def _single(part, h, upper):
+    """A lone part composed once: its own PMF on the bins t >= 0, no transform and so no
+    transform error (an epoch enumerated exactly has a few spread atoms, where the FFT's
+    error budget would decide the bracket). The lower PMF keeps its signed values with its
+    clipped slack charged, and both carry the mass margin of :func:`_compose_kind`."""
+    m = part.mass(upper)
+    start = max(part.d.jlo, 0)
+    mass = np.array(m[start - part.d.jlo:], dtype=float)
+    rel = mass_margin([part], h)
+    slack = 0.0 if upper else part.d.lower_slack * max(1.0, float(np.sum(np.abs(m))))
+    if upper:
+        mass = np.maximum(mass, 0.0) * (1 + rel)
+        inf = min(part.inf(upper) * (1 + rel) * (1 + 4 * _U), 1.0)
+    else:
+        mass = mass * max(1 - rel, 0.0)
+        inf = part.inf(upper) * max(1 - rel, 0.0)
+    # the bins' losses j h are within an ulp or two of the atoms' real losses (an atom on a
+    # knot, e.g. Laplace's 1/3, may sit a rounding below it); moving mass m by dt moves delta
+    # by at most m dt: 8 u max(|t|, 1) per unit of mass, charged to every suffix and to the
+    # one that starts just above it (delta at eps = t_j reads the suffix from bin j + 1)
+    t_abs = np.maximum(np.abs(h * (start + np.arange(mass.size))), 1.0)
+    move = 8 * _U * np.abs(mass) * t_abs
+    suffix = np.concatenate([np.cumsum(move[::-1])[::-1], [0.0]])
+    err = slack + np.concatenate([suffix[:1], suffix[:-1]])
+    out = GridPMF(h, start, mass, inf, err, upper)
+    out.bin_err = slack + move
+    return out
+
+
+def _compose_kind(parts, h, lam, upper, target, max_n=MAX_N):
+    if len(parts) == 1 and parts[0].count == 1 and parts[0].d.jlo + parts[0].d.upper.size > 0:
+        return _single(parts[0], h, upper)
     # the normalised tilted PMFs first: the window is chosen from them
     ws, ts, lMs = _tilted(parts, h, lam, upper)
     # aliasing costs e^{log_tail + K(lam) - lam t} at t: at most 1e-7 delta at the target (the
     # tolerance is ~1e-3; what it costs is charged to the lower bound either way)
     K_lam = sum(p.count * lM for p, lM in zip(parts, lMs) if math.isfinite(lM))
     log_tail = min(-20.0, math.log(1e-7) + target[1] - (K_lam - lam * target[0]))
+    # (a target beyond the doubles, e.g. delta(1e308) estimated at 0, gives -inf or nan: no
+    # tail below e^-740 can matter to a double)
+    log_tail = -740.0 if not log_tail >= -740.0 else log_tail
     iA, iB, tail_bound = tilted_window(ws, ts, [p.count for p in parts], h, log_tail)
     widest = max(p.d.upper.size for p in parts)
     N = sfft.next_fast_len(max(iB - iA + 1, widest, 16), real=True)
-    if N > MAX_N:
+    if N > max_n:
         raise MemoryError(N)
     L = max(1.0, math.log2(N))
     nfreq = N // 2 + 1

@@ -28,15 +28,17 @@ from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .engine import tilt_cap as _tilt_cap
-from .caps import atomic_cap
+from .caps import atomic_caps
 from .grid import align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
 
-#: most grid refinements tried; then (or when the time budget or the largest grid is reached)
-#: the best proven bracket so far is returned, saying that tol was not met
+#: most grid refinements tried; then (or when the largest grid is reached) the best proven
+#: bracket so far is returned, saying that tol was not met. Work is bounded by rounds and grid
+#: points, never by the clock: the same query gives the same bits on any machine, under any load
 MAX_ROUNDS = 7
-#: default time budget of one query, in seconds (the ``budget`` option)
-BUDGET = 10.0
+#: no time budget unless one is asked for (the ``budget`` option, seconds: then the answer may
+#: depend on the machine's speed, and the note says so when it stops a refinement)
+BUDGET = None
 
 
 @dataclasses.dataclass
@@ -132,7 +134,9 @@ def saddle_for_delta(pparts, delta):
 
 def saddle_for_epsilon(pparts, eps):
     """Tilt for delta(eps), and the Chernoff estimate log delta <= min_s K(s) - s eps."""
-    i, v = _grid_min(pparts, lambda K, s: K - s * eps)
+    # (s eps overflows to inf for eps near the largest double: a score of -inf, no warning)
+    with np.errstate(over="ignore"):
+        i, v = _grid_min(pparts, lambda K, s: K - s * eps)
     return float(_S[i]), float(min(v, 0.0))
 
 
@@ -147,14 +151,16 @@ def _too_fine(tol, h):
 
 
 def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
-                    budget: float | None = None) -> Bracket:
+                    budget: float | None = None, max_rounds: int | None = None) -> Bracket:
     """Proven bounds lower <= epsilon(delta) <= upper with upper - lower <= tol (default
-    1e-3 of upper) where the grid and the time budget (seconds, default BUDGET) allow; else the
-    best proven bracket reached, with ``met`` False and a note."""
+    1e-3 of upper) where the grid and ``max_rounds`` refinements (default MAX_ROUNDS) allow,
+    and a time budget (seconds) if one is given; else the best proven bracket reached, with
+    ``met`` False and a note."""
     delta = V.delta(delta)
     if tol is not None:
         tol = V.positive("tol", tol)
     budget = BUDGET if budget is None else V.positive("budget", budget)
+    max_rounds = _rounds(max_rounds)
     dirs = _directions(mechanism)
     tol_rel = None if tol is None else tol / max(_gaussian_guess(d, delta) for d in dirs)
     frac = tail_fraction(delta, tol_rel)
@@ -163,12 +169,14 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
         # the tails the grids leave out must weigh << delta, and below 1e-300 they cannot
         raise OutOfReach(f"delta={delta:g} is below what the PLD grids resolve "
                          f"({1e-300 / frac:g}); use method='rdp'")
-    # the pure epsilon caps the upper bound: it decides tiny deltas
-    pure = min(_pure_epsilon(mechanism), atomic_cap(dirs, delta))
+    # the pure epsilon and each direction's atomic cap bound its epsilon: they decide tiny
+    # deltas, and delta at the mass at +inf of an (epsilon, delta) part
+    pure = _pure_epsilon(mechanism)
+    caps = [min(pure, c) for c in atomic_caps(dirs, delta)]
     return _proven(dirs, _refine(
-        dirs, _key(mechanism), tol, budget, "epsilon",
+        dirs, (_key(mechanism), max_rounds), tol, (budget, max_rounds), "epsilon",
         lambda h, tilt, grid_tol: _compute_for_eps(dirs, delta, grid_tol, h, tail_total, tilt),
-        lambda state: _evaluate(state, tol, lambda pmf: min(pmf.epsilon(delta), pure),
+        lambda state: _evaluate(state, tol, lambda pmf, i: min(pmf.epsilon(delta), caps[i]),
                                 at=lambda up: up, floor=1e-12)))
 
 
@@ -188,7 +196,11 @@ def _proven(dirs, b: Bracket) -> Bracket:
     return b if _lower_proven(dirs) else dataclasses.replace(b, lower=None)
 
 
-def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
+def _rounds(max_rounds) -> int:
+    return MAX_ROUNDS if max_rounds is None else V.integer("max_rounds", max_rounds, low=1)
+
+
+def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
     """Reuse a cached state if it brackets this query; else compute on a grid, and refine it by
     sqrt(tol / gap) (the gap falls like h^2) until the bracket is within tol -- or tilt at the
     full saddle when the floating-point budget rather than the grid is the limit. Where tol
@@ -199,11 +211,12 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
         res = evaluate(cached)
         if res is not None:
             return res
-    deadline = time.monotonic() + budget
+    budget, max_rounds = limits
+    deadline = math.inf if budget is None else time.monotonic() + budget
     h, tilt, best, grid_tol, stuck = None, TILT, None, tol, None
     prev_gap, flat = None, 0
     # one tick per round, drawn on a terminal once the refinement has lasted a second
-    for rounds in progress(iter(range(1, MAX_ROUNDS + 1)), None, f"PLD {what}", unit="round",
+    for rounds in progress(iter(range(1, max_rounds + 1)), None, f"PLD {what}", unit="round",
                            delay=1.0):
         started = time.monotonic()
         try:
@@ -253,13 +266,13 @@ def _refine(dirs, key, tol, budget, what, compute, evaluate) -> Bracket:
         # started (the budget is kept); the grid the rest affords is, if 10 % finer (random
         # allocation at small sigma stopped at [0.33, 31.5] after 2.3 of 10 s: grids clamped)
         now = time.monotonic()
-        if now + (now - started) * state["h"] / h > deadline:
+        if budget is not None and now + (now - started) * state["h"] / h > deadline:
             h_fit = state["h"] * (now - started) / max(deadline - now, 1e-12)
             if state["error_bound"] or not h_fit < 0.9 * state["h"]:
                 return _not_met(best, rounds, f"the time budget ({budget:g} s) would be spent "
                                               "before the next grid's round ends")
             h = _align(dirs[0], h_fit)
-    return _not_met(best, MAX_ROUNDS, f"{MAX_ROUNDS} grid refinements did not reach tol")
+    return _not_met(best, max_rounds, f"{max_rounds} grid refinements did not reach tol")
 
 
 def _tighter(best, state):
@@ -351,10 +364,11 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
 def _evaluate(state, tol, bound, at, floor=0.0):
     """Bracket from a state, or None (with the bracket recorded in state) if it misses tol.
 
-    ``bound(pmf)`` reads the queried quantity (epsilon(delta) or delta(epsilon)) off one PMF;
+    ``bound(pmf, i)`` reads the queried quantity (epsilon(delta) or delta(epsilon)) off one PMF
+    of direction i;
     ``at(up)`` is the epsilon where the error budget is compared with the gap. The dominant
     direction's lower PMF is composed here, on first need."""
-    ups = [bound(d["pmf"][True]) for d in state["dirs"]]
+    ups = [bound(d["pmf"][True], i) for i, d in enumerate(state["dirs"])]
     dom = int(np.argmax(ups))
     up = ups[dom]
     dd = state["dirs"][dom]
@@ -373,7 +387,7 @@ def _evaluate(state, tol, bound, at, floor=0.0):
         dd["pmf"].update(job.result() if job is not None else
                          compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
                                  target=dd["target"]))
-    low = bound(dd["pmf"][False])
+    low = bound(dd["pmf"][False], dom)
     state["last"] = (up, low)
     state["error_bound"] = _error_dominated(dd["pmf"], at(up))
     if up == 0.0 or low == math.inf:
@@ -406,20 +420,21 @@ def _pure_epsilon(mechanism) -> float:
 
 
 def delta_bracket(mechanism, epsilon: float, tol: float | None = None,
-                  budget: float | None = None) -> Bracket:
+                  budget: float | None = None, max_rounds: int | None = None) -> Bracket:
     """Proven bounds lower <= delta(epsilon) <= upper, upper - lower <= tol (default 1e-3 of
     upper) where the grid and the time budget allow; else the best proven bracket reached."""
     epsilon = V.real("epsilon", epsilon, low=0.0)
     if tol is not None:
         tol = V.positive("tol", tol)
     budget = BUDGET if budget is None else V.positive("budget", budget)
+    max_rounds = _rounds(max_rounds)
     if epsilon >= _pure_epsilon(mechanism):
         return Bracket(0.0, 0.0, 0.0, 0)          # pure DP: the loss never exceeds pure eps
     dirs = _directions(mechanism)
     return _proven(dirs, _refine(
-        dirs, (_key(mechanism), "delta"), tol, budget, "delta",
+        dirs, (_key(mechanism), "delta", max_rounds), tol, (budget, max_rounds), "delta",
         lambda h, tilt, grid_tol: _compute_for_delta(dirs, epsilon, grid_tol, h, tilt),
-        lambda state: _evaluate(state, tol, lambda pmf: _delta_at(pmf, epsilon),
+        lambda state: _evaluate(state, tol, lambda pmf, i: _delta_at(pmf, epsilon),
                                 at=lambda up: epsilon)))
 
 
@@ -427,7 +442,9 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     if h is None:
         # sized for the direction that looks the worse, as for epsilon (_compute_for_eps)
         worst = max(dirs, key=lambda d: _gaussian_guess(d, 1e-6))
-        h = _initial_h(worst, 1e-3 * max(epsilon, 0.1))
+        # (the step sized as for eps <= 1000: a step of 1e-3 eps at eps = 1e308 overflows the
+        # transforms, and the grid's losses end far below such eps anyway)
+        h = _initial_h(worst, 1e-3 * min(max(epsilon, 0.1), 1e3))
     tail_total = _delta_tail(dirs, epsilon, h)
 
     def saddle(pp):
@@ -467,34 +484,3 @@ def _delta_tail(dirs, epsilon, h) -> float:
 
 def _delta_at(pmf, epsilon):
     return float(pmf.delta(np.array([epsilon]))[0])
-
-
-def pld_profile(mechanism, epsilon):
-    """Privacy profile delta(eps) of any mechanism or composition with a PLD: proven upper bounds
-    (vectorised; 004 Prop. 7 on the composed pessimistic PLD). Lower bounds: ``pld_profile_bounds``."""
-    return pld_profile_bounds(mechanism, epsilon)[0]
-
-
-def pld_profile_bounds(mechanism, epsilon):
-    """(upper, lower) arrays of delta(eps) for every eps (each eps is accounted with the tilt
-    of the median eps; every value is a valid bound, tightest near that eps)."""
-    e = V.reals("epsilon", epsilon, low=0.0)
-    flat = np.atleast_1d(e).ravel()
-    fin = flat[np.isfinite(flat)]
-    mid = float(np.median(fin)) if fin.size else 0.0
-    pure = _pure_epsilon(mechanism)
-    if pure == 0.0:
-        zero = np.zeros(np.shape(e))
-        return zero, zero                         # no privacy loss at all
-    if mid >= pure:
-        mid = 0.5 * pure if math.isfinite(pure) else mid   # (delta is 0 beyond pure anyway)
-    delta_bracket(mechanism, mid)               # fills the cache with a good state
-    state = _CACHE.get((_key(mechanism), "delta"))
-    ups = np.max([d["pmf"][True].delta(flat) for d in state["dirs"]], axis=0)
-    with_low = [d["pmf"][False].delta(flat) for d in state["dirs"] if False in d["pmf"]]
-    proven = with_low and _lower_proven(_directions(mechanism))
-    lows = np.max(with_low, axis=0) if proven else np.zeros(flat.shape)
-    ups = np.where(np.isinf(flat), np.max([d["pmf"][True].inf for d in state["dirs"]]), ups)
-    ups = np.where(flat >= pure, 0.0, ups)      # the loss never exceeds the pure epsilon
-    lows = np.where(flat >= pure, 0.0, lows)
-    return ups.reshape(np.shape(e)), lows.reshape(np.shape(e))

@@ -68,7 +68,7 @@ from . import capped as C
 from . import grid as G
 from . import tail as T
 from ...core._once import OnceCache
-from .sums import _compose, _lower_masses, _suffix, _var_x
+from .sums import EPOCH_KEEP, _compose, _lower_masses, _suffix, _var_x
 
 _U = 2.0 ** -53
 #: the body ends b tried, finest first: the charge of three or more coordinates above b
@@ -101,6 +101,9 @@ def allocation_parts(base, k: int, t: int):
                                   f"of the base mechanism; {base!r} has only a profile")
     if k == t:
         return [(src, t)]
+    from .exact import epoch_parts      # a discrete base over few steps: enumerated exactly
+    if (enumerated := epoch_parts(base, src, k, t)) is not None:
+        return enumerated
     small, n_big = divmod(t, k)
     out = []
     for size, count in ((small + 1, n_big), (small, k - n_big)):
@@ -155,7 +158,7 @@ class _Epoch:
         # CUT_TAILS
         self.splits = T.split_points(loss, t, CUT_TAILS, self.y_max)
         # (the two directions' threads share it: core._once)
-        self._cache = OnceCache(keep=5)
+        self._cache = OnceCache(keep=EPOCH_KEEP)
         # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
         # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the
         # atoms on knots, where they cost the lower bound nothing (off a knot an atom of mass q
@@ -184,16 +187,13 @@ class _Epoch:
             a_cut = fits[0] if fits else self.splits[-1]
             K = max(2, int(math.ceil(a_cut / max(dx, a_cut / MAX_K))))
             return G.cells(self.loss, a_cut / K, K)
-        if self.span is not None:
-            lo_x, hi_x = self.span
-            K = max(2, int(math.ceil((hi_x - lo_x) / dx)))
-            # the last knot o + K dx must not fall below hi_x in floating point
-            step = (hi_x - lo_x) / K
-            while lo_x + K * step < hi_x:
-                step = math.nextafter(step, math.inf)
-            return G.cells(self.loss, step, K, lo_x)
-        K = max(2, int(math.ceil(self.a_cut / dx)))
-        return G.cells(self.loss, dx, K)
+        lo_x, hi_x = self.span
+        K = max(2, int(math.ceil((hi_x - lo_x) / dx)))
+        # the last knot o + K dx must not fall below hi_x in floating point
+        step = (hi_x - lo_x) / K
+        while lo_x + K * step < hi_x:
+            step = math.nextafter(step, math.inf)
+        return G.cells(self.loss, step, K, lo_x)
 
     def _cells_add(self, c, dx):
         """The add direction's cells: ``c`` itself, or for X too spread for it (.capped) its

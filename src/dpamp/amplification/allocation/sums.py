@@ -13,6 +13,18 @@ import numpy as np
 #: small for deltas between about 1e-3 and 1e-12)
 DELTA_REF = 1e-8
 _U = 2.0 ** -53
+#: what an epoch holds per bin of its S-domain windows (core._memory's budget): about 8 arrays
+#: of doubles per composition, up to 12 compositions per grid step (remove tilted and flat,
+#: the tail's R, add, the fine lower grid; each upper and lower), EPOCH_KEEP steps remembered
+BYTES_PER_BIN = 8 * 8 * 12
+EPOCH_KEEP = 3
+
+
+def max_bins() -> int:
+    """The largest S-domain window the memory budget allows (MemoryError beyond it: the epoch
+    then takes a coarser step, as sound and wider)."""
+    from ...core._memory import memory_limit
+    return max(1 << 12, memory_limit() // (BYTES_PER_BIN * EPOCH_KEEP))
 
 
 def _var_x(loss, a_cut: float) -> float:
@@ -82,12 +94,12 @@ def _compose(parts, dx, center, kinds=(True, False)):
     # that the budget stays small on the whole half-line x >= 1 whose values are used
     lam = min(0.5 * float(th[i]), 20.0 / sd, 25.0 / max(float(s_star[i]) - center, sd))
     target = (max(float(s_star[i]), mean), math.log(DELTA_REF))
-    out = compose(parts, dx, lam, kinds=kinds, target=target)
+    out = compose(parts, dx, lam, kinds=kinds, target=target, max_n=max_bins())
     # the tilted FFT is accurate near the tail it aims at and loose far left of it (its budget
     # grows like e^{-lam s}); an untilted one is accurate in the bulk. Both are bounds: the
     # curves take the smaller upper value and the atoms the larger lower mass, bin by bin.
     # (Its window is sized for DELTA_REF: the lower masses are charged, bin by bin, all
     # the mass that may wrap around, e^-20 per bin at the engine's default, ~1e-4 over 1e5 bins)
     out["flat"] = compose(parts, dx, 0.0, kinds=kinds,
-                          target=(mean, math.log(DELTA_REF)))
+                          target=(mean, math.log(DELTA_REF)), max_n=max_bins())
     return out

@@ -218,10 +218,15 @@ class CallR:
         top = [(p[3][-1] + p[4]) for p in self.parts]
         self.c_top = self.t1 * min(top) * (1 + 8 * _U)            # C_R(z) for z >= s_top
         self.n = max(1, int(math.ceil(self.s_top / step)))
-        zk = step * np.arange(self.n + 1)
+        # knots only over the compositions' windows: below the lowest window C_R's bound is
+        # affine in z and :meth:`_direct` gives it at any z, and the windows do not grow with
+        # t where 0 .. s_top does (t 10^7: 2.4e8 knots, 1.8 GiB each array)
+        lowest = min((float(p[0][0]) for p in self.parts), default=0.0)
+        self.j0 = min(max(0, int(math.floor(lowest / step))), self.n - 1)
+        zk = step * np.arange(self.j0, self.n + 1)
         # (each knot z_j is step j to an ulp: C_R has slope in [-1, 0], so 2 ulps of z_j more)
         self.U = self._direct(zk) + 2 * _U * zk
-        self.c0 = float(self.U[0])                               # E_Q[R]
+        self.c0 = float(self._direct(np.zeros(1))[0])            # E_Q[R]
         # Q[R] = (1 - pi)^{t-1}, from above
         self.mass = min(1.0, math.exp(self.t1 * math.log1p(-min(pi_lo, 1.0))) * (1 + 1e-12)) \
             if pi_lo < 1 else 1e-300
@@ -238,12 +243,18 @@ class CallR:
     def __call__(self, z: np.ndarray) -> np.ndarray:
         """C_R at 0 <= z (from above; z beyond the last knot: that knot's value, as C_R
         decreases)."""
+        z = np.asarray(z, dtype=float)
         u = z / self.step
-        j = np.clip(np.floor(u), 0, self.n - 1).astype(np.int64)
+        j = np.clip(np.floor(u), self.j0, self.n - 1).astype(np.int64)
         f = np.clip(u - j, 0.0, 1.0)
-        lo, hi = self.U[j], self.U[j + 1]
+        lo, hi = self.U[j - self.j0], self.U[j + 1 - self.j0]
         # (a z a few ulps off its cell is charged by the caller: C_R is 1-Lipschitz)
-        return (lo + f * (hi - lo)) * (1 + 4 * _U) + 4 * _U * lo
+        out = (lo + f * (hi - lo)) * (1 + 4 * _U) + 4 * _U * lo
+        below = u < self.j0
+        if below.any():
+            zb = z[below]
+            out[below] = (self._direct(zb) + 2 * _U * np.abs(zb)) * (1 + 4 * _U)
+        return out
 
 
 #: most (x, knot) pairs evaluated at once in :func:`upper_t1`

@@ -1,0 +1,42 @@
+"""The privacy profile delta(eps) of a mechanism or composition, for many eps at once, off
+one composed PLD (Steinke 2022, 004 Prop. 7, on the pessimistic and optimistic PMFs)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core import _validate as V
+from .query import (MAX_ROUNDS, _CACHE, _directions, _key, _lower_proven, _pure_epsilon,
+                    delta_bracket)
+
+
+def pld_profile(mechanism, epsilon):
+    """Privacy profile delta(eps) of any mechanism or composition with a PLD: proven upper bounds
+    (vectorised; 004 Prop. 7 on the composed pessimistic PLD). Lower bounds: ``pld_profile_bounds``."""
+    return pld_profile_bounds(mechanism, epsilon)[0]
+
+
+def pld_profile_bounds(mechanism, epsilon):
+    """(upper, lower) arrays of delta(eps) for every eps (each eps is accounted with the tilt
+    of the median eps; every value is a valid bound, tightest near that eps)."""
+    e = V.reals("epsilon", epsilon, low=0.0)
+    flat = np.atleast_1d(e).ravel()
+    fin = flat[np.isfinite(flat)]
+    mid = float(np.median(fin)) if fin.size else 0.0
+    pure = _pure_epsilon(mechanism)
+    if pure == 0.0:
+        zero = np.zeros(np.shape(e))
+        return zero, zero                         # no privacy loss at all
+    if mid >= pure:
+        mid = 0.5 * pure if math.isfinite(pure) else mid   # (delta is 0 beyond pure anyway)
+    delta_bracket(mechanism, mid)               # fills the cache with a good state
+    state = _CACHE.get((_key(mechanism), "delta", MAX_ROUNDS))
+    ups = np.max([d["pmf"][True].delta(flat) for d in state["dirs"]], axis=0)
+    with_low = [d["pmf"][False].delta(flat) for d in state["dirs"] if False in d["pmf"]]
+    proven = with_low and _lower_proven(_directions(mechanism))
+    lows = np.max(with_low, axis=0) if proven else np.zeros(flat.shape)
+    ups = np.where(np.isinf(flat), np.max([d["pmf"][True].inf for d in state["dirs"]]), ups)
+    ups = np.where(flat >= pure, 0.0, ups)      # the loss never exceeds the pure epsilon
+    lows = np.where(flat >= pure, 0.0, lows)
+    return ups.reshape(np.shape(e)), lows.reshape(np.shape(e))
