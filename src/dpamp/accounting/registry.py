@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from typing import TYPE_CHECKING, Callable
 
 from ..core import _validate as V
@@ -217,6 +218,11 @@ def _witness_bound(w, g: Guarantee):
 _PLUGINS = tuple(f"dpamp.accounting.methods.{name}"
                  for name in ("rdp", "pld", "zcdp", "theorems", "profile", "mixing"))
 _loaded = False
+#: held while the method modules are imported: a thread that finds the registry not yet loaded
+#: waits for the one loading it (marked loaded only once every module has registered; before,
+#: the first queries of 8 threads at once saw a half-filled registry and answered by RDP or
+#: refused). An RLock: a method module's import may itself ask the registry.
+_load_lock = threading.RLock()
 
 
 def _load_plugins():
@@ -224,11 +230,14 @@ def _load_plugins():
     global _loaded
     if _loaded:
         return
-    _loaded = True
-    import importlib
-    for mod in _PLUGINS:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as e:  # a method family not built yet
-            if e.name != mod:
-                raise
+    with _load_lock:
+        if _loaded:
+            return
+        import importlib
+        for mod in _PLUGINS:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:  # a method family not built yet
+                if e.name != mod:
+                    raise
+        _loaded = True

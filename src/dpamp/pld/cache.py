@@ -2,6 +2,9 @@
 another delta) reuse its composition when the bracket it gives is good enough."""
 from __future__ import annotations
 
+import os
+import threading
+import weakref
 from collections import OrderedDict
 
 
@@ -12,18 +15,32 @@ class PLDCache:
     def __init__(self, size=8):
         self.size = size
         self.store: OrderedDict = OrderedDict()
+        # queries from several threads: an OrderedDict's reordering is not atomic
+        self._lock = threading.Lock()
+        _ALL.add(self)
+
+    def _new_lock(self):
+        self._lock = threading.Lock()
 
     def get(self, key):
-        v = self.store.get(key)
-        if v is not None:
-            self.store.move_to_end(key)
-        return v
+        with self._lock:
+            v = self.store.get(key)
+            if v is not None:
+                self.store.move_to_end(key)
+            return v
 
     def put(self, key, value):
-        self.store[key] = value
-        self.store.move_to_end(key)
-        while len(self.store) > self.size:
-            self.store.popitem(last=False)
+        with self._lock:
+            self.store[key] = value
+            self.store.move_to_end(key)
+            while len(self.store) > self.size:
+                self.store.popitem(last=False)
+
+
+#: every cache, for the fork hook: a child forked while another thread held a cache's lock
+#: would wait forever on it, so each child starts with new locks (weakly held: no leak)
+_ALL: "weakref.WeakSet[PLDCache]" = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [c._new_lock() for c in list(_ALL)])
 
 
 class ByIdentity:
