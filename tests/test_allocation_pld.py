@@ -74,7 +74,7 @@ def test_tiny_t_against_brute_force_randomized_response(t):
     m = dp.PureDP(eps0).subsample(dp.RandomAllocation(1, t))
     for eps in (0.1, 0.3):
         exact = _rr_allocation_delta(eps0, t, eps)
-        b = delta_bracket(m, eps, budget=2.0)
+        b = delta_bracket(m, eps, max_rounds=3)
         assert b.upper >= exact * (1 - 1e-12)
         assert b.lower <= exact * (1 + 1e-12)
         assert b.upper - b.lower <= 0.05 * exact

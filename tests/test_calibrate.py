@@ -326,3 +326,13 @@ def test_interpolated_integer_search_same_answer_fewer_evaluations():
             assert counts[1] < counts[0] - 8, counts
         else:       # a bisection step follows every step that did not halve the bracket
             assert counts[1] <= 2 * counts[0] + 2, counts
+
+
+def test_steps_returns_the_extreme_count_whose_bracket_straddled_the_target():
+    """1202 steps have true epsilon 1.999794 <= 2 but a default bracket reaching over 2: the
+    search refines a straddling bracket until it decides, so 1202 (not 1201) comes back, and
+    one step more is proven over the target."""
+    c = dp.calibrate.steps(epsilon=2.0, delta=1e-5, sigma=1.0, sampling=dp.Poisson(0.01))
+    assert c.value == 1202 and c.guarantee.epsilon <= 2.0
+    over = (dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 1203).epsilon(1e-5, tol=1e-6)
+    assert over.lower > 2.0

@@ -308,7 +308,7 @@ def test_impossible_grid_gives_the_best_bracket_not_a_refusal_nor_a_hang():
     reached (the refinement stops at the grid limit), says that tol was not met and why, and
     stays sound (it contains the bracket at the default tol)."""
     m = dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 1_000
-    g = m.epsilon(1e-5, method="pld", tol=1e-9, budget=5.0)
+    g = m.epsilon(1e-5, method="pld", tol=1e-9, max_rounds=3)
     assert "did not reach tol" in g.note and g.lower <= g.epsilon
     ref = m.epsilon(1e-5, method="pld")
     assert g.lower <= ref.epsilon and ref.lower <= g.epsilon
@@ -628,5 +628,6 @@ def test_rounds_that_prove_nothing_do_not_end_the_refinement():
         k = len(seen)
         state["last"] = (math.inf, 0.0) if k < 4 else (1.0, 1.0)
         return Qy.Bracket(1.0, 1.0, state["h"], 0) if k >= 4 else None
-    b = Qy._refine(dirs, ("test-infinite-gap",), None, 10.0, "epsilon", compute, evaluate)
+    b = Qy._refine(dirs, ("test-infinite-gap",), None, (None, Qy.MAX_ROUNDS), "epsilon",
+                   compute, evaluate)
     assert len(seen) == 4 and b.met

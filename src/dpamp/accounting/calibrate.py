@@ -52,8 +52,13 @@ _MIN_RATE = 1e-15
 
 # --- the accounting oracle ----------------------------------------------------------------
 
-#: seconds each evaluated plan may take (the "budget" option of the methods that have one)
-EVALUATION_BUDGET = 1.0
+#: grid refinements each evaluated plan may take (the PLD's "max_rounds"): work, not seconds,
+#: so that a calibration returns the same value on any machine
+EVALUATION_ROUNDS = 3
+#: refinements of a bracket that straddles the target (_Oracle.ok), each to a quarter of its width
+REFINE_STRADDLING = 4
+#: the refinements each of them may take (the PLD's own default)
+REFINE_ROUNDS = 7
 #: the tolerance (relative to the target epsilon) of a first, deciding evaluation (_Oracle)
 COARSE_TOL = 0.05
 
@@ -64,9 +69,10 @@ class _Oracle:
     def __init__(self, build: Callable, eps_target: float, delta: float, method: str,
                  options: dict):
         self.build, self.eps, self.delta = build, eps_target, delta
-        # each evaluation gets a time budget (the PLD's: it then keeps the best proven bracket
-        # it reached), so that a search over hard plans cannot hang; the user's budget wins
-        self.method, self.options = method, {"budget": EVALUATION_BUDGET, **options}
+        # each evaluation gets a bounded number of refinements (the PLD then keeps the best
+        # proven bracket it reached), so that a search over hard plans cannot run long; the
+        # user's options win
+        self.method, self.options = method, {"max_rounds": EVALUATION_ROUNDS, **options}
         self.seen: dict = {}
         self.evaluations = 0
         # one tick per evaluated plan, on a terminal once the search has lasted a second
@@ -107,7 +113,25 @@ class _Oracle:
         return g if "did not reach tol" in g.note else None
 
     def ok(self, x) -> bool:
-        return self.guarantee(x).epsilon <= self.eps
+        """Whether x meets the target. A bracket that straddles it (lower <= target < upper)
+        is refined, a quarter of its width at a time, until it decides x or stops narrowing:
+        otherwise the search would stop one short of the extreme value whose true epsilon meets
+        the target but whose default bracket reaches over it. Undecided: not met (a
+        calibration only claims what its upper bound proves)."""
+        g = self.guarantee(x)
+        for _ in range(REFINE_STRADDLING):
+            if g.epsilon <= self.eps or g.lower is None or g.lower > self.eps \
+                    or "tol" in self.options or self.method not in ("auto", "pld"):
+                break
+            width = g.epsilon - g.lower
+            h = self.seen[x][1].epsilon(self.delta, method=self.method,
+                                        **{**self.options, "tol": 0.25 * width,
+                                           "max_rounds": REFINE_ROUNDS})
+            if not h.epsilon < g.epsilon:
+                break
+            g = h
+            self.seen[x] = (g, self.seen[x][1])
+        return g.epsilon <= self.eps
 
     def value(self, x) -> float:
         """log(epsilon(x) / target): where the search interpolates (``_search``)."""

@@ -181,14 +181,14 @@ def _compute(mechanism, method, points, budget):
     return _rdp_curves(mechanism)
 
 
-def curves(mechanism, method: str = "auto", points: int = 2001, budget: float = 10.0):
+def curves(mechanism, method: str = "auto", points: int = 2001, budget: float | None = None):
     """The cached bound source of a mechanism (see module docstring)."""
     from ..mechanisms.base import check_mechanism
     check_mechanism(mechanism)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)} (got {method!r})")
     points = V.integer("points", points, low=16, high=200001)
-    budget = V.positive("budget", budget)
+    budget = None if budget is None else V.positive("budget", budget)
     try:
         key = (mechanism, method, points)
         hash(key)

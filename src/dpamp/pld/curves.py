@@ -32,12 +32,14 @@ TAIL = 1e-14
 GAP = 1e-5
 
 
-def curves(mechanism, eps=None, budget: float = 10.0, gap: float = GAP, points: int = 2001):
+def curves(mechanism, eps=None, budget: float | None = None, gap: float = GAP,
+           points: int = 2001):
     """(eps, upper rows, lower rows or None, h), rows of shape (2, eps.size). ``eps`` (>= 0,
     +inf allowed) defaults to ``points`` equally spaced values from 0 to where both upper rows
     fall below 1e-13 (or the pure epsilon), then the pure epsilon and +inf. The loss grid is
     refined (h halved, at most 4 rounds; 2 with profile-only parts) until the largest gap between the rows is <= ``gap``
-    or the time budget is spent; every round's rows are proven bounds."""
+    or a time budget (seconds, only if given) is spent; every round's rows are proven
+    bounds."""
     dirs = _directions(mechanism)
     if eps is None:
         eps = _default_eps(dirs, _pure_epsilon(mechanism), points)
@@ -45,7 +47,7 @@ def curves(mechanism, eps=None, budget: float = 10.0, gap: float = GAP, points: 
     lower_ok = _has_lower(dirs) and _lower_proven(dirs)
     pure = _pure_epsilon(mechanism)
     h = min(_initial_h(d, 1e-4) for d in dirs)
-    deadline = time.monotonic() + budget
+    deadline = math.inf if budget is None else time.monotonic() + budget
     best = None
     # profile-only parts have a gap of their own that a finer grid does not close
     rounds = 4 if _exact_parts(dirs) else 2

@@ -18,20 +18,20 @@ def _note(b) -> str:
     return f"pld did not reach tol: {b.note}{width}"
 
 
-def _epsilon(mechanism, delta, tol=None, budget=None):
+def _epsilon(mechanism, delta, tol=None, budget=None, max_rounds=None):
     if delta == 0.0:
         pure = mechanism.pure_epsilon()
         return Guarantee(pure, 0.0, None, "pld", "pure DP: sum of the parts' pure epsilons",
                          "epsilon")
-    b = epsilon_bracket(mechanism, delta, tol, budget)
+    b = epsilon_bracket(mechanism, delta, tol, budget, max_rounds)
     return Guarantee(b.upper, delta, b.lower, "pld", SOURCE, "epsilon", _note(b))
 
 
-def _delta(mechanism, epsilon, tol=None, budget=None):
-    b = delta_bracket(mechanism, epsilon, tol, budget)
+def _delta(mechanism, epsilon, tol=None, budget=None, max_rounds=None):
+    b = delta_bracket(mechanism, epsilon, tol, budget, max_rounds)
     return Guarantee(epsilon, b.upper, b.lower, "pld", SOURCE, "delta", _note(b))
 
 
 register(Method("pld", _epsilon, _delta, has_pld, rank=20,
                 summary="privacy-loss distributions: certified tight bracket (004 Sec. 3-4)",
-                options=("tol", "budget")))
+                options=("tol", "budget", "max_rounds")))
