@@ -410,7 +410,10 @@ def laplace(t0: float) -> LossDistribution:
     def cdf(t):
         x = np.clip((t + t0) / 2, 0.0, t0)
         # P: (e^{-(t0-x)} - e^{-t0})/2 = e^{-t0} expm1(x) / 2;  Q: (1 - e^{-x})/2 = -expm1(-x)/2
-        return e * np.expm1(x) / 2, -np.expm1(-x) / 2
+        # (for x >= 1 as e^{x - t0} - e^{-t0}: no cancellation there, and expm1(x) would
+        # overflow for t0 beyond 709)
+        p = np.where(x < 1.0, e * np.expm1(np.minimum(x, 1.0)), np.exp(x - t0) - e)
+        return p / 2, -np.expm1(-x) / 2
 
     def sf(t):
         x = np.clip((t + t0) / 2, 0.0, t0)

@@ -111,7 +111,8 @@ class GridPMF:
         rest = self.inf + (self.err[k] if self.upper else -self.err[k])
         target = delta - rest
         if C > 0 and A - target > 0:
-            eps = min(max(tk + math.log((A - target) / C), lo_t), tk)
+            # (a difference of logs: the ratio overflows where C is subnormal)
+            eps = min(max(tk + math.log(A - target) - math.log(C), lo_t), tk)
         else:
             eps = tk
         f = lambda v: float(self.delta(np.array([v]))[0])  # noqa: E731

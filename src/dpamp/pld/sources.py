@@ -130,9 +130,12 @@ class ProfileSource:
         """Where each curve drops below ``tail`` (bisection on the non-increasing profile)."""
         out = []
         for row in (0, 1):
-            f = lambda e: float(self._rows(np.array([e]))[row][0])  # noqa: E731
+            # above the curve's limit (the mass at +inf, e.g. delta of an (eps, delta) base),
+            # which it never drops below; losses past 512 are capped (e^512 nears overflow)
+            floor = float(self._rows(np.array([np.inf]))[row][0])
+            f = lambda e: float(self._rows(np.array([e]))[row][0]) - floor  # noqa: E731
             lo, hi = 0.0, 1.0
-            while f(hi) > tail and hi < 1e4:
+            while f(hi) > tail and hi < 512.0:
                 lo, hi = hi, 2 * hi
             for _ in range(50):
                 mid = 0.5 * (lo + hi)
