@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench docs clean
+.PHONY: run test test-all bench docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# every test, the ones marked slow too (the big cases: batteries, peers at scale)
+test-all: $(STAMP)
+	$(PY) -m pytest -m "slow or not slow"
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_rdp.py

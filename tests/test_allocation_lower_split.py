@@ -98,6 +98,7 @@ def test_atomic_base_gives_the_plain_statistic():
     np.testing.assert_array_equal(a.atom_q, b.atom_q)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(sigma=st.floats(0.7, 3.0), t=st.integers(4, 80), k=st.integers(2, 4),
        eps=st.floats(0.2, 3.0))

@@ -282,6 +282,7 @@ def test_add_order_near_its_cutoff_vs_50_digits():
             assert l <= ex <= u, (e, l, float(ex), u)
 
 
+@pytest.mark.slow
 def test_poisson_gaussian_vs_dp_accounting():
     """Peer library: dp_accounting's PLD of the Poisson-subsampled Gaussian (pessimistic and
     optimistic discretisations) brackets our exact 000 Thm 8 profile."""

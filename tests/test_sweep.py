@@ -477,19 +477,23 @@ def test_ctrl_c_keeps_complete_lines_and_a_rerun_finishes(tmp_path):
     grid.write_text("noise_multiplier = [0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4]\n"
                     "sample_rate = [0.002, 0.004, 0.008, 0.016]\nsteps = [3000, 12000]\n"
                     "delta = [1e-5, 1e-7, 1e-9, 1e-11]\nmethod = 'pld'\n")
-    # 256 rows, so the sweep is still running when the signal comes: with 64 rows a fast
-    # machine finished all of them (1.2 s) between the sixth line and the SIGINT.
+    # The interrupt must come while the work is under way, whatever the machine's speed: the
+    # sweep's process group is stopped (SIGSTOP) as soon as the first rows are on disk, the
+    # SIGINT queued while it cannot run, and then it is continued: the signal is handled first
+    # thing (a fast machine once finished all 64 rows between the sixth line and a SIGINT)
     out = tmp_path / "results.jsonl"
-    proc = _run_cli("sweep", str(grid), "-o", str(out), "--workers", "2", "--chunk-size", "2")
-    deadline = time.monotonic() + 60
+    proc = _run_cli("sweep", str(grid), "-o", str(out), "--workers", "2", "--chunk-size", "2",
+                    start_new_session=True)
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         if out.exists() and out.read_text().count("\n") >= 6:
+            os.killpg(proc.pid, signal.SIGSTOP)
             break
-        time.sleep(0.05)
-    if proc.poll() is not None:
-        pytest.skip("the sweep finished before it could be interrupted")
+        time.sleep(0.01)
+    assert proc.poll() is None, "the sweep ended before six rows were seen on disk"
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    os.killpg(proc.pid, signal.SIGCONT)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "run the same command again" in err
     text = out.read_text()
