@@ -81,4 +81,6 @@ class Calibration:
         if res is not None and self.rtol is not None and res > self.rtol * (1 + 1e-9):
             out += (f" (the search stopped at a relative resolution of {res:.2g}, above rtol "
                     f"{self.rtol:g}: the evaluated plans' brackets are wider than that)")
+        if self.guarantee.tol_missed:
+            out += f" (tol not met: {self.guarantee.tol_missed})"
         return out

@@ -41,6 +41,9 @@ def cmd_compare(args):
         low = "" if g.lower is None else round_down(g.lower, 6)
         print(f"{name:14s} {round_up(g.epsilon, 6):>12s} {low:>12s} {s * 1e3:9.2f}ms  "
               f"{g.source}")
+    for name, g, _ in rows:
+        if not isinstance(g, str) and g.tol_missed:
+            print(f"{name}: tol not met: {g.tol_missed}")
 
 
 def add_parser(subparsers) -> None:

@@ -36,6 +36,29 @@ class Guarantee:
             v = getattr(self, name)
             if v is not None and type(v) is not float:
                 object.__setattr__(self, name, float(v))
+        # the bracket is checked where every answer is made: lower <= upper by construction,
+        # so a violation beyond rounding of the last digits is a bug, never printed
+        low, up = self.lower, self.value
+        if low is not None and low > up:
+            if low > up * (1 + 1e-9) + 1e-300:
+                from .errors import SoundnessError
+                raise SoundnessError(
+                    f"internal error: proven lower bound {low!r} above the proven upper bound "
+                    f"{up!r} of {self.query} ({self.method}); please report this plan")
+            object.__setattr__(self, "lower", up)       # equal up to rounding
+
+    @property
+    def tol_missed(self) -> str:
+        """Why the method's bracket stopped short of its tolerance, from ``note`` ("" where it
+        met it, or has none): what every output prints beside the numbers."""
+        key = "did not reach tol"
+        i = self.note.find(key)
+        if i < 0:
+            return ""
+        j = self.note.find("; auto:", i)
+        who = self.note[:i].split(";")[-1].strip()          # the method that missed it
+        why = self.note[i + len(key):j if j >= 0 else None].lstrip(": ").strip()
+        return f"{who}: {why}" if who else why
 
     @property
     def value(self) -> float:

@@ -106,6 +106,8 @@ def text(rows, delta: float, plan=None, mechanism=None) -> str:
     if top is not None:
         lo = "" if low is None else f"; true epsilon >= {round_down(low, 6)}"
         lines.append(f"best: ({round_up(top.epsilon, 6)}, {_d(delta)})-DP by {top.method}{lo}")
+        lines += [f"  {name}: tol not met: {g.tol_missed}" for name, g, _ in rows
+                  if not isinstance(g, str) and g.tol_missed]
     if plan is not None:
         lines += risk_section(plan.mechanism)
         lines += _samplers_lines(plan, delta)
@@ -180,6 +182,9 @@ def markdown(rows, delta: float, plan=None, mechanism=None) -> str:
         else:
             low_s = "–" if g.lower is None else round_down(g.lower)
             out.append(f"| {name} | {round_up(g.epsilon)} | {low_s} | {_d(delta)} | {g.source} |")
+    missed = [f"- {name}: tol not met: {g.tol_missed}" for name, g, _ in rows
+              if not isinstance(g, str) and g.tol_missed]
+    out += [""] + missed if missed else []
     if plan is not None:
         out += risk_markdown(plan.mechanism)
         lines = _samplers_lines(plan, delta)
