@@ -181,3 +181,43 @@ def test_properties(sigma, t, epochs, eps):
     lo = shuffle_lower_delta(sigma, t, epochs, eps, n_cells=100)
     up = shuffle_upper_delta(sigma, epochs, eps)
     assert 0.0 <= lo <= up <= 1.0 and math.isfinite(lo)
+
+
+def test_at_least_the_best_cube_test_off_the_grid():
+    """sigma 0.8, 100 steps, eps 4: a cube test between two cut points, {max > 3.748} for the
+    (2, 0) pair, once beat the cells (0.006938875 against 0.006936995). Every threshold of a
+    fine scan, evaluated here in mpmath, is now below the bound."""
+    sigma, t, eps = 0.8, 100, 4.0
+    ours = shuffle_lower_delta(sigma, t, 1, eps)
+    best = 0.0
+    with mp.workdps(30):
+        for c in np.linspace(3.6, 3.9, 61):
+            cube = (1 - mp_max_cdf(c, sigma, t, 2.0)) - mp.e ** eps * (1 - mp_max_cdf(c, sigma,
+                                                                                     t, 0.0))
+            best = max(best, float(cube))
+    assert best > 0.006938 > 0.006936995 and ours >= best
+
+
+@settings(max_examples=8, deadline=None)
+@given(sigma=st.floats(0.4, 2.0), t=st.integers(2, 30), eps=st.floats(0.1, 3.0),
+       c=st.floats(-1.0, 6.0))
+def test_any_cube_threshold_is_below_the_bound(sigma, t, eps, c):
+    ours = shuffle_lower_delta(sigma, t, 1, eps, n_cells=100)
+    with mp.workdps(30):
+        for u, v in ((2.0, 1.0), (2.0, 0.0)):
+            for a, b in ((u, v), (v, u)):
+                fa, fb = mp_max_cdf(c, sigma, t, a), mp_max_cdf(c, sigma, t, b)
+                for cube in ((1 - fa) - mp.e ** eps * (1 - fb), fa - mp.e ** eps * fb):
+                    assert ours >= float(cube) - 1e-12
+
+
+def test_add_remove_uses_the_neighbour_with_one_record_fewer():
+    """D of n records against D - x drops x with the remainder's share (n - t b)/n, less often
+    than D + x against D (1 - t b/(n + 1)): the larger of the two lower bounds."""
+    sigma, b, n = 0.7, 4, 4 * 20 + 2
+    t = n // b
+    got = shuffle_lower_delta(sigma, t, 1, 1.0, "add_remove", batch_size=b, dataset_size=n)
+    minus = S._LowerPair(sigma, t, 1, 2.0, 0.0, (n - t * b) / n, 1000, 2e-3)
+    plus = S._LowerPair(sigma, t, 1, 2.0, 0.0, 1 - t * b / (n + 1), 1000, 2e-3)
+    d_minus, d_plus = (float(p.delta(np.array([1.0]))[0]) for p in (minus, plus))
+    assert got == d_minus > d_plus

@@ -28,13 +28,15 @@ both sides, so the pair behaves like an unamplified Gaussian when sigma is small
   ``batch_size`` and ``dataset_size``; without them n = t b is assumed) the differing record is
   dropped with probability rho = (n - t b)/n, at the same position in both datasets: the pair
   (rho N(0) + (1 - rho) MoG(u), rho N(0) + (1 - rho) MoG(v)).
-* ``ADD_REMOVE`` with the remainder dropped: couple a uniform permutation of the n + 1 records
-  of D + x with one of D by putting x at a uniform position j and moving the record that was
-  there to the end, which is dropped (when b does not divide n + 1, so that both datasets give t
-  batches). With c = -1 and x contributing 1, D + x releases MoG(2) when j <= t b and the
-  same as D otherwise: the pair (rho N(0) + (1 - rho) MoG(2), N(0)), rho = 1 - t b/(n + 1).
-  When b divides n + 1 the two datasets give different numbers of steps, and when b divides n
-  so do D and D - x (one batch fewer): no finite guarantee, and the lower bound is infinite.
+* ``ADD_REMOVE`` with the remainder dropped: for the dataset D of n records (x among them)
+  and its neighbour D - x, couple a uniform permutation of D with one of D - x by taking x out
+  of its uniform position j and putting the last record of D (in the remainder) there (when b
+  does not divide n, so that both datasets give t = n // b batches). With c = -1 and x
+  contributing 1, D releases MoG(2) when j <= t b and the same as D - x otherwise: the pair
+  (rho N(0) + (1 - rho) MoG(2), N(0)), rho = (n - t b)/n. (D + x against D, the same
+  coupling with n + 1 records, drops x with 1 - t b/(n + 1), more often: a weaker bound.)
+  When b divides n, D and D - x give different numbers of steps, and when b divides n + 1 so
+  do D + x and D (one batch more): no finite guarantee, and the lower bound is infinite.
 
 A lower bound on the hockey-stick divergence of a pair is a lower bound for the mechanism
 (its privacy profile is the supremum over neighbouring pairs). We post-process each epoch's
@@ -43,8 +45,10 @@ then to the cell of a fine grid of cut points it falls in (tails included, so th
 line): a pair of finite distributions whose cell masses are computed with mpmath (60 digits) and
 rounded outwards (the first distribution's masses down, the second's up). One epoch: the
 hockey-stick divergence of the cell pair, sum_j (p_j - e^eps q_j)_+, which dominates every
-single cube test. Several reshuffled epochs: the epochs are independent, so the pair is the
-product; we post-process again by mapping each epoch's cell to the integer floor(loss / h) of its
+cube test whose threshold is a cut point, and the best cube test of all thresholds (searched,
+then evaluated in mpmath), whichever is larger: at least every single cube test. Several
+reshuffled epochs: the epochs are independent, so the pair is the product; we post-process
+again by mapping each epoch's cell to the integer floor(loss / h) of its
 privacy loss and adding these over the epochs (a deterministic map of the observations: still a
 lower bound), and compute the two laws of the sum exactly by direct convolutions of
 nonnegative vectors, with their rounding bounded and pushed the safe way. Both directions of the
@@ -78,10 +82,10 @@ _MAX_LEN = 2 ** 13
 
 
 def _sizes(relation: Relation, steps: int, batch_size, dataset_size):
-    """(drop probability rho, finite): rho = (n - t b)/n (substitution: the differing record
-    falls in the dropped remainder) or 1 - t b/(n + 1) (add/remove: the coupling of the module
-    docstring); finite is False when, under add/remove, b divides n or n + 1. Substitution without
-    sizes assumes n = t b (no remainder)."""
+    """(drop probability rho, finite): rho = (n - t b)/n, the differing record falls in the
+    dropped remainder (substitution; add/remove: D against D - x, module docstring); finite is
+    False when, under add/remove, b divides n or n + 1. Substitution without sizes assumes
+    n = t b (no remainder)."""
     if relation is Relation.SUBSTITUTION and batch_size is None and dataset_size is None:
         return 0.0, True
     if batch_size is None or dataset_size is None:
@@ -92,9 +96,9 @@ def _sizes(relation: Relation, steps: int, batch_size, dataset_size):
     if n // b != steps:
         raise ValueError(f"steps_per_epoch must be dataset_size // batch_size = {n // b} "
                          f"(got {steps})")
-    if relation is Relation.SUBSTITUTION:
-        return (n - steps * b) / n, True
-    return 1.0 - steps * b / (n + 1), not _length_differs(b, n)
+    # (add/remove: D of n records against D - x, x dropped with the remainder's share of D;
+    # the pair D + x against D drops it with 1 - t b / (n + 1), more often: a weaker bound)
+    return (n - steps * b) / n, relation is Relation.SUBSTITUTION or not _length_differs(b, n)
 
 
 def _length_differs(b: int, n: int) -> bool:
@@ -120,13 +124,9 @@ def _cells(sigma: float, t: int, u: float, v: float, rho: float, n_cells: int):
     """Cell masses (p_lo, q_hi) of the largest coordinate under P and Q (module docstring),
     on cut points spanning the bulk of both laws; the two tail cells close the partition."""
     import mpmath as mp
+    cuts = _cut_points(sigma, t, u, v, n_cells)
     with mp.workdps(_DPS):
         s = mp.mpf(sigma)
-        # Phi(lo / sigma)^t = e^-120: the cell below lo is nearly empty under both laws
-        z = mp.sqrt(2) * mp.erfinv(2 * mp.exp(-mp.mpf(120) / t) - 1)
-        lo = min(u, v, 0.0) + sigma * float(z)
-        hi = max(u, v, 0.0) + 12.0 * sigma
-        cuts = np.linspace(lo, hi, n_cells + 1)
 
         def cdf(c, shift, weight_null):
             c = mp.mpf(float(c))
@@ -202,6 +202,10 @@ class _LowerPair:
 
     def __init__(self, sigma, t, epochs, u, v, rho, n_cells, h):
         p_lo, p_hi, q_lo, q_hi = _cells(sigma, t, u, v, rho, n_cells)
+        self.args = (sigma, t, u, v, rho)
+        self.epochs = epochs
+        self.cuts = _cut_points(sigma, t, u, v, n_cells)
+        self.cdfs = (np.cumsum(p_lo), np.cumsum(q_hi))      # at the cuts (search only)
         # both orders of the pair: H(P || Q) with P's masses down and Q's up, and H(Q || P)
         if epochs == 1:
             self.laws = [(p_lo, q_hi), (q_lo, p_hi)]
@@ -209,7 +213,75 @@ class _LowerPair:
             self.laws = [_composed(p_lo, q_hi, epochs, h), _composed(q_lo, p_hi, epochs, h)]
 
     def delta(self, eps: np.ndarray) -> np.ndarray:
-        return np.maximum.reduce([_hockey_lower(a, b, eps) for a, b in self.laws])
+        cells = np.maximum.reduce([_hockey_lower(a, b, eps) for a, b in self.laws])
+        if self.epochs > 1:
+            return cells
+        # the cells dominate the cube tests whose threshold is a cut point; the best threshold
+        # of all, found by search and evaluated exactly, is a test of its own (CGK24's cube test
+        # at its optimum): the bound is at least every single cube test
+        cube = np.array([_best_cube(self, float(e)) for e in np.ravel(eps)])
+        return np.maximum(cells, cube.reshape(np.shape(cells)))
+
+
+def _cut_points(sigma, t, u, v, n_cells):
+    """The cut points of :func:`_cells`: from where Phi(lo / sigma)^t = e^-120 (the cell below
+    is nearly empty under both laws) to 12 sigma above the shifts."""
+    import mpmath as mp
+    with mp.workdps(_DPS):
+        z = mp.sqrt(2) * mp.erfinv(2 * mp.exp(-mp.mpf(120) / t) - 1)
+    lo = min(u, v, 0.0) + sigma * float(z)
+    return np.linspace(lo, max(u, v, 0.0) + 12.0 * sigma, n_cells + 1)
+
+
+def _best_cube(pair: _LowerPair, eps: float) -> float:
+    """max over thresholds C of the cube tests A(C) - e^eps B(C), for A, B the laws of the
+    largest coordinate under the pair's two distributions (either order) of {max <= C} or
+    {max > C}, rounded down: the best cut point first (float cell sums), then a golden-section
+    search in mpmath on its two neighbouring cells; the value is exact (60 digits) at whatever
+    C the search ends, so a lower bound whether or not that C is the optimum."""
+    import mpmath as mp
+    sigma, t, u, v, rho = pair.args
+    cp, cq = pair.cdfs
+    cuts = pair.cuts
+    best = 0.0
+    with mp.workdps(_DPS):
+        s, r, x = mp.mpf(sigma), mp.mpf(rho), mp.e ** mp.mpf(eps)
+
+        def cdf(c, shift):
+            base = mp.ncdf(c / s)
+            return r * base ** t + (1 - r) * mp.ncdf((c - shift) / s) * base ** (t - 1)
+        for a_shift, b_shift, (fa, fb) in ((u, v, (cp, cq)), (v, u, (cq, cp))):
+            for upper_set in (False, True):
+                A = 1 - fa[:cuts.size] if upper_set else fa[:cuts.size]
+                B = 1 - fb[:cuts.size] if upper_set else fb[:cuts.size]
+                k = int(np.argmax(A - math.exp(min(eps, 700.0)) * B))
+                lo, hi = cuts[max(k - 1, 0)], cuts[min(k + 1, cuts.size - 1)]
+
+                def g(c):
+                    c = mp.mpf(c)
+                    pa, pb = cdf(c, a_shift), cdf(c, b_shift)
+                    return (1 - pa) - x * (1 - pb) if upper_set else pa - x * pb
+                c = _golden_max(g, lo, hi)
+                best = max(best, float(g(c) - 4 * _ABS))
+    return float(np.nextafter(best, 0.0)) if best > 0 else 0.0
+
+
+def _golden_max(g, lo: float, hi: float, rounds: int = 48) -> float:
+    """A point of [lo, hi] near the maximum of g (unimodal there): golden-section search."""
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    gc, gd = g(c), g(d)
+    for _ in range(rounds):
+        if gc >= gd:
+            b, d, gd = d, c, gc
+            c = b - ratio * (b - a)
+            gc = g(c)
+        else:
+            a, c, gc = c, d, gd
+            d = a + ratio * (b - a)
+            gd = g(d)
+    return c if gc >= gd else d
 
 
 def _check(sigma, steps_per_epoch, epochs, relation):
