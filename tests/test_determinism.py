@@ -34,3 +34,28 @@ def test_same_bits_idle_and_under_load():
             b.kill()
             b.wait()
     assert idle == loaded
+
+
+HISTORY = r"""
+import sys
+import dpamp as dp
+m = dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000)) * 2000
+a = dp.Gaussian(0.9).subsample(dp.RandomAllocation(1, 50)) * 3
+if sys.argv[1] == "after":
+    # other questions about the same plans first: their compositions must not be reused
+    m.epsilon(delta=1e-7), m.delta(1.0), a.epsilon(delta=1e-3), m.epsilon(delta=1e-5, tol=1e-2)
+for g in (m.epsilon(delta=1e-5), a.epsilon(delta=1e-6), m.delta(0.8)):
+    print(g.epsilon.hex(), g.delta.hex(), None if g.lower is None else g.lower.hex())
+"""
+
+
+def test_answers_do_not_depend_on_what_was_asked_before():
+    """The PLD cache holds every input of a query in its key: the same question asked first in
+    a fresh process or after other questions about the same plans gives the same bits."""
+    out = {}
+    for mode in ("fresh", "after"):
+        r = subprocess.run([sys.executable, "-c", HISTORY, mode], capture_output=True,
+                           text=True, timeout=900)
+        assert r.returncode == 0, r.stderr
+        out[mode] = r.stdout
+    assert out["fresh"] == out["after"]

@@ -1,5 +1,6 @@
-"""The cache of composed PMFs: repeated queries of one mechanism (plots, sweeps, calibration,
-another delta) reuse its composition when the bracket it gives is good enough."""
+"""The cache of composed PMFs: a query asked again (plots, sweeps, calibration) reuses its
+composition; the key holds every input of the query, so an answer never depends on what was
+asked before in the process."""
 from __future__ import annotations
 
 import os
@@ -9,8 +10,7 @@ from collections import OrderedDict
 
 
 class PLDCache:
-    """The composed PMFs of the last few mechanisms, so that repeated queries (plots, sweeps,
-    calibration) reuse them when their bracket is good enough."""
+    """The composed PMFs of the last few queries, reused by the same query asked again."""
 
     def __init__(self, size=8):
         self.size = size

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ..core import _validate as V
-from .query import (MAX_ROUNDS, _CACHE, _directions, _key, _lower_proven, _pure_epsilon,
-                    delta_bracket)
+from .query import (MAX_ROUNDS, _CACHE, _directions, _lower_proven, _pure_epsilon,
+                    _query_key, delta_bracket)
 
 
 def pld_profile(mechanism, epsilon):
@@ -31,7 +31,7 @@ def pld_profile_bounds(mechanism, epsilon):
     if mid >= pure:
         mid = 0.5 * pure if math.isfinite(pure) else mid   # (delta is 0 beyond pure anyway)
     delta_bracket(mechanism, mid)               # fills the cache with a good state
-    state = _CACHE.get((_key(mechanism), "delta", MAX_ROUNDS))
+    state = _CACHE.get(_query_key(mechanism, "delta", mid, None, MAX_ROUNDS))
     ups = np.max([d["pmf"][True].delta(flat) for d in state["dirs"]], axis=0)
     with_low = [d["pmf"][False].delta(flat) for d in state["dirs"] if False in d["pmf"]]
     proven = with_low and _lower_proven(_directions(mechanism))
