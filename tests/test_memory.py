@@ -85,3 +85,24 @@ def test_a_lower_bound_above_the_upper_bound_is_an_internal_error():
     # rounding of the last digits only: the lower end is set to the upper one
     g = Guarantee(1.0, 1e-5, lower=1.0 + 1e-13)
     assert g.lower == 1.0
+
+
+def test_holders_beyond_the_budget_release_the_oldest_first():
+    """core._memory.hold: the budget bounds what all caches hold together; the oldest other
+    holders release theirs (the newest keeps its own, even alone above the budget)."""
+    import numpy as np
+    released = []
+    owners = [object() for _ in range(4)]
+    _memory.set_memory_limit(100 << 20)
+    try:
+        for i, o in enumerate(owners[:3]):
+            _memory.hold(o, 40 << 20, lambda i=i: released.append(i))
+        assert released == [0]                   # 120 MiB > 100: the oldest goes
+        _memory.hold(owners[3], 150 << 20, lambda: released.append(3))
+        assert released == [0, 1, 2]             # alone above the budget: all others go
+    finally:
+        _memory.set_memory_limit(None)
+        for o in owners:
+            _memory._HOLDERS.pop(id(o), None)
+    a = np.zeros(1000)
+    assert _memory.nbytes({"x": [a, a], "y": (np.zeros(10),)}) == 8000 + 80

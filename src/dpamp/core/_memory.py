@@ -10,6 +10,11 @@ query depends on the budget (a finer grid, a narrower bracket), never on the mac
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
+from typing import Callable
+
+import numpy as np
 
 DEFAULT_BYTES = 2 << 30
 _SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -50,3 +55,47 @@ def set_memory_limit(nbytes: int | str | None) -> None:
             raise ValueError(f"memory limit: expected an int of at least 2**26 bytes, got "
                              f"{nbytes!r}")
         _limit = nbytes
+
+
+#: who holds large computed results, oldest first: key -> (bytes, release)
+_HOLDERS: "OrderedDict[int, tuple[int, Callable[[], None]]]" = OrderedDict()
+_HOLD_LOCK = threading.Lock()
+
+
+def nbytes(obj, _seen=None) -> int:
+    """The bytes of the numpy arrays reachable from ``obj`` (dicts, lists, tuples and objects'
+    attributes), each array once."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, dict):
+        return sum(nbytes(v, seen) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(v, seen) for v in obj)
+    attrs = getattr(obj, "__dict__", None)
+    return sum(nbytes(v, seen) for v in attrs.values()) if attrs else 0
+
+
+def hold(owner, held: int, release: Callable[[], None]) -> None:
+    """Record that ``owner`` now holds about ``held`` bytes of cached results, and have the
+    oldest other holders ``release`` theirs while all of them together exceed the budget: the
+    budget bounds the process, not each cache (eight cached allocation epochs at the limit each
+    would hold eight times it). Released results are recomputed if asked for again (the same
+    bits: a cache never changes a number)."""
+    key = id(owner)
+    with _HOLD_LOCK:
+        _HOLDERS.pop(key, None)
+        _HOLDERS[key] = (held, release)
+        total = sum(b for b, _ in _HOLDERS.values())
+        victims = []
+        for k in list(_HOLDERS):
+            if total <= memory_limit() or k == key:
+                break
+            b, rel = _HOLDERS.pop(k)
+            total -= b
+            victims.append(rel)
+    for rel in victims:
+        rel()

@@ -68,7 +68,7 @@ from . import capped as C
 from . import grid as G
 from . import tail as T
 from ...core._once import OnceCache
-from .sums import EPOCH_KEEP, _compose, _lower_masses, _suffix, _var_x
+from .sums import EPOCH_KEEP, _compose, _lower_masses, _suffix, _var_x, held
 
 _U = 2.0 ** -53
 #: the body ends b tried, finest first: the charge of three or more coordinates above b
@@ -235,9 +235,9 @@ class _Epoch:
 
     # --- the convolutions -------------------------------------------------------------------
     def compute(self, dx: float) -> dict:
-        """The compositions at step dx, or at a coarser one when the epoch's FFT would exceed
-        the engine's largest grid (coarser is as sound, only wider)."""
-        return self._cache.get(dx, lambda: self._compute_fitting(dx))
+        """The compositions at step dx, or a coarser one where the FFT would not fit (as
+        sound, wider); held against the process budget (other epochs release theirs)."""
+        return self._cache.get(dx, lambda: held(self, self._compute_fitting(dx), self._cache))
 
     def _compute_fitting(self, dx: float) -> dict:
         step = dx

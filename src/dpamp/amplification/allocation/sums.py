@@ -20,6 +20,14 @@ BYTES_PER_BIN = 8 * 8 * 12
 EPOCH_KEEP = 3
 
 
+def held(epoch, result: dict, cache) -> dict:
+    """``result``, recorded as held by ``epoch`` (EPOCH_KEEP such results in its ``cache``)
+    against the process's memory budget."""
+    from ...core._memory import hold, nbytes
+    hold(epoch, EPOCH_KEEP * nbytes(result), cache.clear)
+    return result
+
+
 def max_bins() -> int:
     """The largest S-domain window the memory budget allows (MemoryError beyond it: the epoch
     then takes a coarser step, as sound and wider)."""
