@@ -621,7 +621,6 @@ _BAD = [(e0, d0, t, ep, q, arg)
                            (1e-3, "delta", e0))]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("e0,d0,t,epochs,query,arg", _BAD,
                          ids=[f"ed{e0}-{d0:g}-alloc1of{t}-x{ep}-{q}({a:g})"
                               for e0, d0, t, ep, q, a in _BAD])
@@ -744,7 +743,6 @@ _query = st.one_of(
     st.tuples(st.just("delta"), st.floats(0.0, 5.0)))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=9, deadline=None, derandomize=True, database=None,
           phases=[Phase.explicit, Phase.generate],
