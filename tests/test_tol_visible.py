@@ -14,12 +14,18 @@ MISSED = ["--sigma", "5", "--sampler", "allocation", "--batch-size", "1", "--dat
           "2", "--epochs", "1", "--delta", "1e-12"]
 
 
-def test_tol_missed_reads_the_note():
-    g = Guarantee(1.0, 1e-5, 0.9, "rdp", note="pld did not reach tol: 7 grid refinements did "
-                  "not reach tol; proven bracket [0.9, 1.2]; auto: the upper bound is rdp's")
-    assert g.tol_missed == ("pld: 7 grid refinements did not reach tol; proven bracket "
-                            "[0.9, 1.2]")
-    assert Guarantee(1.0, 1e-5, 0.9, "pld").tol_missed == ""
+def test_the_status_is_typed():
+    g = Guarantee(1.0, 1e-5, 0.9, "rdp", note="free text", tol_met=False,
+                  tol_why="pld: 7 grid refinements did not reach tol")
+    assert g.tol_missed == "pld: 7 grid refinements did not reach tol"
+    assert abs(g.width - 0.1) < 1e-15 and g.as_dict()["tol_met"] is False
+    # a phrase in the note is not a status
+    assert Guarantee(1.0, 1e-5, 0.9, "pld", note="did not reach tol").tol_missed == ""
+    m = dp.Gaussian(5.0).subsample(dp.RandomAllocation(1, 2))
+    g = m.epsilon(1e-12, method="pld")
+    assert g.tol_met is False and g.tol_missed.startswith("pld: ")
+    assert dp.Gaussian(1.0).epsilon(1e-5, method="pld").tol_met is True
+    assert dp.Gaussian(1.0).epsilon(1e-5, method="rdp").tol_met is None
 
 
 def test_the_command_line_says_tol_was_not_met(capsys):

@@ -67,13 +67,18 @@ class _Oracle:
     """epsilon(delta) of a family of plans, memoised, counting evaluations."""
 
     def __init__(self, build: Callable, eps_target: float, delta: float, method: str,
-                 options: dict):
+                 options: dict, refine: bool = False):
         self.build, self.eps, self.delta = build, eps_target, delta
+        # counts (steps, epochs): a bracket that straddles the target is refined (ok); a
+        # continuous search (sigma, rate) stops within its resolution instead, and its answer
+        # stays reproducible by the default query
+        self.refine = refine
         # each evaluation gets a bounded number of refinements (the PLD then keeps the best
         # proven bracket it reached), so that a search over hard plans cannot run long; the
         # user's options win
         self.method, self.options = method, {"max_rounds": EVALUATION_ROUNDS, **options}
         self.seen: dict = {}
+        self.used: dict = {}        # the options each kept guarantee was computed with
         self.evaluations = 0
         # one tick per evaluated plan, on a terminal once the search has lasted a second
         self.bar = open_bar("calibrate", unit="plan", delay=1.0)
@@ -85,6 +90,7 @@ class _Oracle:
             g = self._coarse(x, mech)
             if g is None:
                 g = mech.epsilon(self.delta, method=self.method, **self.options)
+                self.used[x] = dict(self.options)
             self.seen[x] = (g, mech)
             self.bar.update()
         return self.seen[x][0]
@@ -100,37 +106,38 @@ class _Oracle:
         evaluations for steps and sigma)."""
         if "tol" in self.options or self.method not in ("auto", "pld"):
             return None
-        if not any("did not reach tol" in g.note and g.epsilon < 50 * self.eps
+        if not any(g.tol_met is False and g.epsilon < 50 * self.eps
                    for g, _ in self.seen.values()):
             return None
         # (auto gives each method only the options it takes: tol goes to the PLD alone)
-        g = mech.epsilon(self.delta, method=self.method, tol=COARSE_TOL * self.eps,
-                         **self.options)
+        self.used[x] = {**self.options, "tol": COARSE_TOL * self.eps}
+        g = mech.epsilon(self.delta, method=self.method, **self.used[x])
         if g.epsilon <= self.eps or (g.lower is not None and g.lower > self.eps):
             return g
         # not met: a limit of the PLD (its time budget, its FFT's floating-point budget, the
         # largest grid) ended the refinement, and would end the default tol's the same way
-        return g if "did not reach tol" in g.note else None
+        return g if g.tol_met is False else None
 
     def ok(self, x) -> bool:
-        """Whether x meets the target. A bracket that straddles it (lower <= target < upper)
-        is refined, a quarter of its width at a time, until it decides x or stops narrowing:
-        otherwise the search would stop one short of the extreme value whose true epsilon meets
-        the target but whose default bracket reaches over it. Undecided: not met (a
-        calibration only claims what its upper bound proves)."""
+        """Whether x meets the target. For counts (``refine``), a bracket that straddles it
+        (lower <= target < upper) is refined, a quarter of its width at a time, until it
+        decides x or stops narrowing: otherwise the search would stop one short of the extreme
+        count whose true epsilon meets the target but whose default bracket reaches over it
+        (Calibration.options then holds the finer tol). Undecided: not met (a calibration
+        only claims what its upper bound proves)."""
         g = self.guarantee(x)
         for _ in range(REFINE_STRADDLING):
-            if g.epsilon <= self.eps or g.lower is None or g.lower > self.eps \
-                    or "tol" in self.options or self.method not in ("auto", "pld"):
+            if not self.refine or g.epsilon <= self.eps or g.lower is None \
+                    or g.lower > self.eps or "tol" in self.options \
+                    or self.method not in ("auto", "pld"):
                 break
-            width = g.epsilon - g.lower
-            h = self.seen[x][1].epsilon(self.delta, method=self.method,
-                                        **{**self.options, "tol": 0.25 * width,
-                                           "max_rounds": REFINE_ROUNDS})
+            opts = {**self.options, "tol": 0.25 * (g.epsilon - g.lower),
+                    "max_rounds": REFINE_ROUNDS}
+            h = self.seen[x][1].epsilon(self.delta, method=self.method, **opts)
             if not h.epsilon < g.epsilon:
                 break
             g = h
-            self.seen[x] = (g, self.seen[x][1])
+            self.seen[x], self.used[x] = (g, self.seen[x][1]), opts
         return g.epsilon <= self.eps
 
     def value(self, x) -> float:
@@ -157,7 +164,7 @@ class _Oracle:
                                f"({g.epsilon!r} > {self.eps!r})")  # pragma: no cover
         return Calibration(parameter, x, g, self.eps, self.delta, self.seen[x][1],
                            self.evaluations, steps, None if other is None else (x, other),
-                           rtol)
+                           rtol, dict(self.used.get(x, self.options)))
 
 
 def _resolve(build, x0, method: str) -> str:
@@ -345,7 +352,7 @@ def _largest_count(unit, build, steps_of, eps_t, d, method, options) -> Calibrat
     name = _resolve(build, 1, method)
 
     def solve(m, start=1):
-        oracle = _Oracle(build, eps_t, d, m, options)
+        oracle = _Oracle(build, eps_t, d, m, options, refine=True)
         n = largest_int(oracle.ok, start, value=oracle.value)
         if n is None:
             g = oracle.guarantee(1)

@@ -18,7 +18,10 @@ class Calibration:
     accounting queries the search made. ``search``: for sigma and rate, the search's last
     bracket (the value that meets the target, and the nearest one that did not), and ``rtol``
     the resolution asked: where the evaluated plans' own brackets are wider, the search stops
-    at an eighth of their width, and the printout says so."""
+    at an eighth of their width, and the printout says so. ``options``: the method's options
+    the certificate was computed with (a bracket that straddled the target was refined to a
+    finer tol): ``mechanism.epsilon(target_delta, method=..., **options)`` reproduces
+    ``guarantee``; the default options may give a wider bracket reaching over the target."""
 
     parameter: str
     value: float | int
@@ -30,6 +33,7 @@ class Calibration:
     steps: int | None = None
     search: tuple | None = None
     rtol: float | None = None
+    options: dict = dataclasses.field(default_factory=dict)
 
     @property
     def resolution(self) -> float | None:
@@ -61,6 +65,7 @@ class Calibration:
             d["steps"] = self.steps
         if self.resolution is not None:
             d["resolution"] = self.resolution
+        d["options"] = dict(self.options)
         return d
 
     def __str__(self) -> str:
@@ -81,6 +86,8 @@ class Calibration:
         if res is not None and self.rtol is not None and res > self.rtol * (1 + 1e-9):
             out += (f" (the search stopped at a relative resolution of {res:.2g}, above rtol "
                     f"{self.rtol:g}: the evaluated plans' brackets are wider than that)")
+        if "tol" in self.options and self.parameter in ("steps", "epochs"):
+            out += f" (certified with tol {self.options['tol']:.3g})"
         if self.guarantee.tol_missed:
             out += f" (tol not met: {self.guarantee.tol_missed})"
         return out

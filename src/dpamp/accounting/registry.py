@@ -121,7 +121,7 @@ def _run(mechanism, method: str, query) -> Guarantee:
         if skipped:
             g = dataclasses.replace(g, note="; ".join(
                 [g.note] * bool(g.note) + [f"auto: {s}; answered by {name}" for s in skipped]))
-        if "did not reach tol" in g.note:
+        if g.tol_met is False:
             g = _best_upper(mechanism, g, name, query)
         return g
     raise refused

@@ -29,6 +29,10 @@ class Guarantee:
     source: str = ""
     query: str = "epsilon"  # which of epsilon/delta was computed (the other was given)
     note: str = ""
+    #: whether the method met its tolerance (None: it has none); where it did not, ``tol_why``
+    #: says which method and why (the bounds are proven either way, only wider)
+    tol_met: bool | None = None
+    tol_why: str = ""
 
     def __post_init__(self):
         # plain Python floats in the fields (numpy scalars leak from the methods' arithmetic)
@@ -49,16 +53,14 @@ class Guarantee:
 
     @property
     def tol_missed(self) -> str:
-        """Why the method's bracket stopped short of its tolerance, from ``note`` ("" where it
-        met it, or has none): what every output prints beside the numbers."""
-        key = "did not reach tol"
-        i = self.note.find(key)
-        if i < 0:
-            return ""
-        j = self.note.find("; auto:", i)
-        who = self.note[:i].split(";")[-1].strip()          # the method that missed it
-        why = self.note[i + len(key):j if j >= 0 else None].lstrip(": ").strip()
-        return f"{who}: {why}" if who else why
+        """Why the bracket stopped short of the method's tolerance ("" where it met it, or
+        has none): what every output prints beside the numbers."""
+        return self.tol_why if self.tol_met is False else ""
+
+    @property
+    def width(self) -> float | None:
+        """upper - lower of the queried quantity (None without a lower bound)."""
+        return None if self.lower is None else self.value - self.lower
 
     @property
     def value(self) -> float:
@@ -83,7 +85,7 @@ class Guarantee:
             return None if x is None else (float(x) if math.isfinite(x) else str(x))
         return {"epsilon": clean(self.epsilon), "delta": clean(self.delta),
                 "lower": clean(self.lower), "method": self.method, "source": self.source,
-                "note": self.note}
+                "note": self.note, "tol_met": self.tol_met}
 
     def __str__(self) -> str:
         """Rounded outwards: epsilon and delta up (a weaker claim), the lower bound down."""

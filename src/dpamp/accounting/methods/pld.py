@@ -18,18 +18,23 @@ def _note(b) -> str:
     return f"pld did not reach tol: {b.note}{width}"
 
 
+def _status(b) -> dict:
+    """The typed tolerance status of a bracket (Guarantee.tol_met, tol_why)."""
+    return {"tol_met": bool(b.met), "tol_why": "" if b.met else f"pld: {b.note}"}
+
+
 def _epsilon(mechanism, delta, tol=None, budget=None, max_rounds=None):
     if delta == 0.0:
         pure = mechanism.pure_epsilon()
         return Guarantee(pure, 0.0, None, "pld", "pure DP: sum of the parts' pure epsilons",
                          "epsilon")
     b = epsilon_bracket(mechanism, delta, tol, budget, max_rounds)
-    return Guarantee(b.upper, delta, b.lower, "pld", SOURCE, "epsilon", _note(b))
+    return Guarantee(b.upper, delta, b.lower, "pld", SOURCE, "epsilon", _note(b), **_status(b))
 
 
 def _delta(mechanism, epsilon, tol=None, budget=None, max_rounds=None):
     b = delta_bracket(mechanism, epsilon, tol, budget, max_rounds)
-    return Guarantee(epsilon, b.upper, b.lower, "pld", SOURCE, "delta", _note(b))
+    return Guarantee(epsilon, b.upper, b.lower, "pld", SOURCE, "delta", _note(b), **_status(b))
 
 
 register(Method("pld", _epsilon, _delta, has_pld, rank=20,
