@@ -133,6 +133,7 @@ class ProfileSource:
             # above the curve's limit (the mass at +inf, e.g. delta of an (eps, delta) base),
             # which it never drops below; losses past 512 are capped (e^512 nears overflow)
             floor = float(self._rows(np.array([np.inf]))[row][0])
+            floor = floor if 0.0 <= floor <= 1.0 else 0.0       # (a profile without a limit)
             f = lambda e: float(self._rows(np.array([e]))[row][0]) - floor  # noqa: E731
             lo, hi = 0.0, 1.0
             while f(hi) > tail and hi < 512.0:
