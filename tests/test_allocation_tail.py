@@ -212,11 +212,13 @@ def _short_pld(monkeypatch, upper, lower):
     from dpamp.core.guarantee import Guarantee
     note = f"pld did not reach tol: test; proven bracket [{lower}, {upper}]"
 
+    short = {"tol_met": False, "tol_why": "pld: test"}
+
     def eps(mech, delta, **kw):
-        return Guarantee(upper, delta, lower, "pld", "test", "epsilon", note)
+        return Guarantee(upper, delta, lower, "pld", "test", "epsilon", note, **short)
 
     def dlt(mech, epsilon, **kw):
-        return Guarantee(epsilon, 0.5, 1e-9, "pld", "test", "delta", note)
+        return Guarantee(epsilon, 0.5, 1e-9, "pld", "test", "delta", note, **short)
     monkeypatch.setitem(registry._REGISTRY, "pld", dataclasses.replace(
         registry._REGISTRY["pld"], epsilon=eps, delta=dlt))
     return registry
