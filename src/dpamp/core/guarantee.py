@@ -14,7 +14,9 @@ class Guarantee:
     epsilon(delta) query, delta for a delta(epsilon) query) where the method gives one, else None.
     ``method``: which accounting method produced it; ``source``: paper and theorem;
     ``note``: what the accountant did on the way, where it matters (e.g. ``method="auto"``
-    passing over a method that could not answer this query, and why).
+    passing over a method that could not answer this query, and why). ``tol_met``: whether
+    the method met its tolerance (None for methods without one); ``tol_why`` (and
+    ``tol_missed``) why not, where it did not; ``width``: upper - lower.
 
     It behaves like the number it answers where that is what a caller wants: ``float(g)`` and
     format specs (``f"{g:.3f}"``) give the queried value (epsilon for an epsilon query, delta
