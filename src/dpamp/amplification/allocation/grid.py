@@ -292,9 +292,10 @@ def lowered_masses(c: Cells) -> np.ndarray:
     # a knot is lowered by at most its value: the polygon cannot go below 0 (w >= 0 below), so
     # a knot with C(a_k) < e_k is lowered by C(a_k) only. The cover condition of each cell is
     # on these effective lowerings; a cell whose left knot is at 0 is covered (its chord rises
-    # from 0 to at most C(a_{c+1}), below C on the cell: the call function is non-increasing). An (epsilon, delta) base under add has most of Y's mass in one cell just
-    # below the top knot, where C is tiny: read off e instead, the lowered chord rose above C
-    # there (a lower bound 1.6 % above the true epsilon).
+    # from 0 to at most C(a_{c+1}), below C on the cell: the call function is non-increasing).
+    # An (epsilon, delta) base under add has most of Y's mass in one cell just below the top
+    # knot, where C is tiny: read off e instead, the lowered chord rose above C there (a lower
+    # bound 1.6 % above the true epsilon).
     to_zero = np.maximum(v - dv - 16 * _U * v, 0.0)
     e = np.zeros(K + 1)
     if K >= 2:
