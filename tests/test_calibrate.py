@@ -9,7 +9,7 @@ import pytest
 import dpamp as dp
 from dpamp.accounting import calibrate as C
 from dpamp import cli
-from dpamp.core._progress import progress
+from dpamp.core.progress import progress
 
 
 def eps_of(x, delta, method, **options):

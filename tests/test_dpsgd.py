@@ -11,7 +11,7 @@ import pytest
 
 import dpamp as dp
 from dpamp import cli
-from dpamp.core._rounding import round_up
+from dpamp.core.rounding import round_up
 from dpamp.io.opacus import OpacusAccountant
 from dpamp.io.plan import parse_plan_text
 

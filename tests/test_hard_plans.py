@@ -193,7 +193,7 @@ def test_delta_1e100():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_lower_hull_large_near_convex(seed):
-    from dpamp.core._hull import _monotone_chain, lower_hull
+    from dpamp.core.hull import _monotone_chain, lower_hull
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2000, 20000))
     x = np.cumsum(rng.random(n) + 1e-3)

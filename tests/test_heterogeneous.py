@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dpamp as dp
-from dpamp.core._logspace import logsumexp
+from dpamp.core.logspace import logsumexp
 from dpamp.pld import engine as E
 from dpamp.pld import query as Qy
 from dpamp.pld import sources as S

@@ -1,6 +1,7 @@
 """The package's shape: no import cycles at import time, imports run down the layers of the flow
 describe -> represent -> compose -> query -> present (docs/architecture.md), one idea per
-module in at most 500 lines.
+module; functions at most 80 lines (a short list of reasoned exceptions); no module importing
+another package's private names.
 
 The import graph is read from the source (ast), not by importing: an edge is an import
 statement that runs when its module is imported (module level, class bodies, ``if`` / ``try``
@@ -19,7 +20,22 @@ PKG = SRC / "dpamp"
 #: lower number = lower layer; a module may import (at import time) only its own layer or lower
 LAYERS = {"core": 0, "mechanisms": 1, "rdp": 2, "pld": 2, "profiles": 2, "theorems": 2,
           "amplification": 3, "accounting": 4, "io": 5, "cli": 6}
-MAX_LINES = 500
+MAX_FUNCTION_LINES = 80
+#: functions allowed over MAX_FUNCTION_LINES, each with why it is one piece
+LONG_FUNCTIONS: dict[str, str] = {
+    "pld/polygon_batch.py:_halves_2d": "to be split",
+    "amplification/allocation/fft2.py:compose2": "to be split",
+    "pld/engine.py:_compose_kind": "to be split",
+    "amplification/bernoulli/_cell_bounds.py:_cell_bound": "to be split",
+    "amplification/bernoulli/_d1_search.py:certify_d1": "to be split",
+    "pld/polygon.py:_half_core": "to be split",
+    "accounting/sweep.py:sweep": "to be split",
+    "amplification/bernoulli/_local_search.py:local_search": "to be split",
+    "amplification/bernoulli/_cell_bounds.py:_tighten_masses": "to be split",
+    "amplification/bernoulli/_d1_boxes.py:_polygon_candidates": "to be split",
+    "pld/loss.py:cell_masses": "to be split",
+    "amplification/allocation/fft2.py:_power_spectra": "to be split",
+}
 
 
 def _modules() -> dict[str, tuple[pathlib.Path, bool]]:
@@ -135,10 +151,45 @@ def test_every_top_level_module_is_in_a_layer():
     assert loose == []
 
 
-@pytest.mark.parametrize("path", sorted(PKG.rglob("*.py")), ids=lambda p: str(p.relative_to(PKG)))
-def test_module_at_most_500_lines(path):
-    n = len(path.read_text().splitlines())
-    assert n <= MAX_LINES, f"{path.relative_to(PKG)} has {n} lines (at most {MAX_LINES})"
+def _functions():
+    """(key "path:name", line count) of every function and method in the package."""
+    for path in sorted(PKG.rglob("*.py")):
+        rel = str(path.relative_to(PKG))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield f"{rel}:{node.name}", node.end_lineno - node.lineno + 1
+
+
+def test_functions_are_short():
+    long = {k: n for k, n in _functions() if n > MAX_FUNCTION_LINES}
+    assert sorted(set(long) - set(LONG_FUNCTIONS)) == [], long
+    # an exception that no longer needs to be one leaves the list
+    assert sorted(set(LONG_FUNCTIONS) - set(long)) == []
+
+
+def _private_imports(mod: str, is_pkg: bool, tree: ast.AST):
+    """(target, name) of every ``from X import _name`` / import of a ``_module`` where X is in
+    another top-level package of dpamp than ``mod`` (any depth: inside functions too)."""
+    own = mod.split(".")[1] if mod.count(".") else None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        target = _resolve(mod, is_pkg, node)
+        parts = target.split(".")
+        if parts[0] != "dpamp" or len(parts) < 2 or parts[1] == own:
+            continue
+        for seg in parts[2:]:
+            if seg.startswith("_") and not seg.startswith("__"):
+                yield target, "(module)"
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                yield target, alias.name
+
+
+def test_no_private_names_across_packages():
+    bad = [(m, t, n) for m, (path, is_pkg) in _modules().items()
+           for t, n in _private_imports(m, is_pkg, ast.parse(path.read_text()))]
+    assert bad == []
 
 
 def test_the_checks_can_fail():
@@ -150,3 +201,7 @@ def test_the_checks_can_fail():
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n"
                      "else:\n    import b\nif x:\n    import c\n")
     assert sorted(n.names[0].name for n in _eager_imports(tree)) == ["TYPE_CHECKING", "b", "c"]
+    # a private name of another package is found, one of the module's own package is not
+    tree = ast.parse("from ..core._x import a\nfrom ..core.y import _b\nfrom .z import _c\n")
+    found = list(_private_imports("dpamp.pld.q", False, tree))
+    assert found == [("dpamp.core._x", "(module)"), ("dpamp.core.y", "_b")]

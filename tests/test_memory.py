@@ -1,4 +1,4 @@
-"""Bounded memory: routes size their grids from the memory budget (dpamp.core._memory) before
+"""Bounded memory: routes size their grids from the memory budget (dpamp.core.memory) before
 they allocate, and answer (a coarser grid, a wider proven bracket) where a finer one would not
 fit. Random allocation over very many steps used to grow without bound (t = 10^9: 17 GB)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from dpamp.core import _memory
+from dpamp.core import memory
 from dpamp.core.errors import SoundnessError
 from dpamp.core.guarantee import Guarantee
 
@@ -40,19 +40,19 @@ def _run(t: int, limit: str | None) -> dict:
 
 def test_the_budget_is_validated_and_named():
     with pytest.raises(ValueError, match="DPAMP_MAX_MEMORY"):
-        _memory._parse("lots")
+        memory._parse("lots")
     with pytest.raises(ValueError, match="at least"):
-        _memory._parse("1K")
-    assert _memory._parse("2G") == 2 << 30 and _memory._parse("512MiB") == 512 << 20
+        memory._parse("1K")
+    assert memory._parse("2G") == 2 << 30 and memory._parse("512MiB") == 512 << 20
     with pytest.raises(ValueError, match="memory limit"):
-        _memory.set_memory_limit(10)
-    _memory.set_memory_limit("1G")
+        memory.set_memory_limit(10)
+    memory.set_memory_limit("1G")
     try:
-        assert _memory.memory_limit() == 1 << 30
+        assert memory.memory_limit() == 1 << 30
     finally:
-        _memory.set_memory_limit(None)
-    assert _memory.memory_limit() in (_memory.DEFAULT_BYTES,
-                                      _memory._parse(os.environ.get("DPAMP_MAX_MEMORY", "2G")))
+        memory.set_memory_limit(None)
+    assert memory.memory_limit() in (memory.DEFAULT_BYTES,
+                                      memory._parse(os.environ.get("DPAMP_MAX_MEMORY", "2G")))
 
 
 def test_a_small_budget_still_answers_with_a_proven_bracket():
@@ -74,7 +74,7 @@ def test_a_billion_steps_answer_within_the_default_budget():
     r = _run(10**9, None)
     assert r["method"] == "pld" and 0 < r["lower"] <= r["eps"] < 1e-4, r
     assert r["lower"] <= 1.9e-5 <= r["eps"]
-    assert r["rss"] < _memory.DEFAULT_BYTES + (600 << 20), r["rss"] / 2**20
+    assert r["rss"] < memory.DEFAULT_BYTES + (600 << 20), r["rss"] / 2**20
 
 
 def test_a_lower_bound_above_the_upper_bound_is_an_internal_error():
@@ -88,21 +88,21 @@ def test_a_lower_bound_above_the_upper_bound_is_an_internal_error():
 
 
 def test_holders_beyond_the_budget_release_the_oldest_first():
-    """core._memory.hold: the budget bounds what all caches hold together; the oldest other
+    """core.memory.hold: the budget bounds what all caches hold together; the oldest other
     holders release theirs (the newest keeps its own, even alone above the budget)."""
     import numpy as np
     released = []
     owners = [object() for _ in range(4)]
-    _memory.set_memory_limit(100 << 20)
+    memory.set_memory_limit(100 << 20)
     try:
         for i, o in enumerate(owners[:3]):
-            _memory.hold(o, 40 << 20, lambda i=i: released.append(i))
+            memory.hold(o, 40 << 20, lambda i=i: released.append(i))
         assert released == [0]                   # 120 MiB > 100: the oldest goes
-        _memory.hold(owners[3], 150 << 20, lambda: released.append(3))
+        memory.hold(owners[3], 150 << 20, lambda: released.append(3))
         assert released == [0, 1, 2]             # alone above the budget: all others go
     finally:
-        _memory.set_memory_limit(None)
+        memory.set_memory_limit(None)
         for o in owners:
-            _memory._HOLDERS.pop(id(o), None)
+            memory._HOLDERS.pop(id(o), None)
     a = np.zeros(1000)
-    assert _memory.nbytes({"x": [a, a], "y": (np.zeros(10),)}) == 8000 + 80
+    assert memory.nbytes({"x": [a, a], "y": (np.zeros(10),)}) == 8000 + 80

@@ -41,7 +41,7 @@ def test_mixing_at_tiny_delta_is_not_pure_dp():
 def test_add_order_of_a_mixture_at_tiny_epsilon():
     """eps'' = log(1 + (e^{eps'} - 1)/c), c = 1 - e^{eps'}(1 - gamma): the upper path must not
     exceed it (a larger eps'' gives a smaller, optimistic profile); it lost ~u |log gamma|."""
-    from dpamp.profiles._numerics import ajc_reverse
+    from dpamp.profiles.numerics import ajc_reverse
     for gamma in (1e-9, 1e-4, 0.3):
         for e in (1e-24, 1e-15, 1e-9, 0.5):
             _, got = ajc_reverse(np.array([e]), gamma, upper=True)
@@ -56,7 +56,7 @@ def test_add_order_of_a_mixture_at_tiny_epsilon():
 
 def test_joint_convexity_beta_for_tiny_gamma_and_epsilon():
     """beta = gamma / (1 - (1-gamma) e^{-eps'}): the denominator cancelled (log error 0.33)."""
-    from dpamp.profiles._numerics import ajc_log_beta
+    from dpamp.profiles.numerics import ajc_log_beta
     for gamma, e in ((1e-12, 2e-13), (1e-6, 1e-9), (0.2, 1.0)):
         lb, l1b = ajc_log_beta(np.array([e]), gamma)
         g, x = mp.mpf(gamma), mp.mpf(e)
@@ -66,7 +66,7 @@ def test_joint_convexity_beta_for_tiny_gamma_and_epsilon():
 
 
 def test_subnormal_profile_values_round_outwards():
-    from dpamp.profiles._numerics import to_linear_lower, to_linear_upper
+    from dpamp.profiles.numerics import to_linear_lower, to_linear_upper
     for v in ("7.975e-322", "4.1e-324", "1e-310", "3e-300"):
         lv = float(mp.log(mp.mpf(v)))
         up = math.nextafter(math.nextafter(lv, math.inf), math.inf)     # log upper bound

@@ -1,4 +1,4 @@
-"""core._once.OnceCache: one computation per key however many threads ask, the oldest results
+"""core.once.OnceCache: one computation per key however many threads ask, the oldest results
 forgotten beyond ``keep``, exceptions passed on and not remembered, empty after a fork."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dpamp.core._once import OnceCache
+from dpamp.core.once import OnceCache
 
 
 def test_two_threads_asking_at_once_compute_once():

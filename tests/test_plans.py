@@ -225,7 +225,7 @@ def test_missing_output_directory_is_refused_before_computing(tmp_path, capsys):
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
-    from dpamp.io._files import atomic_path, atomic_write
+    from dpamp.io.files import atomic_path, atomic_write
     target = tmp_path / "fig.png"
     with pytest.raises(RuntimeError):
         with atomic_path(target) as tmp:

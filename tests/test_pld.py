@@ -468,7 +468,7 @@ def test_quantile_range_tails_are_within_the_budget(mech, tail):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 3000), st.floats(1e-5, 0.5), st.integers(0, 10 ** 6))
 def test_grid_log_mgf_equals_the_direct_sum(n, h, seed):
-    from dpamp.core._logspace import logsumexp
+    from dpamp.core.logspace import logsumexp
     from dpamp.pld.engine import grid_log_mgf
     rng = np.random.default_rng(seed)
     m = rng.exponential(size=n) * (rng.random(n) < 0.8) * 10.0 ** rng.integers(-250, 0, n)
@@ -489,7 +489,7 @@ def test_lower_hull_equals_the_points_below_every_chord(bumps, seed):
     """Independent of the monotone chain it is built on: a point is a vertex of the lower hull
     iff it lies strictly below every chord between a point on its left and one on its right
     (brute force over all chords; the ends have none)."""
-    from dpamp.core._hull import lower_hull as _lower_hull
+    from dpamp.core.hull import lower_hull as _lower_hull
     rng = np.random.default_rng(seed)
     n = len(bumps)
     x = np.cumsum(rng.random(n) + 1e-3)

@@ -14,7 +14,7 @@ import pytest
 import dpamp as dp
 from dpamp.mechanisms.base import Mechanism
 from dpamp.profiles import core
-from dpamp.profiles._numerics import pad_down, pad_up
+from dpamp.profiles.numerics import pad_down, pad_up
 
 EPS = np.array([0.0, 0.05, 0.2, 0.5, 1.0, 1.7, 3.0])
 

@@ -1,4 +1,4 @@
-"""Progress bars (dpamp.core._progress): tqdm on a terminal, silent when piped, forced on or off
+"""Progress bars (dpamp.core.progress): tqdm on a terminal, silent when piped, forced on or off
 by DPAMP_PROGRESS or an argument, silent inside another bar, in a worker process and without
 tqdm; and the long computations (PLD refinement, calibration, the certified Bernoulli search)
 tick once per unit of work."""
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import dpamp as dp
-from dpamp.core import _progress as P
+from dpamp.core import progress as P
 
 tqdm = pytest.importorskip("tqdm")
 

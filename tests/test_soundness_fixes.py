@@ -110,8 +110,8 @@ def test_huge_orders_answer_without_allocating():
 
 
 def test_lower_hull_passes_agree_with_the_monotone_chain():
-    """The vectorised passes of core._hull return Andrew's monotone chain's hull."""
-    from dpamp.core._hull import _monotone_chain, lower_hull
+    """The vectorised passes of core.hull return Andrew's monotone chain's hull."""
+    from dpamp.core.hull import _monotone_chain, lower_hull
     rng = np.random.default_rng(1)
     for trial in range(200):
         x = np.unique(np.sort(rng.uniform(0, 10, int(rng.integers(1, 80)))))

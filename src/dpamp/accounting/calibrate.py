@@ -32,9 +32,9 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import samplers as _samplers
-from ..core._progress import open_bar
+from ..core.progress import open_bar
 from ..core.guarantee import Guarantee
 from ..core.relations import ADD_REMOVE, Relation, as_relation
 from ._search import geometric_search, largest_int
@@ -459,7 +459,7 @@ def sweep(function: Callable[..., Calibration], over: str, values: Iterable[Any]
     """Run a calibration for each value of one argument, with a progress bar on a terminal:
     ``sweep(dp.calibrate.sigma, "epsilon", [1, 2, 4, 8], delta=1e-5, sampling=..., steps=...)``.
     Returns the list of :class:`Calibration` results in order."""
-    from ..core._progress import progress
+    from ..core.progress import progress
     values = list(values)
     if not values:
         raise ValueError(f"{over} needs at least one value to sweep over")

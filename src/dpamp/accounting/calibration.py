@@ -71,7 +71,7 @@ class Calibration:
     def __str__(self) -> str:
         """Rounded so that the printed value still meets the target: sigma up (more noise),
         a rate or a number of epochs down; the achieved epsilon up."""
-        from ..core._rounding import round_down, round_up
+        from ..core.rounding import round_down, round_up
         if isinstance(self.value, float):
             v = (round_up if self.parameter == "sigma" else round_down)(self.value, 6)
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.guarantee import Guarantee
 from ..mechanisms.base import check_mechanism
 

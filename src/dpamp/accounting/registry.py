@@ -11,7 +11,7 @@ import math
 import threading
 from typing import TYPE_CHECKING, Callable
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.errors import OutOfReach
 from ..core.guarantee import Guarantee
 

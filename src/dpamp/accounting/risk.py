@@ -27,8 +27,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..core import _validate as V
-from ..core._rounding import ulps_down, ulps_up
+from ..core import validate as V
+from ..core.rounding import ulps_down, ulps_up
 from ..profiles import tradeoff as T
 
 METHODS = ("auto", "gaussian", "profile", "pld", "rdp")
@@ -138,7 +138,7 @@ def _rdp_curves(mechanism, points=60):
 
 def _compute(mechanism, method, points, budget):
     from ..profiles import has_profile, profile_pair, profile_pair_lower
-    from ..profiles.core import _single
+    from ..profiles.core import single as _single
     if method in ("auto", "gaussian"):
         mu = _gaussian_mu(mechanism)
         if mu is not None:

@@ -147,7 +147,7 @@ def compute_row(inputs: dict, steps_cache: dict | None = None) -> dict:
 def _sampling(inputs: dict, row: dict):
     """The sampling scheme, relation and clipped sensitivity of a row (validated, naming the
     grid's keys)."""
-    from ..core import _validate as V
+    from ..core import validate as V
     from ..core import samplers
     from ..core.relations import ADD_REMOVE
     from ..core.sampling import Poisson, clip_sensitivity
@@ -166,7 +166,7 @@ def _sampling(inputs: dict, row: dict):
 
 
 def _answer(inputs: dict, row: dict, steps_cache: dict) -> None:
-    from ..core import _validate as V
+    from ..core import validate as V
     from ..core import samplers as _samplers
     from ..mechanisms import Gaussian
     from . import calibrate as C

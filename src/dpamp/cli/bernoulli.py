@@ -53,7 +53,7 @@ def composed_guarantee(args):
     if args.sigma is None:
         raise ValueError("--delta needs --sigma (the base mechanism's noise: Gaussian standard "
                          "deviation, or Laplace scale with --laplace)")
-    from ..core import _validate as V
+    from ..core import validate as V
     V.integer("--steps", args.steps, low=1)
     family = dp.Laplace if args.laplace else dp.Gaussian
     base = family(args.sigma, args.sensitivity)
@@ -87,7 +87,7 @@ def cmd_bernoulli(args):
         head += f" {'Post in':>27} certified"
     print(f"Bernoulli sampling (001): c = {args.c:g}, d = {args.d}, k = {args.k}")
     print(head)
-    from ..core._rounding import round_down as dn, round_up as up   # lower bounds down, upper up
+    from ..core.rounding import round_down as dn, round_up as up   # lower bounds down, upper up
     for r in rows:
         line = (f"{r['alpha']:8g} {r['epsilon']:10g} {dn(r['lower'], 6):>12s} "
                 f"{dn(r['hoeffding'], 6):>12s} {up(r['upper'], 6):>12s}")

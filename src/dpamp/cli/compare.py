@@ -31,7 +31,7 @@ def cmd_compare(args):
                           "assumed": dict(stage.assumed), "mechanism": to_dict(mech),
                           "delta": args.delta, "results": result_dicts(rows)}))
         return
-    from ..core._rounding import round_down, round_up
+    from ..core.rounding import round_down, round_up
     print(f"plan: {describe(stage, args.delta)}")
     print(f"{'method':14s} {'epsilon':>12s} {'lower':>12s} {'time':>11s}  source")
     for name, g, s in rows:

@@ -29,7 +29,7 @@ def cmd_dpsgd(args):
                  assumed=dict(stage.assumed))
         print(json.dumps(d))
         return
-    from ..core._rounding import round_down, round_up
+    from ..core.rounding import round_down, round_up
     low = "" if g.lower is None else f" (the true epsilon is at least {round_down(g.lower, 6)})"
     print(f"DP-SGD is ({round_up(g.epsilon, 6)}, {fmt_delta(args.delta)})-DP{low}, by {g.method} in "
           f"{seconds * 1e3:.0f} ms")

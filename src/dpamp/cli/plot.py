@@ -42,11 +42,11 @@ def cmd_plot(args):
         return cmd_frontier(args)
     if args.results is not None:
         raise ValueError("a results file is for 'dpamp plot frontier RESULTS' only")
-    from ..io._files import check_target
+    from ..io.files import check_target
     from ._args import build_stage, describe, inputs, plan_given, options as _options
-    from ..io.plot import _check_output
+    from ..io.plot import check_output
     from ..io import plot
-    out = check_target(_check_output(args.output))
+    out = check_target(check_output(args.output))
     options = _options(args)
     delta = args.delta
     if args.kind == "samplers":
@@ -93,7 +93,7 @@ def cmd_plot(args):
 def _plot_samplers(args, out, options):
     """epsilon against epochs under Poisson, random allocation and shuffled batches
     (io/samplers_compare.py): needs the DP-SGD words, not a plan file."""
-    from ..core import _validate as V
+    from ..core import validate as V
     from ..io import samplers_compare
     missing = [f for f, v in (("--noise-multiplier", args.noise_multiplier),
                               ("--batch-size", args.batch_size),

@@ -24,7 +24,7 @@ def print_guarantee(g, args, stage, seconds: float, **query):
                  assumed=dict(stage.assumed))
         print(json.dumps(d))
         return
-    from ..core._rounding import round_down, round_up
+    from ..core.rounding import round_down, round_up
     low = "" if g.lower is None else f"  lower bound {round_down(g.lower, 6)}"
     # the given value as given; the computed one rounded up (a weaker, still proven claim)
     delta = fmt_delta(g.delta) if g.query == "epsilon" else round_up(g.delta, 6)

@@ -13,7 +13,7 @@ def _emit(text: str, output):
     if output is None:
         print(text)
         return
-    from ..io._files import atomic_write
+    from ..io.files import atomic_write
     atomic_write(output, text + "\n")
 
 
@@ -36,10 +36,10 @@ def cmd_report(args):
     from ..io import report
     # read and validate everything before computing or writing anything
     plan = _plan(args)
-    from ..io._files import check_target
+    from ..io.files import check_target
     if args.plot is not None:
-        from ..io.plot import _check_output
-        check_target(_check_output(args.plot))
+        from ..io.plot import check_output
+        check_target(check_output(args.plot))
     if args.output is not None:
         check_target(args.output)
     from ..accounting.compare import compare_rows

@@ -17,7 +17,7 @@ import sys
 
 def cmd_sweep(args):
     from ..accounting.sweep import SweepInterrupted, sweep
-    from ..io._files import check_target
+    from ..io.files import check_target
     from ..io.grid import load_grid
     from ..io.results import format_of
     grid = load_grid(args.grid)  # the whole grid is validated before anything runs
@@ -50,13 +50,13 @@ def cmd_sweep(args):
 
 def cmd_frontier(args):
     """``dpamp plot frontier RESULTS -o FIG``: called by ``dpamp plot``."""
-    from ..io._files import check_target
+    from ..io.files import check_target
     from ..io.frontier import frontier
-    from ..io.plot import _check_output
+    from ..io.plot import check_output
     if args.results is None:
         raise ValueError("dpamp plot frontier needs the results file of a sweep: "
                          "dpamp plot frontier results.jsonl -o FIG.png")
-    out = check_target(_check_output(args.output))
+    out = check_target(check_output(args.output))
     data = frontier(args.results, output=out)
     if args.json:
         from .plot import _jsonable

@@ -76,7 +76,7 @@ class Guarantee:
 
     def _repr_markdown_(self) -> str:
         """Notebook display: the guarantee, the lower bound, the method and its source."""
-        from ._rounding import round_down, round_up
+        from .rounding import round_down, round_up
         low = "" if self.lower is None else f"; true value ≥ {round_down(self.lower, 6)}"
         note = f"  \n*{self.note}*" if self.note else ""
         return (f"**({round_up(self.epsilon, 6)}, {round_up(self.delta, 3)})-DP** by "
@@ -91,7 +91,7 @@ class Guarantee:
 
     def __str__(self) -> str:
         """Rounded outwards: epsilon and delta up (a weaker claim), the lower bound down."""
-        from ._rounding import round_down, round_up
+        from .rounding import round_down, round_up
         low = "" if self.lower is None else f" (lower bound {round_down(self.lower, 6)})"
         return (f"({round_up(self.epsilon, 6)}, {round_up(self.delta, 3)})-DP by "
                 f"{self.method}{low}")

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import _validate as V
+from . import validate as V
 
 __all__ = ["add_remove_to_substitution", "substitution_to_add_remove", "rdp_triangle",
            "zcdp_triangle", "rdp_group"]

@@ -50,7 +50,7 @@ import math
 from fractions import Fraction
 from typing import Callable
 
-from . import _validate as V
+from . import validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation
 from .sampling import Poisson, RandomAllocation, SamplingScheme, Shuffled, WithReplacement, \
     WithoutReplacement, clip_sensitivity

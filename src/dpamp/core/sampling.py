@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from . import _validate as V
+from . import validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def clip_sensitivity(relation: Relation) -> float:
     return 1.0 if as_relation(relation) is ADD_REMOVE else 2.0
 
 
-def _relation_error(scheme, mechanism, needed: Relation) -> ValueError:
+def relation_error(scheme, mechanism, needed: Relation) -> ValueError:
     if needed is SUBSTITUTION:
         how = ("restate the mechanism under substitution: an add/remove sensitivity s is at "
                "most 2s under substitution (e.g. Gaussian(sigma, sensitivity=2*s, "

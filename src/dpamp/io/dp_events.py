@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
 
 if TYPE_CHECKING:

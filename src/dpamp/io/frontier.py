@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from .plot import _check_output, _save
+from .plot import check_output, _save
 
 __all__ = ["frontier", "PANELS"]
 
@@ -92,7 +92,7 @@ def frontier(rows, output=None, target: str | None = None) -> dict:
     :class:`~dpamp.accounting.sweep.SweepResult` or any list of row dicts): one panel per
     target (or only ``target``). Returns {"panels": [{"target", "x", "y", "series": {label:
     {"x": array, "y": array}}, ...}]}."""
-    out_path = _check_output(output)
+    out_path = check_output(output)
     rows = _rows(rows)
     targets = list(PANELS) if target is None else [target]
     if target is not None and target not in PANELS:

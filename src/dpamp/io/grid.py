@@ -22,7 +22,7 @@ import os
 import sys
 
 from ..accounting.sweep_grid import KEYS, GridError, expand
-from ._files import read_text
+from .files import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..core import _validate as V
+from ..core import validate as V
 
 if TYPE_CHECKING:
     from ..core.guarantee import Guarantee
@@ -126,22 +126,22 @@ class OpacusAccountant:
             return self._rdp_at(delta, alphas)
         m = method or self.method
         if m in ("rdp", "rdp-classic"):
-            from ..accounting.methods.rdp import _pessimistic
+            from ..accounting.methods.rdp import pessimistic
             from ..rdp.conversion import epsilon_from_rdp
             mech = self.mechanism()
             eps, alpha = epsilon_from_rdp(mech._rdp, delta, m == "rdp", mech.pure_epsilon())
-            return float(_pessimistic(eps)), (float(alpha) if alpha != float("inf") else None)
+            return float(pessimistic(eps)), (float(alpha) if alpha != float("inf") else None)
         return float(self.get_guarantee(delta, m, **options).epsilon), None
 
     def _rdp_at(self, delta, alphas) -> tuple[float, float]:
         import numpy as np
-        from ..accounting.methods.rdp import _pessimistic
+        from ..accounting.methods.rdp import pessimistic
         from ..rdp.conversion import eps_at_orders, upper_curve
         a = V.orders(alphas, "alphas")
         mech = self.mechanism()
         eps = eps_at_orders(a, upper_curve(mech._rdp)(a), -np.log(delta), improved=True)
         i = int(np.argmin(eps))
-        return float(_pessimistic(float(eps[i]))), float(a[i])
+        return float(pessimistic(float(eps[i]))), float(a[i])
 
     def state_dict(self) -> dict:
         return {"history": list(self.history), "method": self.method, "sampler": self.sampler}

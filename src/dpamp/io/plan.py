@@ -25,13 +25,13 @@ import sys
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation
 from ..core import samplers
 from ..core import sampling as smp
 from ..core.sampling import clip_sensitivity
 from ._describe import describe_stage
-from ._files import read_text
+from .files import read_text
 
 if TYPE_CHECKING:
     from ..mechanisms.base import Mechanism

@@ -31,8 +31,8 @@ import os
 
 import numpy as np
 
-from ..core import _validate as V
-from ..core._progress import progress
+from ..core import validate as V
+from ..core.progress import progress
 
 __all__ = ["profile", "epsilon_vs_steps", "rdp", "tradeoff", "tradeoff_from_profile",
            "tradeoff_bracket", "FORMATS"]
@@ -40,7 +40,7 @@ __all__ = ["profile", "epsilon_vs_steps", "rdp", "tradeoff", "tradeoff_from_prof
 FORMATS = (".png", ".svg", ".pdf")
 
 
-def _check_output(output):
+def check_output(output):
     if output is None:
         return None
     path = os.fspath(output)
@@ -72,7 +72,7 @@ def _finish(fig, ax, output, xlabel, ylabel, title, grid_which="both"):
 def _save(fig, output):
     if output is None:
         return
-    from ._files import atomic_path
+    from .files import atomic_path
     ext = os.path.splitext(output)[1].lower()[1:]
     with atomic_path(output) as tmp:
         fig.savefig(tmp, format=ext, dpi=120)
@@ -116,7 +116,7 @@ def profile(x, epsilons=None, method: str = "auto", output=None, **options) -> d
     {label: mechanism}) on a grid of epsilons (default: 41 points from 0 to epsilon(1e-9)),
     each point an upper bound ``x.delta(eps, method=method)``. Returns
     {"epsilon": grid, "delta": {label: array}, "method": {label: name}}."""
-    out_path = _check_output(output)
+    out_path = check_output(output)
     mechs = _mechanisms(x)
     first = next(iter(mechs.values()))
     eps = (_default_epsilons(first, method, options) if epsilons is None
@@ -147,7 +147,7 @@ def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
     from ..mechanisms.base import check_mechanism
     from ..mechanisms.composition import compose_prefix
     from .plan import Plan
-    out_path = _check_output(output)
+    out_path = check_output(output)
     if isinstance(x, Plan):
         runs = [(s.step, s.steps) for s in x.stages]
         x = x.mechanism
@@ -202,7 +202,7 @@ def rdp(x, orders=None, output=None) -> dict:
     (1.01, 1025]). Where a mechanism gives a proven lower bound (``rdp_lower``, 003 Prop. 20,
     integer orders) it is drawn dashed. Returns {"alpha": orders, "epsilon": {label: array},
     "lower": {label: (integer orders, array)}}."""
-    out_path = _check_output(output)
+    out_path = check_output(output)
     mechs = _mechanisms(x)
     alpha = (1.0 + np.geomspace(1e-2, 1024, 200)) if orders is None else \
         V.orders(orders).astype(float).ravel()
@@ -254,7 +254,7 @@ def tradeoff(x, method: str = "auto", epsilons=None, alphas=None, output=None,
     of the (eps, delta(eps)) family (default 81 points from 0 to epsilon(1e-9));
     ``alphas``: type I errors (default 201 points in [0, 1]). Returns {"alpha", "beta":
     {label: array}, "epsilon", "delta": {label: array}, "method": {label: name}}."""
-    out_path = _check_output(output)
+    out_path = check_output(output)
     mechs = _mechanisms(x)
     first = next(iter(mechs.values()))
     eps = (_default_epsilons(first, method, options, n=81) if epsilons is None
@@ -286,7 +286,7 @@ def tradeoff_bracket(x, alphas=None, output=None, method: str = "auto") -> dict:
     is the guarantee, the lower is reached by some attack) and the random guess TPR = FPR.
     ``alphas``: default 121 points from 1e-6 to 1. Returns {"alpha", "tpr_upper",
     "tpr_lower", "method"}."""
-    out_path = _check_output(output)
+    out_path = check_output(output)
     a = np.geomspace(1e-6, 1.0, 121) if alphas is None else np.asarray(alphas, dtype=float)
     if a.ndim != 1 or np.isnan(a).any() or (a <= 0).any() or (a > 1).any():
         raise ValueError("alphas must be false-positive rates in (0, 1]")

@@ -11,7 +11,7 @@ the printed precision, so a number copied from a report into a paper is still pr
 from __future__ import annotations
 
 import json
-from ..core._rounding import round_down, round_up
+from ..core.rounding import round_down, round_up
 from ..core.guarantee import Guarantee
 
 __all__ = ["text", "markdown", "as_json", "best", "round_up", "round_down",

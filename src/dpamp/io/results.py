@@ -79,7 +79,7 @@ class ResultWriter:
     (a CSV file's header must be this version's)."""
 
     def __init__(self, path, format: str | None = None, append: bool = True):
-        from ._files import check_target
+        from .files import check_target
         self.path = check_target(path)
         self.format = format_of(path, format)
         self.file = open(self.path, "ab", buffering=0)

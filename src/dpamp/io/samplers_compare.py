@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 
 __all__ = ["SAMPLERS", "compare", "plot"]
 
@@ -66,7 +66,7 @@ def compare(noise_multiplier: float, batch_size: int, dataset_size: int,
 
 def lines(result: dict) -> list[str]:
     """The comparison as text lines (uppers rounded up, lowers down)."""
-    from ..core._rounding import round_down, round_up
+    from ..core.rounding import round_down, round_up
     out = [f"epsilon at delta {result['delta']:g} by sampler (proven brackets):",
            f"  {'epochs':>6}  " + "  ".join(f"{n:>24}" for n in result["samplers"])]
     for j, e in enumerate(result["epochs"]):
@@ -88,8 +88,8 @@ def plot(noise_multiplier: float, batch_size: int, dataset_size: int, epochs: in
     """epsilon against epochs (1 .. ``epochs``, about 12 log-spaced counts) for each sampler:
     the upper bound as a line, the proven bracket shaded (so the gap between the samplers is
     seen, not read). Returns :func:`compare`'s result; saves to ``output`` if given."""
-    from .plot import _check_output, _figure, _finish
-    out_path = _check_output(output)
+    from .plot import check_output, _figure, _finish
+    out_path = check_output(output)
     E = V.integer("epochs", epochs, low=1)
     grid = np.unique(np.round(np.geomspace(1, E, min(E, 12))).astype(int)).tolist()
     res = compare(noise_multiplier, batch_size, dataset_size, grid, delta, method=method,

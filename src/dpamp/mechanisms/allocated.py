@@ -31,14 +31,14 @@ class Allocated(Mechanism):
 
     def __post_init__(self):
         """The one validation path of ``base.subsample(scheme)`` and ``dp.from_json``."""
-        from ..core.sampling import _relation_error
+        from ..core.sampling import relation_error
         from .base import check_mechanism
         check_mechanism(self.base, "base")
         if not isinstance(self.scheme, (RandomAllocation, Shuffled)):
             raise ValueError("scheme must be dp.RandomAllocation or dp.Shuffled (an epoch "
                              f"sampler), got {type(self.scheme).__name__}")
         if self.base.relation is not self.scheme.needs:
-            raise _relation_error(self.scheme, self.base, self.scheme.needs)
+            raise relation_error(self.scheme, self.base, self.scheme.needs)
         if isinstance(self.scheme, Shuffled):
             from ..amplification.allocation.shuffle import check_batches
             check_batches(self.scheme)
@@ -90,7 +90,7 @@ class Allocated(Mechanism):
         if math.isinf(e0):
             return math.inf
         if isinstance(self.scheme, RandomAllocation):
-            from ..core._rounding import weighted_sum_up
+            from ..core.rounding import weighted_sum_up
             return weighted_sum_up([(self.scheme.k, e0)])
         return e0
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 import numpy as np
 
-from ..core import _validate as V
-from ..core._rounding import ulps_down
+from ..core import validate as V
+from ..core.rounding import ulps_down
 from ..core.relations import Relation
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import _validate as V
-from ..core._rounding import weighted_sum_up
+from ..core import validate as V
+from ..core.rounding import weighted_sum_up
 from ..core.relations import Relation
 from .base import Mechanism, check_mechanism, flatten
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 from .randomized_response import rr_rdp

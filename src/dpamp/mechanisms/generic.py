@@ -6,8 +6,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..core import _validate as V
-from ..core._hull import lower_hull
+from ..core import validate as V
+from ..core.hull import lower_hull
 from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 
@@ -107,7 +107,7 @@ class RDPCurve(Mechanism):
         except (ValueError, TypeError, OverflowError, ZeroDivisionError):
             if finite.any():
                 direct[finite] = self._call(alpha[finite])
-        hx, hy = self._hull
+        hx, hy = self.hull
         lam = np.where(finite, alpha - 1.0, 0.0)
         inside = finite & (lam <= hx[-1]) & (lam > 0)
         hull_val = np.full_like(direct, np.inf)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ..core import _validate as V
-from ..core._rounding import ulps_up
+from ..core import validate as V
+from ..core.rounding import ulps_up
 from ..core.relations import ADD_REMOVE, Relation, as_relation
 from .base import Mechanism
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core._logspace import log_expm1
-from ..core._rounding import TINY, ulps_up
+from ..core.logspace import log_expm1
+from ..core.rounding import TINY, ulps_up
 from ..core.relations import Relation
 from ..core.sampling import Poisson, SamplingScheme, WithoutReplacement
 from .base import Mechanism
@@ -84,7 +84,7 @@ class Subsampled(Mechanism):
         is a mechanism, the scheme a sampling scheme, and the base is under the relation the
         scheme needs inside (core.sampling's table: e.g. sampling without replacement needs
         substitution, since its theorems compare subsets of equal size)."""
-        from ..core.sampling import _relation_error
+        from ..core.sampling import relation_error
         from .base import check_mechanism
         check_mechanism(self.base, "base")
         if not isinstance(self.scheme, SamplingScheme):
@@ -92,7 +92,7 @@ class Subsampled(Mechanism):
                              "dp.WithoutReplacement, dp.WithReplacement), got "
                              f"{type(self.scheme).__name__}")
         if self.base.relation is not self.scheme.needs:
-            raise _relation_error(self.scheme, self.base, self.scheme.needs)
+            raise relation_error(self.scheme, self.base, self.scheme.needs)
 
     @property
     def relation(self) -> Relation:  # type: ignore[override]

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..core._rounding import weighted_sum_up
+from ..core.rounding import weighted_sum_up
 
 #: up to this many steps the mass at +inf is computed in rationals (exact ties such as
 #: EpsDelta(1, 0.1) + EpsDelta(2, 0.2) at delta = 0.28 are claimed); beyond, in floats with a

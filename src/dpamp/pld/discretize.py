@@ -45,7 +45,7 @@ import dataclasses
 
 import numpy as np
 
-from ..core._hull import lower_hull
+from ..core.hull import lower_hull
 from .loss import LossDistribution
 from .polygon import _Half, _half, _half_from_values
 

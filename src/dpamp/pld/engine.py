@@ -29,7 +29,7 @@ import numpy as np
 from scipy import fft as sfft
 
 from ..core.errors import OutOfReach
-from ..core._logspace import logsumexp
+from ..core.logspace import logsumexp
 from .discretize import Discretized
 from .pmf import GridPMF
 

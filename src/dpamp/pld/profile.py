@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from .query import (MAX_ROUNDS, _CACHE, _directions, _lower_proven, _pure_epsilon,
                     _query_key, delta_bracket)
 

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from ..core import _validate as V
-from ..core._progress import progress
-from ..core._threads import submit
+from ..core import validate as V
+from ..core.progress import progress
+from ..core.threads import submit
 from ..core.errors import OutOfReach
 from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key

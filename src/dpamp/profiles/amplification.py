@@ -33,7 +33,7 @@ from ..mechanisms.subsampled import Subsampled
 from ..core.relations import ADD_REMOVE
 from ..core.sampling import Poisson, WithoutReplacement, WithReplacement
 from . import core
-from ._numerics import (ULP, ajc_epsilon, ajc_log_beta, ajc_reverse, down, envelope, log1mexp,
+from .numerics import (ULP, ajc_epsilon, ajc_log_beta, ajc_reverse, down, envelope, log1mexp,
                         logaddexp, logsumexp, pad_down, pad_up, up)
 
 
@@ -274,7 +274,7 @@ def member_gamma(scheme) -> float:
         if scheme.gives is ADD_REMOVE and n < 2:  # the pair ({v}, {}) cannot be sampled
             n = 2                                 # from: use ({v', v}, {v'}) instead
         return wr_gamma(scheme.batch, n)
-    raise core._no_profile(scheme, "sampling scheme with a privacy profile")
+    raise core.no_profile(scheme, "sampling scheme with a privacy profile")
 
 
 def _subsampled_pair(m: Subsampled, eps):
@@ -312,7 +312,7 @@ def _subsampled_pair(m: Subsampled, eps):
             return thm11_log_pair(lg, scheme.batch, scheme.population, eps)
         v = thm10_log_profile(lg, scheme.batch, scheme.population, eps)
         return np.stack([v, v])
-    raise core._no_profile(m)
+    raise core.no_profile(m)
 
 
 def _subsampled_lower(m: Subsampled, eps):

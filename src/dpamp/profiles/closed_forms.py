@@ -26,7 +26,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import PureDP, RandomizedResponse
 from . import core
-from ._numerics import ULP, log1mexp, log_expm1, logaddexp, pad_down, pad_up
+from .numerics import ULP, log1mexp, log_expm1, logaddexp, pad_down, pad_up
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT_HALF_PI = math.sqrt(math.pi / 2)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import _validate as V
-from ._numerics import to_linear_lower, to_linear_upper
+from ..core import validate as V
+from .numerics import to_linear_lower, to_linear_upper
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..mechanisms.base import Mechanism
 
 
-def _no_profile(mechanism, what="privacy profile"):
+def no_profile(mechanism, what="privacy profile"):
     name = type(mechanism).__name__
     return NotImplementedError(
         f"{name} has no {what} in dpamp.profiles (000): profiles exist for Gaussian, Laplace, "
@@ -44,7 +44,7 @@ def _no_profile(mechanism, what="privacy profile"):
 @functools.singledispatch
 def log_pair(mechanism, eps: np.ndarray) -> np.ndarray:
     """log of the upper rows, shape (2,) + eps.shape; eps >= 0 float array (inf allowed)."""
-    raise _no_profile(mechanism)
+    raise no_profile(mechanism)
 
 
 @functools.singledispatch
@@ -108,7 +108,7 @@ def _eps_array(epsilon) -> np.ndarray:
     return V.reals("epsilon", epsilon, low=0.0)
 
 
-def _single(mechanism):
+def single(mechanism):
     """A composition of one part used once is that part (a non-mechanism is refused here, at
     the profiles' boundary, with an error naming the parameter)."""
     from ..mechanisms.base import check_mechanism
@@ -127,7 +127,7 @@ def profile_pair(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray:
     for what "dominating" means per relation, and docs/profiles.md for the theorem used per
     mechanism / sampling scheme. Raises NotImplementedError when there is no profile."""
     eps = _eps_array(epsilon)
-    return to_linear_upper(log_pair(_single(mechanism), eps))
+    return to_linear_upper(log_pair(single(mechanism), eps))
 
 
 def profile_pair_lower(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray | None:
@@ -136,7 +136,7 @@ def profile_pair_lower(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray |
     these are the exact values rounded down; for subsampled mechanisms they come from the
     membership construction of 000 Lemma 12 / Thm 13."""
     eps = _eps_array(epsilon)
-    rows = log_pair_lower(_single(mechanism), eps)
+    rows = log_pair_lower(single(mechanism), eps)
     return None if rows is None else to_linear_lower(rows)
 
 
@@ -146,7 +146,7 @@ def privacy_profile(mechanism: Mechanism, epsilon: ArrayLike) -> float | np.ndar
     epsilon. Mechanisms without a direct profile (compositions) are delegated to the PLD engine
     (004 Prop. 7)."""
     eps = _eps_array(epsilon)
-    m = _single(mechanism)
+    m = single(mechanism)
     try:
         rows = log_pair(m, eps)
     except NotImplementedError as err:
@@ -172,7 +172,7 @@ def privacy_profile_lower(mechanism, epsilon):
 
 def has_profile(mechanism) -> bool:
     try:
-        log_pair(_single(mechanism), np.zeros(1))
+        log_pair(single(mechanism), np.zeros(1))
     except NotImplementedError:
         return False
     return True
@@ -223,7 +223,7 @@ def epsilon_for_delta(mechanism, delta: float):
     """(upper, lower) on the smallest epsilon with delta_M(eps) <= delta, by bisection on the
     monotone profile bounds; lower is None when there is no lower profile."""
     d = V.delta(delta, allow_zero=True)
-    m = _single(mechanism)
+    m = single(mechanism)
     up_curve = lambda e: to_linear_upper(log_symmetric(m, e))  # noqa: E731
     upper = _first_below(up_curve, d, want_upper=True)
     low_rows = log_pair_lower(m, np.zeros(1))

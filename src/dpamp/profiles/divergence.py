@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

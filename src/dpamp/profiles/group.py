@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from . import core
-from ._numerics import down, envelope, log_expm1, pad_up, to_linear_upper
+from .numerics import down, envelope, log_expm1, pad_up, to_linear_upper
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -55,7 +55,7 @@ def group_profile(mechanism: Mechanism, k: int, epsilon: ArrayLike) -> float | n
     its profile. Vectorised over epsilon >= 0."""
     k = V.integer("k", k, low=1)
     eps = V.reals("epsilon", epsilon, low=0.0)
-    out = to_linear_upper(core.log_group(core._single(mechanism), np.asarray(k), eps))
+    out = to_linear_upper(core.log_group(core.single(mechanism), np.asarray(k), eps))
     return out if out.ndim else float(out)
 
 

@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..mechanisms.randomized_response import RandomizedResponse, rr_epsilon
 from ..core.relations import ADD_REMOVE, Relation
-from ._numerics import ajc_epsilon, down, pad_up, to_linear_upper
+from .numerics import ajc_epsilon, down, pad_up, to_linear_upper
 from .closed_forms import rr_log_profile
 
 

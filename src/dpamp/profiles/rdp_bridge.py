@@ -21,12 +21,12 @@ import math
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..mechanisms.base import Mechanism
 from ..core.relations import ADD_REMOVE
 from ..core.sampling import Poisson, WithReplacement
 from . import core
-from ._numerics import ULP, log1mexp, log_expm1, logaddexp, logsumexp
+from .numerics import ULP, log1mexp, log_expm1, logaddexp, logsumexp
 
 _T_FACTORS = np.array([1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0])
 
@@ -194,7 +194,7 @@ def profile_rdp(mechanism: Mechanism, alpha, *, tau: float = 0.05, budget: int =
     Needs a tail moment bound: the mechanism's own RDP where it has one (then this is only useful
     as a cross-check), the crude joint-convexity bound for profile-only subsampled mechanisms,
     or a profile that reaches 0 (pure DP)."""
-    m = core._single(mechanism)
+    m = core.single(mechanism)
     a = V.orders(alpha).astype(float)
     tail = _tail_mgf(m)
     out = rdp_from_profile(lambda e: core.log_pair(m, e), a, log_tail_mgf=tail, tau=tau,

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..mechanisms.base import Mechanism, check_mechanism
 from ..mechanisms.composition import compose_counts
 

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core._rounding import TINY
+from ..core.rounding import TINY
 
 _COARSE = np.geomspace(1e-3, 255.0, 72)  # lambda grid; top edge extended by doubling
 _CURVE_REL = 2.0 ** -40

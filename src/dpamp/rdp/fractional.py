@@ -76,8 +76,8 @@ import math
 import numpy as np
 from scipy.special import erfcx, gammaln, log_ndtr
 
-from ..core._logspace import log1mexp, log_expm1
-from ..core._rounding import ulps_up
+from ..core.logspace import log1mexp, log_expm1
+from ..core.rounding import ulps_up
 
 #: orders above this are not summed (O(alpha) terms each); callers keep their other bounds
 MAX_FRACTIONAL_ORDER = 4096.0

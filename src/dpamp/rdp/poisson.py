@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ..core._logspace import log_expm1
+from ..core.logspace import log_expm1
 
 #: orders above this are not summed exactly (O(alpha) terms each); callers cap instead
 MAX_EXACT_ORDER = 4096

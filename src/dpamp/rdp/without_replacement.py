@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ..core._logspace import log_expm1, logsumexp
+from ..core.logspace import log_expm1, logsumexp
 from .poisson import poisson_log_moments
 
 #: Orders above this are not evaluated by the O(alpha^2) sums (003 Sec. 4 computes exactly only

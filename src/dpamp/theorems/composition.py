@@ -26,8 +26,8 @@ from numbers import Real
 import numpy as np
 from scipy.special import gammaln
 
-from ..core import _validate as V
-from ..core._rounding import TINY, ulps_up, weighted_sum_up
+from ..core import validate as V
+from ..core.rounding import TINY, ulps_up, weighted_sum_up
 
 __all__ = ["basic", "advanced_pure", "advanced", "advanced_delta", "kov_delta", "kov_epsilon",
            "kov_log_pmf", "KOV_MAX_K"]

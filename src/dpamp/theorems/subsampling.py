@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 
 __all__ = ["thm29", "thm29_scheme", "thm38", "thm38_omega", "prop41", "prop41_rdp",
            "prop42", "prop42_rdp"]

@@ -22,8 +22,8 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ..core import _validate as V
-from ..core._rounding import TINY, ulps_up, weighted_sum_up
+from ..core import validate as V
+from ..core.rounding import TINY, ulps_up, weighted_sum_up
 
 __all__ = ["pure_to_zcdp", "gaussian_rho", "delta_simple", "epsilon_simple", "delta_improved",
            "epsilon_improved", "rho_for", "rho_of"]

@@ -17,7 +17,7 @@ def _source(mechanism) -> str:
     from ...mechanisms.subsampled import Subsampled
     from ...core.relations import ADD_REMOVE
     from ...core.sampling import Poisson, WithoutReplacement, WithReplacement
-    m = core._single(mechanism)
+    m = core.single(mechanism)
     names = {"Gaussian": "000 Thm 4", "Laplace": "000 Thm 3",
              "RandomizedResponse": "000 Sec. 5 (phi_p)", "RandomizedMembership": "000 Sec. 5",
              "PureDP": "randomized-response profile (004 Sec. 5)",
@@ -52,7 +52,7 @@ def _epsilon(mechanism, delta, **_):
 
 
 def _delta(mechanism, epsilon, **_):
-    m = core._single(mechanism)
+    m = core.single(mechanism)
     d = float(core.privacy_profile(m, epsilon))
     low = core.privacy_profile_lower(m, epsilon)
     low = None if low is None else float(min(low, d))

@@ -24,7 +24,7 @@ def has_rdp(mechanism) -> bool:
 _REL_MARGIN, _ABS_MARGIN = 1e-10, 1e-15
 
 
-def _pessimistic(x: float, absolute: float = _ABS_MARGIN) -> float:
+def pessimistic(x: float, absolute: float = _ABS_MARGIN) -> float:
     return x * (1 + _REL_MARGIN) + absolute if math.isfinite(x) and x > 0 else x
 
 
@@ -35,7 +35,7 @@ def _eps(improved):
         if delta == 0.0:
             return Guarantee(pure, 0.0, None, name, "pure DP: RDP at alpha = inf", "epsilon")
         eps, _alpha = epsilon_from_rdp(mechanism._rdp, delta, improved, pure)
-        return Guarantee(_pessimistic(eps), delta, None, name, _SOURCES[improved], "epsilon")
+        return Guarantee(pessimistic(eps), delta, None, name, _SOURCES[improved], "epsilon")
     return run
 
 
@@ -43,7 +43,7 @@ def _delta(improved):
     def run(mechanism, epsilon, **_):
         name = "rdp" if improved else "rdp-classic"
         d, _alpha = delta_from_rdp(mechanism._rdp, epsilon, improved, mechanism.pure_epsilon())
-        return Guarantee(epsilon, min(1.0, _pessimistic(d, 0.0)), None, name, _SOURCES[improved],
+        return Guarantee(epsilon, min(1.0, pessimistic(d, 0.0)), None, name, _SOURCES[improved],
                          "delta")
     return run
 

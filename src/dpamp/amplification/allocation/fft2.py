@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 from scipy import fft as sfft
-from ...core._logspace import logsumexp
+from ...core.logspace import logsumexp
 
 from ...pld.engine import FFT_WORKERS
 

@@ -33,7 +33,7 @@ import dataclasses
 
 import numpy as np
 
-from ...core._hull import lower_hull
+from ...core.hull import lower_hull
 
 _U = 2.0 ** -53
 #: assumed relative accuracy of a loss distribution's cdf / sf values (scipy's ndtr and the

@@ -80,7 +80,7 @@ import math
 import numpy as np
 
 from . import grid as G
-from ...core._once import OnceCache
+from ...core.once import OnceCache
 from .sums import DELTA_REF, composed_moments
 
 _U = 2.0 ** -53

@@ -67,7 +67,7 @@ import numpy as np
 from . import capped as C
 from . import grid as G
 from . import tail as T
-from ...core._once import OnceCache
+from ...core.once import OnceCache
 from .sums import EPOCH_KEEP, _compose, _lower_masses, _suffix, _var_x, held
 
 _U = 2.0 ** -53
@@ -157,7 +157,7 @@ class _Epoch:
         # the body's ends b (.tail): the charge of three or more large coordinates about
         # CUT_TAILS
         self.splits = T.split_points(loss, t, CUT_TAILS, self.y_max)
-        # (the two directions' threads share it: core._once)
+        # (the two directions' threads share it: core.once)
         self._cache = OnceCache(keep=EPOCH_KEEP)
         # bases whose X lives in [x_lo, x_hi] with atoms at both ends (randomized response,
         # pure DP, Laplace): a grid offset to x_lo with a step dividing x_hi - x_lo puts the

@@ -76,8 +76,8 @@ import math
 import numpy as np
 from scipy.special import gammaln, log_ndtr
 
-from ...core import _validate as V
-from ...core._rounding import ulps_up
+from ...core import validate as V
+from ...core.rounding import ulps_up
 from ...core.relations import Relation
 from .grid import FUNC_ULPS
 

@@ -72,7 +72,7 @@ import math
 
 import numpy as np
 
-from ...core import _validate as V
+from ...core import validate as V
 from ...core.relations import Relation, as_relation
 
 _DPS = 60
@@ -452,7 +452,7 @@ def dominating_step(base, scheme):
     if hasattr(base, "sensitivity") and _dc.is_dataclass(base):
         return _dc.replace(base, sensitivity=2.0 * base.sensitivity)
     if isinstance(base, (PureDP, RandomizedResponse)):
-        from ...core._rounding import weighted_sum_up
+        from ...core.rounding import weighted_sum_up
         return PureDP(weighted_sum_up([(2, base.pure_epsilon())]))
     if isinstance(base, EpsDelta):
         raise NotImplementedError(f"{base!r} on shuffled batches under add/remove: use the "

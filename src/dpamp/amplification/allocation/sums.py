@@ -13,7 +13,7 @@ import numpy as np
 #: small for deltas between about 1e-3 and 1e-12)
 DELTA_REF = 1e-8
 _U = 2.0 ** -53
-#: what an epoch holds per bin of its S-domain windows (core._memory's budget): about 8 arrays
+#: what an epoch holds per bin of its S-domain windows (core.memory's budget): about 8 arrays
 #: of doubles per composition, up to 12 compositions per grid step (remove tilted and flat,
 #: the tail's R, add, the fine lower grid; each upper and lower), EPOCH_KEEP steps remembered
 BYTES_PER_BIN = 8 * 8 * 12
@@ -23,7 +23,7 @@ EPOCH_KEEP = 3
 def held(epoch, result: dict, cache) -> dict:
     """``result``, recorded as held by ``epoch`` (EPOCH_KEEP such results in its ``cache``)
     against the process's memory budget."""
-    from ...core._memory import hold, nbytes
+    from ...core.memory import hold, nbytes
     hold(epoch, EPOCH_KEEP * nbytes(result), cache.clear)
     return result
 
@@ -31,7 +31,7 @@ def held(epoch, result: dict, cache) -> dict:
 def max_bins() -> int:
     """The largest S-domain window the memory budget allows (MemoryError beyond it: the epoch
     then takes a coarser step, as sound and wider)."""
-    from ...core._memory import memory_limit
+    from ...core.memory import memory_limit
     return max(1 << 12, memory_limit() // (BYTES_PER_BIN * EPOCH_KEEP))
 
 

@@ -130,7 +130,7 @@ class TwoOfT:
                  rows_merge: int = 8, put_merge: int = 1, pairs: bool = True,
                  triples: bool = False,
                  max_bins: int | None = None):
-        from ...core import _validate as V
+        from ...core import validate as V
         t = V.integer("t", t, low=3)
         dx = V.positive("dx", dx)
         b = V.positive("b", b)

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from ...core._once import OnceCache
+from ...core.once import OnceCache
 from . import tail as T
 from .chords import chords
 
@@ -187,7 +187,7 @@ class Grid:
 
     def _at(self, step: float):
         """The prepared TwoOfT at this step, or None where its windows exceed ENGINE_BINS:
-        built by the first caller, waited for by any other meanwhile (core._once)."""
+        built by the first caller, waited for by any other meanwhile (core.once)."""
         try:
             return self._steps.get(step, lambda: self._build(step))
         except MemoryError:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ...core import _validate as V
+from ...core import validate as V
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from ...core import _validate as V
+from ...core import validate as V
 from ._moments import _moment_d1
 from ._renyi import (_check_eps_alpha, _check_params, _feasible_log_odds, _log_odds, _out,
                      _r_t)

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core import _validate as V
-from ...core._progress import ticks
+from ...core import validate as V
+from ...core.progress import ticks
 from ._d1_search import certify_d1
 from ._local_search import local_search
 from ._moments import statistic_channel

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core import _validate as V
+from ...core import validate as V
 from ._renyi import _check_params
 from .bounds import asymptote, lower_bound
 from .exact_value import exact

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core import _validate as V
+from ...core import validate as V
 from ...mechanisms.base import Mechanism, PostProcessing, check_mechanism
 from ._renyi import _check_params
 from .bounds import _asymptote, lower_bound, upper_bound

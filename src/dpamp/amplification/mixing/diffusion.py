@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core import _validate as V
+from ...core import validate as V
 from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
 from ...core.relations import ADD_REMOVE, Relation, as_relation

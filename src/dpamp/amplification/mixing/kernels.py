@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core import _validate as V
+from ...core import validate as V
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -265,7 +265,7 @@ class _NoiseKernel(MixingKernel):
         """sup D_{e^eps} of the noise law at two centres at most D apart: the noise's closed
         form profile (the subclass's ``_log_profile``, rounded up) at D / scale; eps = 0 is the
         total variation."""
-        from ...profiles._numerics import to_linear_upper
+        from ...profiles.numerics import to_linear_upper
         eps = _eps_array(epsilon)
         ratio = self._ratio
         if math.isinf(ratio):

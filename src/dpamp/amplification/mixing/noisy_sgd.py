@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core import _validate as V
+from ...core import validate as V
 from ...mechanisms.base import Mechanism
 from ...core.relations import SUBSTITUTION, Relation, as_relation
 from .iteration import linear_rdp, optimal_coefficient, paper_coefficient

@@ -28,8 +28,8 @@ import warnings
 
 import numpy as np
 
-from ...core import _validate as V
-from ...core._logspace import log_expm1, logaddexp
+from ...core import validate as V
+from ...core.logspace import log_expm1, logaddexp
 from .kernels import MixingKernel
 
 CONDITIONS = ("dobrushin", "dobrushin-eps", "doeblin", "ultra-mixing")

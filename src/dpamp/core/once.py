@@ -1,6 +1,6 @@
 """A small cache of computed results keyed by a grid step, safe to share between threads.
 
-The PLD engine discretises a query's two directions on two threads (:mod:`._threads`), and both
+The PLD engine discretises a query's two directions on two threads (:mod:`.threads`), and both
 may ask a part for the same step at once: a plain dict with "pop the oldest" could then raise
 (KeyError, or a dict changed during iteration) and computed the same arrays twice. Here the
 first caller of a key computes it and any other waits for that result; the oldest results

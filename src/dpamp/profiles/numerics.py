@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..core._logspace import log1mexp, log_expm1, logaddexp, logsumexp  # noqa: F401 (re-exported)
+from ..core.logspace import log1mexp, log_expm1, logaddexp, logsumexp  # noqa: F401 (re-exported)
 
 ULP = float(np.finfo(float).eps)
 #: relative slack added to every padded value: covers a few roundings per formula evaluation
