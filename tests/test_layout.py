@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import pathlib
 
-import pytest
 
 SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
 PKG = SRC / "dpamp"
