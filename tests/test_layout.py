@@ -18,7 +18,7 @@ PKG = SRC / "dpamp"
 
 #: lower number = lower layer; a module may import (at import time) only its own layer or lower
 LAYERS = {"core": 0, "mechanisms": 1, "rdp": 2, "pld": 2, "profiles": 2, "theorems": 2,
-          "amplification": 3, "accounting": 4, "io": 5, "cli": 6}
+          "amplification": 3, "families": 4, "accounting": 5, "io": 6, "cli": 7}
 MAX_FUNCTION_LINES = 80
 #: functions allowed over MAX_FUNCTION_LINES, each with why it is one piece
 LONG_FUNCTIONS: dict[str, str] = {
@@ -142,6 +142,60 @@ def test_imports_run_down_the_layers():
     bad = [(m, t) for m, ts in import_graph().items() for t in ts
            if _layer(m) is not None and _layer(t) is not None and _layer(t) > _layer(m)]
     assert bad == []
+
+
+def _all_imports(mod: str, is_pkg: bool, tree: ast.AST):
+    """Every import target of a module, at any depth (inside functions too), except those in
+    ``if TYPE_CHECKING:`` blocks (annotations only)."""
+    stack = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        if _type_checking_only(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(mod, is_pkg, node)
+            yield from (f"{base}.{a.name}" for a in node.names)
+            yield base
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def test_imports_run_down_also_inside_functions():
+    """A lazy import up the layers is still a call up: the describe layer reaches the query
+    layer only through dpamp.core.door (importlib, named once), nothing else calls up."""
+    mods = _modules()
+    bad = []
+    for mod, (path, is_pkg) in mods.items():
+        for target in _all_imports(mod, is_pkg, ast.parse(path.read_text())):
+            t = next((c for c in (target, target.rpartition(".")[0]) if c in mods), None)
+            if t and _layer(mod) is not None and _layer(t) is not None \
+                    and _layer(t) > _layer(mod):
+                bad.append((mod, t))
+    assert sorted(set(bad)) == []
+
+
+def test_no_cycle_between_packages_at_any_depth():
+    """Packages of one layer may use each other in one direction only (the PLD engine reads
+    profiles; profiles never call the PLD engine)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for mod, (path, is_pkg) in mods.items():
+        if mod.count(".") < 1:
+            continue
+        src = mod.split(".")[1]
+        for target in _all_imports(mod, is_pkg, ast.parse(path.read_text())):
+            parts = target.split(".")
+            if parts[0] == "dpamp" and len(parts) > 1 and parts[1] != src and \
+                    f"dpamp.{parts[1]}" in mods:
+                graph.setdefault(f"dpamp.{src}", set()).add(f"dpamp.{parts[1]}")
+    for node in list(graph):
+        graph.setdefault(node, set())
+    for ts in list(graph.values()):
+        for t in ts:
+            graph.setdefault(t, set())
+    assert _cycles(graph) == []
 
 
 def test_every_top_level_module_is_in_a_layer():

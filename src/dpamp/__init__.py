@@ -22,6 +22,10 @@ from .core.sampling import (Poisson, RandomAllocation, Shuffled, WithoutReplacem
 from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, PureDP,
                          RandomizedResponse, RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
+from .mechanisms.discrete_laplace import DiscreteLaplace
+
+# how each family yields its representations (dpamp.mechanisms.family): declared on import
+from . import families  # noqa: E402, F401
 
 __version__ = "0.1.0"
 
@@ -30,8 +34,9 @@ _LAZY = {
     # represent: privacy profiles and tight amplification by subsampling (paper 000)
     "profiles": ("dpamp.profiles", None),
     **{n: ("dpamp.profiles", n) for n in ("RandomizedMembership", "group_profile",
-                                          "hockey_stick", "privacy_profile", "profile_pair",
+                                          "hockey_stick", "profile_pair",
                                           "profile_pair_lower")},
+    "privacy_profile": ("dpamp.accounting.profile", "privacy_profile"),
     # compose: the (epsilon, delta) composition theorems (004), the RDP accountant (003 Sec. 4)
     "composition": ("dpamp.theorems.composition", None),
     "Accountant": ("dpamp.rdp.accountant", "Accountant"),
@@ -49,6 +54,8 @@ _LAZY = {
     "BernoulliSampling": ("dpamp.amplification.bernoulli", "BernoulliSampling"),
     # query: methods, comparison, calibration (dp.calibrate.sigma / steps / ...), sweeps
     "available_methods": ("dpamp.accounting.registry", "available"),
+    "supports": ("dpamp.accounting.registry", "supports"),
+    "capabilities": ("dpamp.accounting.capabilities", "capabilities"),
     "compare": ("dpamp.accounting.compare", "compare"),
     "calibrate": ("dpamp.accounting.calibrate", None),
     "sweep": ("dpamp.accounting.sweep", "sweep"),
@@ -65,7 +72,7 @@ _LAZY = {
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
-           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", *_LAZY]
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ..core import validate as V
 from ..core.errors import OutOfReach
 from ..core.guarantee import Guarantee
+from ..mechanisms.family import Rep, Support, family_of, supports_rep
 
 if TYPE_CHECKING:
     from ..mechanisms.base import Mechanism
@@ -28,6 +29,9 @@ class Method:
     rank: int = 100  # lower = preferred by "auto"
     summary: str = ""
     options: tuple[str, ...] = ()  # the keyword options its queries take (e.g. "tol")
+    #: yes, or no with the reason, from the declarations alone (dpamp.mechanisms.family);
+    #: None: ``applies`` decides (a cheap predicate of the mechanism)
+    supports: Callable[[object], Support] | None = None
 
 
 _REGISTRY: dict[str, Method] = {}
@@ -45,10 +49,60 @@ def available(mechanism: Mechanism | None = None) -> list[str]:
 
 
 def _safe_applies(m: Method, mechanism) -> bool:
+    if m.supports is not None:
+        return bool(m.supports(mechanism))
     try:
         return bool(m.applies(mechanism))
     except Exception:  # a predicate that cannot decide does not apply
         return False
+
+
+def supports(mechanism: Mechanism, method: str) -> Support:
+    """Whether ``method`` applies to ``mechanism``: yes, or no with the reason. Decided from
+    what the families and schemes declare (:mod:`dpamp.mechanisms.family`), without building a
+    representation, for the methods that declare it (rdp, pld, profile); the others answer by
+    their cheap predicate."""
+    _load_plugins()
+    if method not in _REGISTRY:
+        raise ValueError(f"method must be one of {sorted(_REGISTRY)} (got {method!r})")
+    m = _REGISTRY[method]
+    if m.supports is not None:
+        return m.supports(mechanism)
+    if _safe_applies(m, mechanism):
+        return Support.yes()
+    return Support.no(f"{method}: {m.summary or 'does not apply'} does not apply to "
+                      f"{type(mechanism).__name__}")
+
+
+def parts_support(mechanism, rep: Rep, method: str) -> Support:
+    """Every part of the composition has ``rep`` (the first one that has not, with why)."""
+    for part, count in mechanism.parts():
+        if count > 0:
+            s = supports_rep(part, rep) if _declared(part) else _built(part, rep)
+            if not s:
+                return Support.no(f"{method}: {s.why}")
+    return Support.yes()
+
+
+def _declared(part) -> bool:
+    """Declared all the way down (a subsampled or epoch mechanism: its base too)."""
+    while part is not None:
+        if family_of(part) is None:
+            return False
+        part = getattr(part, "base", None)
+    return True
+
+
+def _built(part, rep: Rep) -> Support:
+    """A mechanism of a family not declared yet (the post-processing families of
+    dpamp.amplification): whether the representation builds, by building it."""
+    if rep is Rep.RDP:
+        ok = part.has_rdp()
+    else:
+        from ..pld.sources import has_pld
+        ok = has_pld(part)
+    return Support.yes() if ok else Support.no(
+        f"{type(part).__name__} has no {'Rényi-DP curve' if rep is Rep.RDP else 'PLD'}")
 
 
 def _pick(mechanism, method: str) -> Method:

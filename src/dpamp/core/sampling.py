@@ -31,7 +31,7 @@ from . import validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
 
 if TYPE_CHECKING:
-    from ..mechanisms.base import Mechanism
+    pass
 
 
 def clip_sensitivity(relation: Relation) -> float:
@@ -55,16 +55,21 @@ def relation_error(scheme, mechanism, needed: Relation) -> ValueError:
 
 
 class SamplingScheme:
+    """A sampling scheme: the relation it ``needs`` of the mechanism it subsamples and the one
+    it ``gives``, its ``rate``, and its words (``describe``). ``per_epoch``: it draws a whole
+    epoch at once (random allocation, shuffling), so ``mechanism.subsample(scheme)`` is one
+    epoch (:class:`~dpamp.mechanisms.allocated.Allocated`), not one step
+    (:class:`~dpamp.mechanisms.subsampled.Subsampled`). How it amplifies each representation
+    is declared in :mod:`dpamp.families.subsampling` (the representations live above this
+    layer)."""
+
     needs: Relation
     gives: Relation
     rate: float
+    per_epoch = False
 
-    def apply(self, mechanism):
-        """``Subsampled(mechanism, self)``; its constructor checks the mechanism and that it is
-        under the relation this scheme needs (the same check for ``dp.from_json``)."""
-        from ..mechanisms.base import check_mechanism
-        from ..mechanisms.subsampled import Subsampled
-        return Subsampled(check_mechanism(mechanism), self)
+    def describe(self) -> str:
+        return repr(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +99,9 @@ class Poisson(SamplingScheme):
     def gives(self) -> Relation:
         return self.relation
 
+    def describe(self) -> str:
+        return f"Poisson sample, rate {self.rate:.6g}"
+
 
 @dataclasses.dataclass(frozen=True)
 class WithoutReplacement(SamplingScheme):
@@ -114,6 +122,9 @@ class WithoutReplacement(SamplingScheme):
     @property
     def rate(self) -> float:
         return self.batch / self.population
+
+    def describe(self) -> str:
+        return f"{self.batch} of {self.population} without replacement"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,11 +158,8 @@ class WithReplacement(SamplingScheme):
     def rate(self) -> float:
         return self.batch / self.population
 
-
-def _apply_epoch(scheme, mechanism):
-    from ..mechanisms.allocated import Allocated
-    from ..mechanisms.base import check_mechanism
-    return Allocated(check_mechanism(mechanism), scheme)
+    def describe(self) -> str:
+        return f"{self.batch} of {self.population} with replacement"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +176,7 @@ class RandomAllocation(SamplingScheme):
     t: int
     needs = ADD_REMOVE
     gives = ADD_REMOVE
+    per_epoch = True
 
     def __post_init__(self):
         object.__setattr__(self, "t", V.integer("t", self.t, low=1))
@@ -181,9 +190,8 @@ class RandomAllocation(SamplingScheme):
     def steps(self) -> int:
         return self.t
 
-    def apply(self, mechanism: Mechanism) -> Mechanism:
-        """``Allocated(mechanism, self)``: one epoch of t steps."""
-        return _apply_epoch(self, mechanism)
+    def describe(self) -> str:
+        return f"random allocation, {self.k} of {self.t} steps per record"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,6 +208,7 @@ class Shuffled(SamplingScheme):
     batch_size: int
     dataset_size: int
     relation: Relation = ADD_REMOVE
+    per_epoch = True
 
     def __post_init__(self):
         object.__setattr__(self, "dataset_size",
@@ -225,6 +234,6 @@ class Shuffled(SamplingScheme):
     def steps(self) -> int:
         return self.dataset_size // self.batch_size
 
-    def apply(self, mechanism: Mechanism) -> Mechanism:
-        """``Allocated(mechanism, self)``: one epoch of dataset_size // batch_size steps."""
-        return _apply_epoch(self, mechanism)
+    def describe(self) -> str:
+        return f"shuffled batches of {self.batch_size} of {self.dataset_size}"
+

@@ -10,6 +10,11 @@ def _g(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
+def _keys(kind: str) -> tuple[str, ...]:
+    from ..mechanisms.family import families
+    return next((f.keys for _, f in families() if f.word == kind), ())
+
+
 def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     kind = p["mechanism"]
     if kind in ("gaussian", "laplace"):
@@ -29,8 +34,11 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
         mech = f"ε-DP mechanism, ε = {_g(p['epsilon'])}"
     elif kind == "zcdp":
         mech = f"ρ-zCDP mechanism, ρ = {_g(p['rho'])}"
-    else:
+    elif kind == "eps_delta":
         mech = f"(ε, δ)-DP mechanism, ε = {_g(p['epsilon'])}, δ = {_g(p['delta'])}"
+    else:  # a family's own word: its name and the keys given
+        mech = ", ".join([kind.replace("_", " ")] + [
+            f"{k} = {_g(a.get(k, p.get(k)))}" for k in _keys(kind) if k in p or k in a])
     sampler = a.get("sampler", "none")
     if sampler == "none":
         samp = "none (full dataset)"

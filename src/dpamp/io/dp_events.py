@@ -10,6 +10,7 @@ is imported only when called; it is a test extra, not a dependency).
 | RandomizedResponseDpEvent(p, k=2)         | RandomizedResponse(1 - p/2), substitution            |
 | RandomizedResponseDpEvent(p, k>2)         | PureDP(log(1 + k(1-p)/p)), substitution  [**]        |
 | ZCDpEvent(rho, xi=0)                      | ZCDP(rho)                                            |
+| DiscreteLaplaceDpEvent(a, Delta)          | DiscreteLaplace(a, sensitivity=Delta)                |
 | PoissonSampledDpEvent(q, e)               | from_dp_event(e).subsample(Poisson(q)), add/remove   |
 | SampledWithoutReplacementDpEvent(n, m, e) | ... .subsample(WithoutReplacement(m, n)), substitution |
 | SampledWithReplacementDpEvent(n, m, e)    | ... .subsample(WithReplacement(m, n)), substitution  |
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
+from ..mechanisms.family import families
 
 if TYPE_CHECKING:
     from ..mechanisms.base import Mechanism
@@ -147,32 +149,9 @@ def _convert(event, E, rel, sens):
     if isinstance(event, E.NonPrivateDpEvent):
         raise ValueError("NonPrivateDpEvent: the computation is not differentially private "
                          "(epsilon is infinite)")
-    if isinstance(event, E.GaussianDpEvent):
-        z = float(event.noise_multiplier)
-        if z <= 0:
-            raise ValueError(f"GaussianDpEvent with noise_multiplier {z:g} is not private")
-        return M.Gaussian(z, sensitivity=sens, relation=rel)
-    if isinstance(event, E.LaplaceDpEvent):
-        z = float(event.noise_multiplier)
-        if z <= 0:
-            raise ValueError(f"LaplaceDpEvent with noise_multiplier {z:g} is not private")
-        return M.Laplace(z, sensitivity=sens, relation=rel)
-    if isinstance(event, E.RandomizedResponseDpEvent):
-        p = V.probability("noise_parameter", event.noise_parameter)
-        k = V.integer("num_buckets", event.num_buckets, low=1)
-        if k == 1 or p == 1:
-            return None
-        if p == 0:
-            raise ValueError("RandomizedResponseDpEvent with noise_parameter 0 always reports "
-                             "the truth: not private")
-        if k == 2:
-            return M.RandomizedResponse(1.0 - p / 2.0, relation=rel)
-        return M.PureDP(math.log1p(k * (1.0 - p) / p), relation=rel)
-    if getattr(E, "ZCDpEvent", None) is not None and isinstance(event, E.ZCDpEvent):
-        if event.xi != 0:
-            raise ValueError(f"ZCDpEvent with xi = {event.xi:g} (approximate zCDP) is not "
-                             "supported; only xi = 0")
-        return M.ZCDP(float(event.rho), relation=rel)
+    fam = _family_of_event(name)
+    if fam is not None:
+        return fam.from_event(event, rel, sens)
     if isinstance(event, E.SelfComposedDpEvent):
         count = V.integer("count", event.count, low=0)
         inner = _convert(event.event, E, rel, sens)
@@ -195,11 +174,18 @@ def _convert(event, E, rel, sens):
         cls = S.WithoutReplacement if isinstance(event, E.SampledWithoutReplacementDpEvent) \
             else S.WithReplacement
         return inner.subsample(cls(m, n))
-    raise ValueError(f"{name} is not supported by dpamp; supported: GaussianDpEvent, "
-                     "LaplaceDpEvent, RandomizedResponseDpEvent, ZCDpEvent, "
-                     "PoissonSampledDpEvent, SampledWithoutReplacementDpEvent, "
-                     "SampledWithReplacementDpEvent, ComposedDpEvent, SelfComposedDpEvent, "
-                     "NoOpDpEvent")
+    listed = sorted(f.event for _, f in families() if f.event) + [
+        "PoissonSampledDpEvent", "SampledWithoutReplacementDpEvent",
+        "SampledWithReplacementDpEvent", "ComposedDpEvent", "SelfComposedDpEvent", "NoOpDpEvent"]
+    raise ValueError(f"{name} is not supported by dpamp; supported: {', '.join(listed)}")
+
+
+def _family_of_event(name: str):
+    """The family that reads dp-accounting's event class ``name`` (its declared ``event``)."""
+    for _, fam in families():
+        if fam.event == name and fam.from_event is not None:
+            return fam
+    return None
 
 
 def _sampled_inner(event, E, rel, sens):

@@ -29,7 +29,7 @@ from ..core import validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation
 from ..core import samplers
 from ..core import sampling as smp
-from ..core.sampling import clip_sensitivity
+from ..mechanisms.family import families
 from ._describe import describe_stage
 from .files import read_text
 
@@ -49,15 +49,13 @@ class PlanError(ValueError):
     """A plan that cannot be read; the message names the file, stage and key."""
 
 
-#: keys of each mechanism (besides "mechanism" itself); "|" separates alternatives
-_MECHANISM_KEYS = {
-    "gaussian": ("noise_multiplier", "sigma", "sensitivity"),
-    "laplace": ("noise_multiplier", "scale", "sensitivity"),
-    "randomized_response": ("p", "epsilon"),
-    "pure_dp": ("epsilon",),
-    "zcdp": ("rho",),
-    "eps_delta": ("epsilon", "delta"),
-}
+def _word_families() -> dict:
+    """{plan word: family} of every declared family with a word (dpamp.families)."""
+    return {fam.word: fam for _, fam in families() if fam.word and fam.from_words}
+
+
+#: keys of each mechanism (besides "mechanism" itself), from the families' declarations
+_MECHANISM_KEYS = {word: fam.keys for word, fam in _word_families().items()}
 #: the sampling words of a stage; "sampling" and "rate" are the older spellings of "sampler"
 #: and "sample_rate" (same meaning); the samplers themselves are core/samplers.py's table
 _SAMPLING_WORDS = ("sampler", "sampling", "sample_rate", "rate", "batch_size", "dataset_size")
@@ -348,59 +346,38 @@ def _relation_of(r, i, s, sampler) -> Relation:
     return relation
 
 
+class _Words:
+    """A stage's keys as a family's ``from_words`` reads them: values checked by the
+    validators of dpamp.core.validate, errors naming the stage and the key (or flag)."""
+
+    def __init__(self, reader: _Reader, index: int, stage: dict, kind: str):
+        self.r, self.i, self.s, self.kind = reader, index, stage, kind
+
+    def has(self, key: str) -> bool:
+        return key in self.s
+
+    def k(self, key: str) -> str:
+        return self.r.k(key)
+
+    def one_of(self, *keys: str) -> str:
+        return _one_of(self.r, self.i, self.s, *keys)
+
+    def get(self, key: str, check, *args, required: bool = False, **kw):
+        if key not in self.s:
+            if required:
+                self.r.fail(self.i, key, f"missing: mechanism {self.kind!r} needs it")
+            return None
+        return self.r.check(self.i, key, check, self.s[key], *args, **kw)
+
+    def fail(self, key: str, msg: str):
+        self.r.fail(self.i, key, msg)
+
+
 def _mechanism_of(r, i, s, kind, relation):
-    """One step of the mechanism under ``relation``, and what was assumed of it."""
-    from .. import mechanisms as mech
-    if kind in ("gaussian", "laplace"):
-        scale_key = "sigma" if kind == "gaussian" else "scale"
-        key = _one_of(r, i, s, "noise_multiplier", scale_key)
-        value = r.check(i, key, V.positive, s[key])
-        if key == "noise_multiplier":
-            if "sensitivity" in s:
-                r.fail(i, "sensitivity", f"not used with {r.k('noise_multiplier')} (the noise "
-                       f"is relative to the clipping norm); give {r.k(scale_key)} and "
-                       f"{r.k('sensitivity')}")
-            # a record of norm <= C moves a sum by C (add/remove) or 2C (substitution)
-            sens = clip_sensitivity(relation)
-        elif "sensitivity" in s:
-            sens = r.check(i, "sensitivity", V.positive, s["sensitivity"])
-        elif relation is SUBSTITUTION:
-            # sigma alone once meant a noise multiplier (sensitivity 2) on the command line and
-            # the noise with sensitivity 1 in plans: neither is assumed any more
-            r.fail(i, scale_key, f"under substitution give {r.k('sensitivity')} too (a "
-                   f"record clipped to norm C moves a sum by 2C), or give "
-                   f"{r.k('noise_multiplier')} (noise relative to the clipping norm; the "
-                   "sensitivity then follows from the relation)")
-        else:
-            sens = 1.0
-        cls = mech.Gaussian if kind == "gaussian" else mech.Laplace
-        return cls(value, sensitivity=sens, relation=relation), \
-            {"mechanism": kind, key: value, "sensitivity": sens}
-    if kind == "randomized_response":
-        key = _one_of(r, i, s, "p", "epsilon")
-        if key == "p":
-            p = r.check(i, "p", V.probability, s["p"], low_open=True, high_open=True)
-            return mech.RandomizedResponse(p, relation=relation), {"mechanism": kind, "p": p}
-        e = r.check(i, "epsilon", V.nonnegative, s["epsilon"])
-        try:
-            return mech.RandomizedResponse.from_epsilon(e, relation=relation), \
-                {"mechanism": kind, "epsilon": e}
-        except ValueError as err:
-            r.fail(i, "epsilon", str(err))
-    need = {"pure_dp": ("epsilon",), "zcdp": ("rho",), "eps_delta": ("epsilon", "delta")}[kind]
-    for key in need:
-        if key not in s:
-            r.fail(i, key, f"missing: mechanism {kind!r} needs it")
-    if kind == "pure_dp":
-        e = r.check(i, "epsilon", V.nonnegative, s["epsilon"])
-        return mech.PureDP(e, relation=relation), {"mechanism": kind, "epsilon": e}
-    if kind == "zcdp":
-        rho = r.check(i, "rho", V.nonnegative, s["rho"])
-        return mech.ZCDP(rho, relation=relation), {"mechanism": kind, "rho": rho}
-    from ..mechanisms.eps_delta import EpsDelta
-    e = r.check(i, "epsilon", V.nonnegative, s["epsilon"])
-    d = r.check(i, "delta", V.real, s["delta"], low=0.0, high=1.0, high_open=True)
-    return EpsDelta(e, d, relation=relation), {"mechanism": kind, "epsilon": e, "delta": d}
+    """One step of the mechanism under ``relation``, and what was assumed of it: read by the
+    family that declares the word (dpamp.families)."""
+    step, assumed = _word_families()[kind].from_words(_Words(r, i, s, kind), relation)
+    return step, {"mechanism": kind, **assumed}
 
 
 def _scheme_of(r, i, s, sampler, relation):

@@ -29,34 +29,10 @@ def best(rows):
 
 
 def describe_mechanism(m) -> str:
-    """A short human description of one mechanism (falls back to its repr)."""
-    from ..mechanisms import Gaussian, Laplace, PureDP, RandomizedResponse, Subsampled, ZCDP
-    from ..mechanisms.eps_delta import EpsDelta
-    from ..core.sampling import Poisson, WithoutReplacement, WithReplacement
-    if isinstance(m, Gaussian):
-        return f"Gaussian, σ = {m.sigma:g}, L2 sensitivity {m.sensitivity:g}"
-    if isinstance(m, Laplace):
-        return f"Laplace, scale {m.scale:g}, L1 sensitivity {m.sensitivity:g}"
-    if isinstance(m, RandomizedResponse):
-        return f"randomized response, p = {m.p:g}"
-    if isinstance(m, PureDP):
-        return f"ε-DP mechanism, ε = {m.epsilon_:g}"
-    if isinstance(m, ZCDP):
-        return f"ρ-zCDP mechanism, ρ = {m.rho:g}"
-    if isinstance(m, EpsDelta):
-        return f"(ε, δ)-DP mechanism, ε = {m.epsilon_:g}, δ = {m.delta_:g}"
-    if isinstance(m, Subsampled):
-        s = m.scheme
-        if isinstance(s, Poisson):
-            how = f"Poisson sample, rate {s.rate:.6g}"
-        elif isinstance(s, WithoutReplacement):
-            how = f"{s.batch} of {s.population} without replacement"
-        elif isinstance(s, WithReplacement):
-            how = f"{s.batch} of {s.population} with replacement"
-        else:
-            how = repr(s)
-        return f"{describe_mechanism(m.base)}, on a {how}"
-    return repr(m)
+    """A short human description of one mechanism: its family's words (falls back to its
+    repr)."""
+    from ..mechanisms.family import describe
+    return describe(m)
 
 
 def _stage_rows(plan=None, mechanism=None):

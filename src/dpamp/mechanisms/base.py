@@ -2,8 +2,10 @@
 
 A mechanism is an immutable value object: it describes what was run and knows its exact
 representations (RDP curve, and where available privacy profile / privacy-loss distribution), but
-never how it will be queried (DESIGN: data flows left to right). Queries such as ``epsilon`` and
-``delta`` go through the method registry in :mod:`dpamp.accounting.registry`.
+never how it will be queried (DESIGN: data flows left to right). How a family yields each
+representation is declared in :mod:`dpamp.mechanisms.family`; queries such as ``epsilon`` and
+``delta`` reach the method registry (:mod:`dpamp.accounting.registry`) through the one door
+:mod:`dpamp.core.door`.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 import numpy as np
 
+from ..core import door
 from ..core import validate as V
 from ..core.rounding import ulps_down
 from ..core.relations import Relation
@@ -95,53 +98,52 @@ class Mechanism:
 
     def profile(self, epsilon: ArrayLike) -> float | np.ndarray:
         """Privacy profile delta(epsilon) (000 Sec. 2), vectorised; see :mod:`dpamp.profiles`."""
-        from ..profiles import privacy_profile
-        return privacy_profile(self, epsilon)
+        return door.call("profile", self, epsilon)
 
     # --- queries -----------------------------------------------------------------------------
     def epsilon(self, delta: float, method: str = "auto", **options: Any) -> Guarantee:
         """Smallest epsilon such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
-        from ..accounting import registry as methods
-        return methods.epsilon(self, delta, method=method, **options)
+        return door.call("epsilon", self, delta, method=method, **options)
 
     def delta(self, epsilon: float, method: str = "auto", **options: Any) -> Guarantee:
         """Smallest delta such that the mechanism is (epsilon, delta)-DP, as a Guarantee."""
-        from ..accounting import registry as methods
-        return methods.delta(self, epsilon, method=method, **options)
+        return door.call("delta", self, epsilon, method=method, **options)
 
     # --- operational risk (dpamp.accounting.risk, docs/risk.md) --------------------------------
     def tradeoff(self, alpha: ArrayLike, method: str = "auto", **options: Any) -> TradeOff:
         """Proven bracket on the trade-off curve beta(alpha) (f-DP), vectorised over alpha."""
-        from ..accounting import risk
-        return risk.tradeoff(self, alpha, method=method, **options)
+        return door.call("tradeoff", self, alpha, method=method, **options)
 
     def tpr_at_fpr(self, fpr: ArrayLike, method: str = "auto", **options: Any) -> RiskBound:
         """Bracket on any membership-inference attack's true-positive rate at ``fpr``."""
-        from ..accounting import risk
-        return risk.tpr_at_fpr(self, fpr, method=method, **options)
+        return door.call("tpr_at_fpr", self, fpr, method=method, **options)
 
     def gdp_mu(self, fpr_range: tuple[float, float] = (0.0, 1.0), method: str = "auto",
                **options: Any) -> RiskBound:
         """Bracket on the smallest Gaussian-DP mu whose trade-off lies below this one."""
-        from ..accounting import risk
-        return risk.gdp_mu(self, fpr_range, method=method, **options)
+        return door.call("gdp_mu", self, fpr_range, method=method, **options)
 
     def advantage(self, method: str = "auto", **options: Any) -> RiskBound:
         """Bracket on the membership advantage max (TPR - FPR) = delta(0)."""
-        from ..accounting import risk
-        return risk.advantage(self, method=method, **options)
+        return door.call("advantage", self, method=method, **options)
 
     # --- serialisation -----------------------------------------------------------------------
     def to_json(self, indent: int | None = None) -> str:
         """JSON text ``{"type": ClassName, ...constructor arguments}``, recursively; read it
         back with ``dp.from_json`` (see :mod:`dpamp.io.serialize`)."""
-        from ..io.serialize import to_json
-        return to_json(self, indent=indent)
+        return door.call("to_json", self, indent=indent)
 
     # --- transformations ---------------------------------------------------------------------
     def subsample(self, scheme: SamplingScheme) -> Mechanism:
-        """Run the mechanism on a random subsample drawn by ``scheme`` (see dpamp.core.sampling)."""
-        return scheme.apply(self)
+        """Run the mechanism on a random subsample drawn by ``scheme`` (see dpamp.core.sampling):
+        one step (:class:`~.subsampled.Subsampled`), or one epoch for a scheme that draws an
+        epoch at once (``scheme.per_epoch``: :class:`~.allocated.Allocated`). The constructors
+        check the scheme and the relation it needs."""
+        if getattr(scheme, "per_epoch", False):
+            from .allocated import Allocated
+            return Allocated(self, scheme)
+        from .subsampled import Subsampled
+        return Subsampled(self, scheme)
 
     def post_process(self, kernel: Any) -> Mechanism:
         """Post-process the output with a randomised map (mixing, Bernoulli sampling, ...)."""

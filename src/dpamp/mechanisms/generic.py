@@ -107,7 +107,7 @@ class RDPCurve(Mechanism):
         except (ValueError, TypeError, OverflowError, ZeroDivisionError):
             if finite.any():
                 direct[finite] = self._call(alpha[finite])
-        hx, hy = self.hull
+        hx, hy = self._hull
         lam = np.where(finite, alpha - 1.0, 0.0)
         inside = finite & (lam <= hx[-1]) & (lam > 0)
         hull_val = np.full_like(direct, np.inf)

@@ -10,8 +10,9 @@ import numpy as np
 from ..core.logspace import log_expm1
 from ..core.rounding import TINY, ulps_up
 from ..core.relations import Relation
-from ..core.sampling import Poisson, SamplingScheme, WithoutReplacement
+from ..core.sampling import SamplingScheme
 from .base import Mechanism
+from .family import amplification_of
 from .randomized_response import rr_rdp
 
 if TYPE_CHECKING:
@@ -129,68 +130,28 @@ class Subsampled(Mechanism):
             vals = table[orders]
         return vals
 
+    def _amplification(self):
+        rule = amplification_of(self.scheme)
+        if rule is None:
+            raise NotImplementedError(f"{type(self.scheme).__name__} declares no amplification "
+                                      "(dpamp.mechanisms.family.declare_scheme)")
+        return rule
+
     def _compute_cgf(self, orders: np.ndarray) -> np.ndarray:
         # one order more than asked: 003 Thm 19 uses B(2 ceil(j/2)), up to order alpha + 1
-        from ..rdp.poisson import MAX_EXACT_ORDER
-        base_eps = self._base_eps(min(int(orders.max()), MAX_EXACT_ORDER) + 1)
-        if isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE:
-            from ..rdp.poisson import poisson_log_moments
-            # the exact sum is O(alpha) per order: above the threshold only the caps in _rdp
-            # (inner curve, amplified pure epsilon) apply, as 003 Sec. 4 suggests
-            out = np.full(orders.shape, np.inf)
-            ok = orders <= MAX_EXACT_ORDER
-            if ok.any():
-                out[ok] = poisson_log_moments(base_eps, self.rate, orders[ok])
-            return out
-        if isinstance(self.scheme, WithoutReplacement):
-            from ..rdp.without_replacement import wor_log_moments
-            return wor_log_moments(base_eps, self.base.pure_epsilon(), self.rate, orders,
-                                   self_consistent=self.base.self_consistent_rdp)
-        # with replacement / Poisson under substitution: crude joint-convexity bound and
-        # 000 Thm 6 on the amplified privacy profile (dpamp.profiles.rdp_bridge)
-        from ..profiles.rdp_bridge import subsampled_log_moments
-        return subsampled_log_moments(self, orders)
+        return self._amplification().log_moments(self, orders)
 
     def has_rdp(self) -> bool:
-        if not self.base.has_rdp():
-            return False
-        if isinstance(self.scheme, WithoutReplacement) or (
-                isinstance(self.scheme, Poisson) and self.scheme.relation is Relation.ADD_REMOVE):
-            return True
-        # Profile-based RDP (000 Thm 6). Only where the caps applied in _rdp are sound: they
-        # use the inner RDP curve and amplified_pure_epsilon(eps0, rate), which hold for Poisson
-        # under substitution only when eps0 = inf (a pure inner mechanism is not amplified
-        # there in the worst case) and for sampling with replacement only when batch = 1
-        # (k copies of a record need the k-group curve) -- and for randomized response of a
-        # bit under any scheme (000 Lemma 12: a gamma-mixture of its own pair).
-        from ..profiles.core import is_binary
-        if is_binary(self.base):
-            return True
-        if isinstance(self.scheme, Poisson):
-            return math.isinf(self.base.pure_epsilon())
-        return getattr(self.scheme, "batch", 0) == 1
+        """Whether the scheme's RDP amplification is sound for this base (its declaration's
+        ``has_rdp``; e.g. sampling with replacement of batch > 1 needs the group curve)."""
+        rule = amplification_of(self.scheme)
+        return bool(rule is not None and self.base.has_rdp() and rule.has_rdp(self))
 
     def pure_epsilon(self) -> float:
-        """Pure epsilon of the subsampled mechanism, per scheme:
-        Poisson + add/remove and without replacement + substitution: log(1 + rate(e^eps0 - 1))
-        (000 Thms 8, 9 at delta = 0); with replacement: up to m copies of the changed record, so
-        log(1 + gamma (e^{m eps0} - 1)) with gamma = 1 - (1 - 1/n)^m (group privacy); Poisson
-        under substitution: eps0, since a pure inner mechanism is not amplified there in the worst
-        case. Randomized response of one bit is a gamma-mixture of its own pair under every
-        scheme (000 Lemma 12), so it keeps log(1 + gamma (e^eps0 - 1))."""
-        from ..core.sampling import WithReplacement
-        e0 = self.base.pure_epsilon()
-        s = self.scheme
-        if isinstance(s, WithoutReplacement) or (
-                isinstance(s, Poisson) and s.relation is Relation.ADD_REMOVE):
-            return amplified_pure_epsilon(e0, self.rate)
-        from ..profiles.core import is_binary
-        binary = is_binary(self.base)
-        if isinstance(s, WithReplacement):
-            gamma = -math.expm1(s.batch * math.log1p(-1.0 / s.population)) \
-                if s.population > 1 else 1.0
-            return amplified_pure_epsilon(e0 if binary else s.batch * e0, gamma)
-        return amplified_pure_epsilon(e0, self.rate) if binary else e0
+        """Pure epsilon of the subsampled mechanism, per scheme (its declaration): e.g.
+        Poisson + add/remove and without replacement + substitution give
+        log(1 + rate(e^eps0 - 1)) (000 Thms 8, 9 at delta = 0)."""
+        return self._amplification().pure_epsilon(self)
 
     def _rdp(self, alpha):
         if not self.has_rdp():
@@ -217,97 +178,23 @@ class Subsampled(Mechanism):
                 small = a <= _MAX_INTERPOLATED_ORDER
                 if small.any():
                     val[small] = interpolate_cgf(a[small], self._integer_cgf)
-                val = np.minimum(val, self._fractional_rdp(a))
-                val = np.minimum(val, self._second_order_rdp(a))
+                val = np.minimum(val, self._extra_rdp(a))
                 val = np.minimum(val, self.base._rdp(a))
                 if math.isfinite(eps_pure):
                     val = np.minimum(val, rr_rdp(eps_pure, a))
             out[fin] = val
         return out
 
-    def _fractional_rdp(self, a: np.ndarray) -> np.ndarray:
-        """RDP at non-integer orders where an exact series is known, inf elsewhere: a Gaussian
-        under Poisson sampling with add/remove, MTZ 2019 Sec. 3.3 and Thms 4-5
-        (rdp.fractional), up to order 512 (above it 003 Cor. 10 is within 1e-6 of exact),
-        cached per order. At integer orders 004 Thm 34 is already exact."""
-        from .gaussian import Gaussian
-        out = np.full(a.shape, np.inf)
-        if not (isinstance(self.base, Gaussian) and isinstance(self.scheme, Poisson)
-                and self.scheme.relation is Relation.ADD_REMOVE and self.base.sensitivity > 0):
-            return out
-        from ..rdp.fractional import ACCOUNTING_MAX_ORDER, poisson_gaussian_rdp
-        want = (a > 1.0) & (a <= ACCOUNTING_MAX_ORDER) & (a != np.floor(a))
-        if not want.any():
-            return out
-        cache = self._cache.setdefault("fractional", {})
-        orders = a[want].tolist()
-        missing = sorted({o for o in orders if o not in cache})
-        if missing:
-            vals = poisson_gaussian_rdp(self.base.mu, self.rate, np.array(missing))
-            cache.update(zip(missing, vals.tolist()))
-        out[want] = [cache[o] for o in orders]
-        return out
-
-    def _second_order_rdp(self, a: np.ndarray) -> np.ndarray:
-        """RDP at orders in (1, 2) under Poisson sampling with add/remove, for any base: inf
-        elsewhere. After the reduction to one pair (P, Q) of the base in the proof of 004 Thm 34
-        (joint convexity of the moments), with L = dP/dQ and X = q(L - 1) >= -q, the moments of
-        both orders are 1 + E_Q[h_p(X)], h_p(x) = (1+x)^p - 1 - p x, with p = a (remove) and
-        p = 1 - a (add), since E_Q[X] = 0. For p in (1, 2) or (-1, 0), h_p'' is decreasing, so
-        h_p(x)/x^2 = int_0^1 (1-t) h_p''(tx) dt is too and is largest at x = -q: E_Q[h_p(X)] <=
-        h_p(-q)/q^2 E_Q[X^2] = h_p(-q) (e^{D_2(P||Q)} - 1) <= h_p(-q) (e^{eps(2)} - 1). Near
-        a = 2 this is the order-2 term of Thm 34; towards a = 1 it falls where 003 Cor. 10 stays
-        flat at eps'(2)."""
-        out = np.full(a.shape, np.inf)
-        want = (a > 1.0) & (a < 2.0)
-        if not (want.any() and isinstance(self.scheme, Poisson)
-                and self.scheme.relation is Relation.ADD_REMOVE):
-            return out
-        eps2 = float(self.base._rdp(np.array([2.0]))[0])
-        if not math.isfinite(eps2) or eps2 <= 0.0:
-            return out
-        o = a[want]
-        h = np.maximum(self._taylor_gap(o, self.rate), self._taylor_gap(1.0 - o, self.rate))
-        le = float(log_expm1(eps2))
-        with np.errstate(divide="ignore"):
-            log_h = np.log(h)
-        # log h within 4 ulps of its size; eps2 read as rounded up by 2^-40 (the curves' pad)
-        slack = 2.0 ** -50 * (np.abs(log_h) + abs(le) + 2.0) \
-            + 2.0 ** -40 * eps2 * math.exp(eps2 - le)
-        vals = np.log1p(np.exp(log_h + le + slack)) / (o - 1.0)
-        out[want] = ulps_up(vals, 8)
-        return out
-
-    @staticmethod
-    def _taylor_gap(p: np.ndarray, q: float) -> np.ndarray:
-        """Upper bound on (1-q)^p - 1 + p q for p in (1, 2) or (-1, 0) and 0 < q < 1 (vectorised
-        over p). For q <= 1/2 by the series sum_{k>=2} C(p,k) (-q)^k, whose terms are all positive
-        for such p and fall by a factor (k-p)/(k+1) q <= q: 64 terms and the geometric tail bound;
-        above 1/2 directly, with the rounding of the cancelling difference added."""
-        p = np.asarray(p, dtype=float)
-        if q <= 0.5:
-            k = np.arange(2, 65, dtype=float)
-            ratios = (k[None, :-1] - p[:, None]) / (k[None, :-1] + 1.0) * q
-            terms = 0.5 * p[:, None] * (p[:, None] - 1.0) * q * q * np.concatenate(
-                [np.ones((p.size, 1)), np.cumprod(ratios, axis=1)], axis=1)
-            total = terms.sum(axis=1) + terms[:, -1] * q / (1.0 - q)
-            return total * (1.0 + 256 * 2.0 ** -52)
-        lb = math.log1p(-q)
-        e = np.expm1(p * lb)
-        slack = np.abs(e) + np.abs(p * q) + np.abs(p * lb) * (1.0 + e)
-        return e + p * q + 16 * 2.0 ** -52 * slack
+    def _extra_rdp(self, a: np.ndarray) -> np.ndarray:
+        """Further upper curves the scheme knows at real orders (inf where none)."""
+        extra = self._amplification().extra_rdp
+        return np.full(a.shape, np.inf) if extra is None else extra(self, a)
 
     def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
-        """003 Prop. 20 lower bound at integer orders (WOR, tight inner mechanisms only)."""
-        if not (isinstance(self.scheme, WithoutReplacement) and self.base.tight_rdp):
-            return None
-        from ..rdp.without_replacement import wor_lower_log_moments
-        a = np.asarray(alpha)
-        orders = a.astype(np.int64)
-        if (orders != a).any() or (orders < 2).any():
-            raise ValueError("alpha must be integer orders >= 2 for the Prop. 20 lower bound")
-        base_eps = self._base_eps(int(orders.max()))
-        return wor_lower_log_moments(base_eps, self.rate, orders.ravel()).reshape(a.shape) / (a - 1)
+        """The scheme's proven lower curve where it has one (003 Prop. 20 for sampling without
+        replacement of a tight base), else None."""
+        low = self._amplification().rdp_lower
+        return None if low is None else low(self, alpha)
 
     def __repr__(self):
         return f"{self.base!r}.subsample({self.scheme!r})"

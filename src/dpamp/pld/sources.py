@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from ..mechanisms.family import family_of
 from . import loss as L
 from .cache import ByIdentity, PLDCache
 from .discretize import Discretized, discretize, discretize_cells
@@ -190,56 +191,29 @@ def discretize_source(src, h: float, jlo: int, jhi: int, optimistic: bool = True
 
 
 def loss_distribution(mechanism):
-    """The loss distribution (or SymmetricCurve) of a single mechanism's dominating pair."""
-    from ..mechanisms.eps_delta import EpsDelta
-    from ..mechanisms.gaussian import Gaussian
-    from ..mechanisms.laplace import Laplace
-    from ..mechanisms.randomized_response import PureDP, RandomizedResponse
-    from ..mechanisms.subsampled import Subsampled
-    from ..core.relations import Relation
-    from ..core.sampling import Poisson, WithoutReplacement
-    if isinstance(mechanism, Gaussian):
-        return L.gaussian(mechanism.sensitivity / mechanism.sigma)
-    # a mechanism whose one pair is known exactly (a witness, Mechanism.witness)
+    """The loss distribution (or SymmetricCurve) of a single mechanism's dominating pair: its
+    family's declared pair (:mod:`dpamp.mechanisms.family`), else, for a mechanism whose one
+    pair is known exactly (a witness, ``exact_loss``) or that is a Gaussian mechanism in
+    disguise (``gaussian_form``: diffusions, Gaussians post-processed by a Gaussian kernel),
+    that pair; else the PLD of its privacy profile (000), where it has one."""
+    fam = family_of(mechanism)
+    if fam is not None and fam.loss is not None:
+        src = fam.loss(mechanism)
+        if src is not None:
+            return src
+        return _profile_or_raise(mechanism)
     exact = getattr(mechanism, "exact_loss", None)
     if callable(exact):
         return exact()
-    # mechanisms that are a Gaussian mechanism in disguise (diffusion mechanisms, Gaussians
-    # post-processed by a Gaussian kernel) say so through gaussian_form()
     form = getattr(mechanism, "gaussian_form", None)
     if callable(form):
         try:
             g = form()
         except (NotImplementedError, ValueError):
             g = None
-        if isinstance(g, Gaussian):
+        if g is not None:
             return loss_distribution(g)
-    if isinstance(mechanism, Laplace):
-        return L.laplace(mechanism.eps0)
-    if isinstance(mechanism, (RandomizedResponse, PureDP)):
-        if math.isinf(mechanism.eps0):
-            raise NotImplementedError("no privacy-loss distribution for epsilon = inf")
-        return L.eps_delta(mechanism.eps0, 0.0)
-    if isinstance(mechanism, EpsDelta):
-        return L.eps_delta(mechanism.epsilon_, mechanism.delta_)
-    if isinstance(mechanism, Subsampled):
-        base = loss_distribution(mechanism.base)
-        scheme = mechanism.scheme
-        if isinstance(scheme, Poisson) and scheme.relation is Relation.ADD_REMOVE:
-            if not isinstance(base, L.LossDistribution):
-                return _profile_or_raise(mechanism)
-            return base.poisson(scheme.rate)
-        if isinstance(scheme, WithoutReplacement):
-            if not isinstance(base, L.LossDistribution) or not base.symmetric:
-                return _profile_or_raise(mechanism)
-            if scheme.rate >= 1.0:
-                return base
-            return SymmetricCurve(base.poisson(scheme.rate))
-    # anything else with a privacy profile (000): a PLD from the profile
-    from ..profiles import has_profile
-    if has_profile(mechanism):
-        return ProfileSource(mechanism)
-    raise NotImplementedError(f"no privacy-loss distribution for {type(mechanism).__name__}")
+    return _profile_or_raise(mechanism)
 
 
 def _profile_or_raise(mechanism):
@@ -274,24 +248,27 @@ def _subsampled_gaussians(parts) -> dict:
     """{index: loss distribution} of the plain Poisson-subsampled Gaussians among the parts
     (add/remove, 0 < q < 1), built with their sizing moments computed together
     (:mod:`.moments`) rather than one quadrature each; loss_distribution gives the same pairs."""
-    from ..core.relations import Relation
-    from ..core.sampling import Poisson
-    from ..mechanisms.gaussian import Gaussian
-    from ..mechanisms.subsampled import Subsampled
     from .moments import subsampled_gaussian_moments
     found = {}
     for i, (part, count) in enumerate(parts):
-        if count > 0 and type(part) is Subsampled and type(part.base) is Gaussian \
-                and type(part.scheme) is Poisson and part.scheme.relation is Relation.ADD_REMOVE:
-            mu, q = part.base.sensitivity / part.base.sigma, float(part.scheme.rate)
-            if 0.0 < q < 1.0 and 0.0 < mu < math.inf:
-                found[i] = (mu, q)
+        mu, q = _poisson_gaussian(part)
+        if count > 0 and 0.0 < q < 1.0 and 0.0 < mu < math.inf:
+            found[i] = (mu, q)
     if len(found) < 2:
         return {}
     keys = list(found)
     ms = subsampled_gaussian_moments([found[k][0] for k in keys], [found[k][1] for k in keys])
     return {k: L.gaussian(found[k][0]).poisson(found[k][1], moments=m)
             for k, m in zip(keys, ms)}
+
+
+def _poisson_gaussian(part) -> tuple[float, float]:
+    """(mu, q) of a Gaussian mechanism under Poisson sampling with add/remove (its family's
+    ``poisson_gaussian``: its loss is then ``gaussian(mu).poisson(q)``), else (0, 0)."""
+    fam = family_of(part)
+    if fam is None or fam.poisson_gaussian is None:
+        return 0.0, 0.0
+    return fam.poisson_gaussian(part) or (0.0, 0.0)
 
 
 def _parts_of(mechanism):
@@ -304,9 +281,9 @@ def _parts_of(mechanism):
             continue
         # a mechanism that is a product of parts of its own (an epoch of random allocation:
         # mechanisms.allocated) lists them; every other one is one source
-        own = getattr(part, "pld_parts", None)
-        if callable(own):
-            listed = own()
+        fam = family_of(part)
+        if fam is not None and fam.loss_parts is not None:
+            listed = fam.loss_parts(part)
         else:
             listed = [(ready[i] if i in ready else loss_distribution(part), 1)]
         for src, c in listed:

@@ -10,7 +10,6 @@ See docs/profiles.md for the table of sampling scheme x relation -> theorem -> t
 """
 from .core import (PrivacyProfile, epsilon_for_delta, has_profile, privacy_profile,
                    privacy_profile_lower, profile_pair, profile_pair_lower, register)
-from . import closed_forms as _closed_forms  # noqa: F401  (registers the base mechanisms)
 from .amplification import advanced_joint_convexity, ajc_parameters, member_gamma, wr_gamma
 from .closed_forms import gaussian_log_profile, laplace_log_profile, rr_log_profile  # noqa: E402
 from .divergence import hockey_stick, hockey_stick_density, profile_from_privacy_loss

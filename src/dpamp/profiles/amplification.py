@@ -29,9 +29,8 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from ..mechanisms.subsampled import Subsampled
 from ..core.relations import ADD_REMOVE
-from ..core.sampling import Poisson, WithoutReplacement, WithReplacement
+from ..mechanisms.family import amplification_of
 from . import core
 from .numerics import (ULP, ajc_epsilon, ajc_log_beta, ajc_reverse, down, envelope, log1mexp,
                         logaddexp, logsumexp, pad_down, pad_up, up)
@@ -264,77 +263,74 @@ def thm14_log_profile(log_sym, q: float, n: int, eps):
 
 def member_gamma(scheme) -> float:
     """P[v in S(x)] for a dataset x containing v: the gamma of the membership pair (and the sup
-    TV of 000 Lemma 12)."""
-    if isinstance(scheme, Poisson):
-        return scheme.rate
-    if isinstance(scheme, WithoutReplacement):
-        return scheme.batch / scheme.population
-    if isinstance(scheme, WithReplacement):
-        n = scheme.population
-        if scheme.gives is ADD_REMOVE and n < 2:  # the pair ({v}, {}) cannot be sampled
-            n = 2                                 # from: use ({v', v}, {v'}) instead
-        return wr_gamma(scheme.batch, n)
-    raise core.no_profile(scheme, "sampling scheme with a privacy profile")
+    TV of 000 Lemma 12), as the scheme declares it."""
+    rule = amplification_of(scheme)
+    if rule is None:
+        raise core.no_profile(scheme, "sampling scheme with a privacy profile")
+    return rule.member_gamma(scheme)
 
 
-def _subsampled_pair(m: Subsampled, eps):
-    base, scheme = m.base, m.scheme
-    base_rows = lambda e: core.log_pair(base, e)  # noqa: E731
-    base_sym = lambda e: core.log_symmetric(base, e)  # noqa: E731
-    add_remove_outer = scheme.gives is ADD_REMOVE
-    if core.is_binary(base):  # 000 Lemma 12: exact for every scheme
+def subsampled_pair(m, eps):
+    """Upper profile rows of a subsampled mechanism: 000 Lemma 12 (exact for every scheme) for
+    randomized response of a bit, else the scheme's own theorem (its declared
+    ``profile_pair``)."""
+    scheme = m.scheme
+    if core.is_binary(m.base):  # 000 Lemma 12: exact for every scheme
         g = member_gamma(scheme)
-        if add_remove_outer:
-            return mixture_pair_log(base_rows, g, eps)
-        v = thm9_log_profile(base_sym, g, eps)
+        if scheme.gives is ADD_REMOVE:
+            return mixture_pair_log(lambda e: core.log_pair(m.base, e), g, eps)
+        v = thm9_log_profile(lambda e: core.log_symmetric(m.base, e), g, eps)
         return np.stack([v, v])
-    if isinstance(scheme, Poisson):
-        if scheme.relation is ADD_REMOVE:
-            return mixture_pair_log(base_rows, scheme.rate, eps)  # 000 Thm 8, both orders
-        n = getattr(scheme, "population", None)
-        if n is None:
-            raise NotImplementedError(
-                "000 Thm 14 (Poisson sampling under substitution) depends on the dataset size: "
-                "use dp.Poisson(rate, relation=dp.SUBSTITUTION, population=n)")
-        # Thm 14, or plain joint convexity over the coupling (y + v, y + v'), (y, y) (000 Sec. 3,
-        # after Thm 2): delta' <= gamma delta(alpha'), no amplification of eps, but at large eps
-        # it can beat the g~_n term of Thm 14; Thm 14 is not monotone in eps: envelope
-        q = scheme.rate
-        v = envelope(lambda e: np.minimum(thm14_log_profile(base_sym, q, n, e),
-                                          pad_up(math.log(q) + base_sym(e))), eps)
-        return np.stack([v, v])
-    if isinstance(scheme, WithoutReplacement):
-        v = thm9_log_profile(base_sym, scheme.batch / scheme.population, eps)
-        return np.stack([v, v])  # symmetric relation: the theorem bounds max of both orders
-    if isinstance(scheme, WithReplacement):
-        lg = lambda k, e: core.log_group(base, k, e)  # noqa: E731
-        if add_remove_outer:
-            return thm11_log_pair(lg, scheme.batch, scheme.population, eps)
-        v = thm10_log_profile(lg, scheme.batch, scheme.population, eps)
-        return np.stack([v, v])
-    raise core.no_profile(m)
+    rule = amplification_of(scheme)
+    if rule is None:
+        raise core.no_profile(m)
+    return rule.profile_pair(m, eps)
 
 
-def _subsampled_lower(m: Subsampled, eps):
+def poisson_profile_pair(m, eps):
+    """Poisson sampling: 000 Thm 8 under add/remove (both orders); under substitution Thm 14,
+    or plain joint convexity over the coupling (y + v, y + v'), (y, y) (000 Sec. 3, after
+    Thm 2): delta' <= gamma delta(alpha'), no amplification of eps, but at large eps it can
+    beat the g~_n term of Thm 14; Thm 14 is not monotone in eps: envelope."""
+    base, scheme = m.base, m.scheme
+    if scheme.relation is ADD_REMOVE:
+        return mixture_pair_log(lambda e: core.log_pair(base, e), scheme.rate, eps)
+    n = getattr(scheme, "population", None)
+    if n is None:
+        raise NotImplementedError(
+            "000 Thm 14 (Poisson sampling under substitution) depends on the dataset size: "
+            "use dp.Poisson(rate, relation=dp.SUBSTITUTION, population=n)")
+    q = scheme.rate
+    base_sym = lambda e: core.log_symmetric(base, e)  # noqa: E731
+    v = envelope(lambda e: np.minimum(thm14_log_profile(base_sym, q, n, e),
+                                      pad_up(math.log(q) + base_sym(e))), eps)
+    return np.stack([v, v])
+
+
+def wor_profile_pair(m, eps):
+    """Sampling without replacement: 000 Thm 9 (a symmetric relation: the theorem bounds the
+    max of both orders)."""
+    v = thm9_log_profile(lambda e: core.log_symmetric(m.base, e),
+                         m.scheme.batch / m.scheme.population, eps)
+    return np.stack([v, v])
+
+
+def wr_profile_pair(m, eps):
+    """Sampling with replacement: 000 Thm 11 under an add/remove outer relation, Thm 10 under
+    substitution, both on the base's group profiles."""
+    scheme = m.scheme
+    lg = lambda k, e: core.log_group(m.base, k, e)  # noqa: E731
+    if scheme.gives is ADD_REMOVE:
+        return thm11_log_pair(lg, scheme.batch, scheme.population, eps)
+    v = thm10_log_profile(lg, scheme.batch, scheme.population, eps)
+    return np.stack([v, v])
+
+
+def subsampled_lower(m, eps):
+    """Lower rows: the gamma-mixture of the base's own lower pair (000 Lemma 12's membership
+    pair), or None where the base has none."""
     base_lower = core.log_pair_lower(m.base, np.zeros(1))
     if base_lower is None:
         return None
     g = member_gamma(m.scheme)
     return mixture_pair_log(lambda e: core.log_pair_lower(m.base, e), g, eps, upper=False)
-
-
-def _subsampled_symmetric(m: Subsampled) -> bool:
-    """Whether :func:`_subsampled_pair` returns one curve for both rows (its np.stack([v, v])
-    branches): a symmetric outer relation (000 Thms 9, 10, 14 and Lemma 12 under substitution
-    bound the max of both orders); Poisson under add/remove (Thm 8) and with replacement under
-    add/remove (Thm 11) have two different rows."""
-    scheme, add_remove_outer = m.scheme, m.scheme.gives is ADD_REMOVE
-    if core.is_binary(m.base) or isinstance(scheme, WithReplacement):
-        return not add_remove_outer
-    if isinstance(scheme, Poisson):
-        return scheme.relation is not ADD_REMOVE
-    return isinstance(scheme, WithoutReplacement)
-
-
-core.register(Subsampled, pair=_subsampled_pair, lower=_subsampled_lower,
-              symmetric=_subsampled_symmetric)

@@ -21,11 +21,7 @@ import math
 import numpy as np
 from scipy.special import erf, erfcx, log_ndtr
 
-from ..mechanisms.eps_delta import EpsDelta
-from ..mechanisms.gaussian import Gaussian
-from ..mechanisms.laplace import Laplace
-from ..mechanisms.randomized_response import PureDP, RandomizedResponse
-from . import core
+from ..mechanisms.family import ProfileHooks
 from .numerics import ULP, log1mexp, log_expm1, logaddexp, pad_down, pad_up
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -104,7 +100,7 @@ def gaussian_log_profile(mu, eps, *, upper=True):
     return pad_up(out) if upper else pad_down(out)
 
 
-def _gauss_group(m: Gaussian, k, eps):
+def _gauss_group(m, k, eps):
     return gaussian_log_profile(np.asarray(k, dtype=float) * m.mu, eps, upper=True)
 
 
@@ -121,7 +117,7 @@ def laplace_log_profile(eta, eps, *, upper=True):
     return pad_up(out) if upper else pad_down(out)
 
 
-def _lap_group(m: Laplace, k, eps):
+def _lap_group(m, k, eps):
     return laplace_log_profile(np.asarray(k, dtype=float) * m.eps0, eps, upper=True)
 
 
@@ -152,8 +148,8 @@ def eps_delta_log_profile(eps0, delta0, eps, *, upper=True):
     return pad_up(out) if upper else pad_down(out)
 
 
-def _symmetric(log_profile):
-    """The pair / lower hooks of a symmetric mechanism: both directions share one profile,
+def symmetric_hooks(log_profile, group=None, binary=False) -> ProfileHooks:
+    """The profile hooks of a symmetric mechanism: both directions share one profile,
     log_profile(m, eps, upper)."""
     def pair(m, eps):
         v = log_profile(m, eps, True)
@@ -162,29 +158,38 @@ def _symmetric(log_profile):
     def lower(m, eps):
         v = log_profile(m, eps, False)
         return np.stack([v, v])
-    return {"pair": pair, "lower": lower, "symmetric": True}
+    return ProfileHooks(pair=pair, lower=lower, group=group,
+                        binary=(lambda m: True) if binary else None, symmetric=lambda m: True)
 
 
-def _rr_group(m, k, eps):
-    # a {0,1}-valued statistic changes by at most one flip, whatever k is
+def rr_group(m, k, eps):
+    """k-group profile of randomized response of a bit: a {0,1}-valued statistic changes by
+    at most one flip, whatever k is."""
     return np.broadcast_to(rr_log_profile(float(m.eps0), eps, upper=True),
                            np.broadcast_shapes(np.shape(k), np.shape(eps))).copy()
 
 
-def _pure_group(m: PureDP, k, eps):
+def pure_group(m, k, eps):
+    """k-group profile of a pure eps0-DP mechanism: k eps0-DP (randomized response dominates
+    it) or the black-box bound of 000 Sec. 3, whichever is smaller."""
     from .group import log_group_blackbox
     k = np.asarray(k)
-    white = rr_log_profile(k * m.eps0, eps, upper=True)  # k eps0-DP, RR dominates
+    white = rr_log_profile(k * m.eps0, eps, upper=True)
     black = log_group_blackbox(lambda e: rr_log_profile(m.eps0, e, upper=True), k, eps)
     return np.minimum(white, black)
 
 
-_gauss = _symmetric(lambda m, e, up: gaussian_log_profile(m.mu, e, upper=up))
-_lap = _symmetric(lambda m, e, up: laplace_log_profile(m.eps0, e, upper=up))
-_rr = _symmetric(lambda m, e, up: rr_log_profile(float(m.eps0), e, upper=up))
-_ed = _symmetric(lambda m, e, up: eps_delta_log_profile(m.epsilon_, m.delta_, e, upper=up))
-core.register(Gaussian, **_gauss, group=_gauss_group)
-core.register(Laplace, **_lap, group=_lap_group)
-core.register(RandomizedResponse, **_rr, group=_rr_group, binary=True)
-core.register(PureDP, **_rr, group=_pure_group)
-core.register(EpsDelta, **_ed)
+#: the closed-form profile hooks of the base families, by name (dpamp.families declares them)
+HOOKS = {
+    "gaussian": symmetric_hooks(lambda m, e, up: gaussian_log_profile(m.mu, e, upper=up),
+                                group=_gauss_group),
+    "laplace": symmetric_hooks(lambda m, e, up: laplace_log_profile(m.eps0, e, upper=up),
+                               group=_lap_group),
+    "randomized_response": symmetric_hooks(
+        lambda m, e, up: rr_log_profile(float(m.eps0), e, upper=up), group=rr_group,
+        binary=True),
+    "pure_dp": symmetric_hooks(lambda m, e, up: rr_log_profile(float(m.eps0), e, upper=up),
+                               group=pure_group),
+    "eps_delta": symmetric_hooks(
+        lambda m, e, up: eps_delta_log_profile(m.epsilon_, m.delta_, e, upper=up)),
+}

@@ -12,19 +12,21 @@ Conventions (shared with the PLD engine):
 * Lower rows are the two curves of ONE actual neighbouring pair, rounded down (a "membership"
   pair, 000 Lemma 12), or None when no lower bound is known.
 
-Handlers are registered per mechanism type with :func:`register` (functools.singledispatch), so
-mechanism modules never need to know about profiles. Internally everything is log H.
+Each family declares its handlers (:class:`~dpamp.mechanisms.family.ProfileHooks`, in
+:mod:`dpamp.families`); this module looks them up and never switches on a mechanism's class.
+Internally everything is log H.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import validate as V
+from ..mechanisms.family import family_of
+from ..mechanisms.family import is_binary as family_is_binary
 from .numerics import to_linear_lower, to_linear_upper
 
 if TYPE_CHECKING:
@@ -41,67 +43,81 @@ def no_profile(mechanism, what="privacy profile"):
         "versions; use the RDP, zCDP or PLD methods for this mechanism")
 
 
-@functools.singledispatch
+def _hooks(mechanism):
+    """The profile hooks its family declares (:mod:`dpamp.mechanisms.family`), or None."""
+    fam = family_of(mechanism)
+    return None if fam is None else fam.profile
+
+
 def log_pair(mechanism, eps: np.ndarray) -> np.ndarray:
     """log of the upper rows, shape (2,) + eps.shape; eps >= 0 float array (inf allowed)."""
-    raise no_profile(mechanism)
+    hooks = _hooks(mechanism)
+    if hooks is None:
+        raise no_profile(mechanism)
+    return hooks.pair(mechanism, eps)
 
 
-@functools.singledispatch
 def log_pair_lower(mechanism, eps: np.ndarray):
     """log of the lower rows of one actual pair (shape (2,) + eps.shape), or None."""
-    return None
+    hooks = _hooks(mechanism)
+    if hooks is None or hooks.lower is None:
+        return None
+    return hooks.lower(mechanism, eps)
 
 
-@functools.singledispatch
 def log_group(mechanism, k: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """log of an upper bound on the k-group profile delta_{M,k}(e^eps) (both orders, so one
     curve), k >= 1 integer array broadcast against eps. Default: the black-box bound of 000
     Sec. 3 (see :func:`dpamp.profiles.group.log_group_blackbox`)."""
+    hooks = _hooks(mechanism)
+    if hooks is not None and hooks.group is not None:
+        return hooks.group(mechanism, k, eps)
     from .group import log_group_blackbox
     return log_group_blackbox(lambda e: log_symmetric(mechanism, e), k, eps)
 
 
-@functools.singledispatch
 def is_binary(mechanism) -> bool:
     """True when every output distribution of the mechanism is one of two fixed distributions
     chosen by a bit of the input (randomized response of a {0,1}-valued statistic): then
     000 Lemma 12's argument gives the exact subsampled profile for any sampling scheme."""
-    return False
+    return family_is_binary(mechanism)
 
 
-@functools.singledispatch
 def symmetric_pair(mechanism) -> bool:
     """True when the two upper rows of ``log_pair`` are the same curve *by construction* (the
     handler returns one curve for both orders: a symmetric closed form, or a theorem that
     bounds the max of both orders). Only then may a consumer (the PLD from profiles) compose a
     single direction; agreement at a few points proves nothing (two rows can meet at eps = 0,
     where both are the total variation, and beyond the pure epsilon, where both are 0)."""
-    return False
+    hooks = _hooks(mechanism)
+    return bool(hooks is not None and hooks.symmetric is not None and hooks.symmetric(mechanism))
 
 
-def register(cls, *, pair=None, lower=None, group=None, binary=None, symmetric=None):
-    """Register profile handlers for a mechanism class: ``pair(mech, eps) -> log rows``,
-    ``lower(mech, eps) -> log rows or None``, ``group(mech, k, eps) -> log curve``;
+def register(cls, *, pair, lower=None, group=None, binary=None, symmetric=None):
+    """Declare a family that has only a privacy profile (a user's own mechanism class):
+    ``pair(mech, eps) -> log rows``, ``lower(mech, eps) -> log rows or None``,
+    ``group(mech, k, eps) -> log curve``; ``binary``: randomized response of a bit;
     ``symmetric``: True, or a predicate of the mechanism, where ``pair`` returns one curve for
-    both rows by construction (see :func:`symmetric_pair`)."""
-    if symmetric is not None:
-        symmetric_pair.register(cls)(symmetric if callable(symmetric) else
-                                     (lambda m: bool(symmetric)))
-    if pair is not None:
-        log_pair.register(cls)(pair)
-    if lower is not None:
-        log_pair_lower.register(cls)(lower)
-    if group is not None:
-        log_group.register(cls)(group)
-    if binary is not None:
-        is_binary.register(cls)(lambda m: bool(binary))
+    both rows by construction (see :func:`symmetric_pair`). A family with more
+    representations declares them all at once with :func:`dpamp.mechanisms.family.declare`."""
+    from ..mechanisms.family import Family, ProfileHooks, declare
+    hooks = ProfileHooks(
+        pair=pair, lower=lower, group=group,
+        binary=None if binary is None else (lambda m: bool(binary)),
+        symmetric=None if symmetric is None else
+        (symmetric if callable(symmetric) else (lambda m: bool(symmetric))))
+    declare(cls, Family(cls.__name__, profile=hooks))
 
 
 def log_symmetric(mechanism, eps):
     """log delta_M(e^eps) = max of the two upper rows (the privacy profile, 000 Sec. 2)."""
     rows = log_pair(mechanism, eps)
     return np.maximum(rows[0], rows[1])
+
+
+def eps_array(epsilon) -> np.ndarray:
+    """epsilon >= 0 as a float array (ValueError naming ``epsilon`` otherwise)."""
+    return _eps_array(epsilon)
 
 
 def _eps_array(epsilon) -> np.ndarray:
@@ -143,20 +159,17 @@ def profile_pair_lower(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray |
 def privacy_profile(mechanism: Mechanism, epsilon: ArrayLike) -> float | np.ndarray:
     """The privacy profile delta_M(eps) = sup over neighbours of H_{e^eps}(M(x) || M(x'))
     (000 Sec. 2), as a proven upper bound, vectorised over epsilon >= 0. A float for a scalar
-    epsilon. Mechanisms without a direct profile (compositions) are delegated to the PLD engine
-    (004 Prop. 7)."""
+    epsilon. Mechanisms without a direct profile (compositions) raise NotImplementedError here;
+    :func:`dpamp.accounting.profile.privacy_profile` (``dp.privacy_profile``,
+    ``m.profile``) takes theirs from the PLD engine (004 Prop. 7)."""
     eps = _eps_array(epsilon)
     m = single(mechanism)
     try:
         rows = log_pair(m, eps)
     except NotImplementedError as err:
-        try:
-            from ..pld import pld_profile
-        except ImportError:
-            raise NotImplementedError(
-                f"{type(m).__name__} has no direct privacy profile; its profile needs the PLD "
-                f"engine (dpamp.pld.pld_profile), which is not available ({err})") from None
-        return pld_profile(mechanism, epsilon)
+        raise NotImplementedError(
+            f"{type(m).__name__} has no direct privacy profile ({err}); dp.privacy_profile "
+            "and m.profile(eps) take it from the PLD engine") from None
     out = to_linear_upper(np.maximum(rows[0], rows[1]))
     return out if out.ndim else float(out)
 

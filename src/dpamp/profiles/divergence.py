@@ -115,3 +115,40 @@ def profile_from_privacy_loss(losses, probabilities, epsilon):
     w = np.where(np.isposinf(ls)[None, :], 1.0, w)  # the atom at +inf counts at every eps
     out = (w * ps[None, :]).sum(axis=1).reshape(e.shape)
     return out if out.ndim else float(out)
+
+
+def finite_pair_log_rows(lp: np.ndarray, lq: np.ndarray, err: np.ndarray, eps: np.ndarray,
+                         upper: bool = True) -> np.ndarray:
+    """log of both hockey-stick curves of a pair on finitely many atoms (log P-masses ``lp``,
+    log Q-masses ``lq``, each within ``err`` of the exact log mass), as a proven upper
+    (``upper``) or lower bound: row 0 = log H_{e^eps}(P || Q), row 1 = log H_{e^eps}(Q || P),
+    eps >= 0 (inf: the mass where the other measure is 0).
+
+    H_{e^eps}(P || Q) = sum_j (P_j - e^eps Q_j)_+ (000 Sec. 2) is computed term by term in log
+    space, log P_j + log(-expm1(eps + log Q_j - log P_j)), with the masses moved by ``err``
+    towards the bound asked, the exponent's rounding moved the same way, and the sum's rounding
+    (a relative (n + 8) ulps for n atoms) added; vectorised in chunks of eps."""
+    u = 2.0 ** -52
+    eps = np.asarray(eps, dtype=float)
+    flat = eps.ravel()
+    sign = 1.0 if upper else -1.0
+    rows = []
+    for a_, b_ in ((lp, lq), (lq, lp)):
+        la, lb = a_ + sign * err, b_ - sign * err
+        out = np.empty(flat.shape)
+        step = max(1, (1 << 22) // max(la.size, 1))
+        for s in range(0, flat.size, step):
+            e = flat[s:s + step, None]
+            with np.errstate(invalid="ignore", over="ignore"):
+                z = e + lb[None, :] - la[None, :]
+                z = np.where(np.isnan(z), -np.inf, z)      # Q-mass 0 at eps = inf
+                dz = 4 * u * (np.abs(np.where(np.isfinite(e), e, 0.0)) + np.abs(lb) + np.abs(la))
+                z = z - sign * dz
+                with np.errstate(divide="ignore"):
+                    t = np.where(z < 0, la[None, :] + np.log(-np.expm1(np.minimum(z, -1e-300))),
+                                 -np.inf)
+            total = np.logaddexp.reduce(t, axis=1)
+            pad = (la.size + 8) * u * (1.0 + np.abs(np.where(np.isfinite(total), total, 0.0)))
+            out[s:s + step] = total + sign * pad
+        rows.append(out.reshape(eps.shape))
+    return np.stack(rows)

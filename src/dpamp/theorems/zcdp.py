@@ -173,26 +173,27 @@ def rho_for(epsilon: float, delta: float, improved: bool = True) -> float:
 
 
 def rho_of(mechanism) -> float | None:
-    """zCDP rho of one mechanism, or None when it has none we can prove:
-    Gaussian -> Delta^2/(2 sigma^2) (Lemma 12); ZCDP -> rho; any mechanism with a finite pure
-    epsilon (PureDP, Laplace, RandomizedResponse, EpsDelta(eps, 0), pure subsampled ones) ->
-    eps^2/2 (Prop. 16). A composition has rho = sum count_j rho_j (Thm 13) if every part has one.
-    Rounded up: each part's rho by a few ulps (its formula has three roundings at most), the
-    sum exactly (rationals) and then up."""
-    from ..mechanisms import Gaussian, ZCDP
-    from ..mechanisms.composition import Composition
-    if isinstance(mechanism, Composition):
+    """zCDP rho of one mechanism, or None when it has none we can prove: its family's declared
+    rho (Gaussian -> Delta^2/(2 sigma^2), Lemma 12; ZCDP -> rho), else, for any mechanism with
+    a finite pure epsilon (PureDP, Laplace, RandomizedResponse, EpsDelta(eps, 0), pure
+    subsampled ones), eps^2/2 (Prop. 16). A composition has rho = sum count_j rho_j (Thm 13)
+    if every part has one. Rounded up: each part's rho by a few ulps (its formula has three
+    roundings at most), the sum exactly (rationals) and then up."""
+    from ..mechanisms.family import family_of
+    parts = mechanism.parts()
+    if len(parts) != 1 or parts[0][0] is not mechanism:
         rhos = []
-        for part, count in mechanism.parts():
+        for part, count in parts:
             r = rho_of(part)
             if r is None:
                 return None
             rhos.append((count, r))
         return weighted_sum_up(rhos)
-    if isinstance(mechanism, Gaussian):
-        return ulps_up(mechanism.rho, 4)
-    if isinstance(mechanism, ZCDP):
-        return mechanism.rho
+    fam = family_of(mechanism)
+    if fam is not None and fam.zcdp is not None:
+        rho = fam.zcdp(mechanism)
+        if rho is not None:
+            return rho
     try:
         pure = float(mechanism.pure_epsilon())
     except (NotImplementedError, ValueError):

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ...core.guarantee import Guarantee
-from ..registry import Method, register
+from ...mechanisms.family import Rep
+from ..registry import Method, parts_support, register
 from ...pld.query import delta_bracket, epsilon_bracket
 from ...pld.sources import has_pld
 
@@ -38,5 +39,6 @@ def _delta(mechanism, epsilon, tol=None, budget=None, max_rounds=None):
 
 
 register(Method("pld", _epsilon, _delta, has_pld, rank=20,
+                supports=lambda m: parts_support(m, Rep.LOSS, "pld"),
                 summary="privacy-loss distributions: certified tight bracket (004 Sec. 3-4)",
                 options=("tol", "budget", "max_rounds")))

@@ -9,41 +9,42 @@ Applies to one mechanism (not a composition of several, nor repeated) that has a
 from __future__ import annotations
 
 from ...core.guarantee import Guarantee
+from ...mechanisms.family import Rep, Support, family_of, supports_rep
 from ..registry import Method, register
 from ...profiles import core
 
 
 def _source(mechanism) -> str:
-    from ...mechanisms.subsampled import Subsampled
-    from ...core.relations import ADD_REMOVE
-    from ...core.sampling import Poisson, WithoutReplacement, WithReplacement
+    """The theorem behind the profile, as the family (and, subsampled, the scheme) declares."""
+    from ...mechanisms.family import amplification_of, family_of
     m = core.single(mechanism)
-    names = {"Gaussian": "000 Thm 4", "Laplace": "000 Thm 3",
-             "RandomizedResponse": "000 Sec. 5 (phi_p)", "RandomizedMembership": "000 Sec. 5",
-             "PureDP": "randomized-response profile (004 Sec. 5)",
-             "EpsDelta": "004 Cor. 24 worst-case pair"}
-    if not isinstance(m, Subsampled):
-        return names.get(type(m).__name__, "000 Sec. 2") + " (privacy profile)"
-    s = m.scheme
-    if core.is_binary(m.base):
-        thm = "000 Lemma 12 (exact)"
-    elif isinstance(s, Poisson):
-        thm = "000 Thm 8 (Thm 2, both orders)" if s.relation is ADD_REMOVE else \
-            "000 Thm 14 (tighter proof form)"
-    elif isinstance(s, WithoutReplacement):
-        thm = "000 Thm 9"
-    elif isinstance(s, WithReplacement):
-        thm = "000 Thm 11" if s.gives is ADD_REMOVE else "000 Thm 10"
-    else:
-        thm = "000"
-    return f"{thm} on {_source(m.base)}; lower: 000 Lemma 12 membership pair"
+    base, scheme = getattr(m, "base", None), getattr(m, "scheme", None)
+    rule = None if scheme is None else amplification_of(scheme)
+    if rule is None or not hasattr(rule, "profile_source"):
+        fam = family_of(m)
+        hooks = None if fam is None else fam.profile
+        return "000 Sec. 2 (privacy profile)" if hooks is None else hooks.source
+    thm = "000 Lemma 12 (exact)" if core.is_binary(base) else rule.profile_source(m)
+    return f"{thm} on {_source(base)}; lower: 000 Lemma 12 membership pair"
 
 
 def _applies(mechanism) -> bool:
+    return bool(_supports(mechanism))
+
+
+def _supports(mechanism) -> Support:
+    """One mechanism (not a composition of several, nor repeated) whose family declares a
+    privacy profile."""
     parts = mechanism.parts()
     if len(parts) != 1 or parts[0][1] != 1:
-        return False
-    return core.has_profile(parts[0][0])
+        return Support.no("profile: applies to one mechanism run once (a composition has no "
+                          "closed-form profile; use pld)")
+    part = parts[0][0]
+    if family_of(part) is None:      # not declared yet: whether its profile builds
+        return Support.yes() if core.has_profile(part) else Support.no(
+            f"profile: {type(part).__name__} has no privacy profile")
+    s = supports_rep(part, Rep.PROFILE)
+    return s if s else Support.no(f"profile: {s.why}")
 
 
 def _epsilon(mechanism, delta, **_):
@@ -59,5 +60,5 @@ def _delta(mechanism, epsilon, **_):
     return Guarantee(epsilon, d, low, "profile", _source(mechanism), "delta")
 
 
-register(Method("profile", _epsilon, _delta, _applies, rank=10,
+register(Method("profile", _epsilon, _delta, _applies, rank=10, supports=_supports,
                 summary="exact privacy profile of one mechanism (000 Thms 3-4, 8-14)"))

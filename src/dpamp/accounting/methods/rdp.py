@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 
 from ...core.guarantee import Guarantee
-from ..registry import Method, register
+from ...mechanisms.family import Rep
+from ..registry import Method, parts_support, register
 from ...rdp.conversion import delta_from_rdp, epsilon_from_rdp
 
 _SOURCES = {True: "004 Lemma 33 item 8 (RDP -> (eps, delta)); 003 Alg. 5 order search",
@@ -49,6 +50,8 @@ def _delta(improved):
 
 
 register(Method("rdp", _eps(True), _delta(True), has_rdp, rank=50,
+                supports=lambda m: parts_support(m, Rep.RDP, "rdp"),
                 summary="Rényi DP, improved conversion (004 Lemma 33.8)"))
 register(Method("rdp-classic", _eps(False), _delta(False), has_rdp, rank=60,
+                supports=lambda m: parts_support(m, Rep.RDP, "rdp-classic"),
                 summary="Rényi DP, classic conversion (003 Lemma 6)"))

@@ -1,0 +1,107 @@
+"""The capability matrix: mechanism family x sampler x method, each cell yes or no with the
+reason, from the declarations alone (:func:`dpamp.accounting.registry.supports`; nothing is
+computed). ``dp.capabilities()`` returns it, ``dpamp methods --matrix`` prints it, and
+docs/capabilities.md is generated from it by the test suite, so a gap is visible, not silent.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..core.relations import SUBSTITUTION
+from ..core.sampling import (Poisson, RandomAllocation, Shuffled, WithoutReplacement,
+                             WithReplacement)
+from ..mechanisms.family import Support, families
+from . import registry
+
+#: the samplers of the matrix, each as a typical instance (None: no sampling)
+SAMPLERS = {
+    "none": None,
+    "poisson": Poisson(0.01),
+    "poisson (substitution)": Poisson(0.01, relation=SUBSTITUTION, population=10_000),
+    "without replacement": WithoutReplacement(100, 10_000),
+    "with replacement": WithReplacement(100, 10_000),
+    "random allocation": RandomAllocation(1, 100),
+    "shuffled": Shuffled(100, 10_050),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    family: str
+    sampler: str
+    method: str
+    support: Support
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """The matrix as cells; ``str`` is a table per method (rows: families, columns:
+    samplers), ``markdown()`` the same for docs."""
+
+    cells: tuple[Cell, ...]
+
+    def __iter__(self):
+        return iter(self.cells)
+
+    def lookup(self, family: str, sampler: str, method: str) -> Support:
+        for c in self.cells:
+            if (c.family, c.sampler, c.method) == (family, sampler, method):
+                return c.support
+        raise KeyError((family, sampler, method))
+
+    def _names(self):
+        fams = list(dict.fromkeys(c.family for c in self.cells))
+        methods = list(dict.fromkeys(c.method for c in self.cells))
+        return fams, list(SAMPLERS), methods
+
+    def __str__(self) -> str:
+        fams, samplers, methods = self._names()
+        width = max(len(f) for f in fams) + 2
+        lines = []
+        for m in methods:
+            lines.append(f"method {m}:")
+            lines.append(" " * width + " ".join(f"{s[:11]:>11s}" for s in samplers))
+            for f in fams:
+                row = " ".join(f"{('yes' if self.lookup(f, s, m) else 'no'):>11s}"
+                               for s in samplers)
+                lines.append(f"{f:<{width}s}{row}")
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        fams, samplers, methods = self._names()
+        out = []
+        for m in methods:
+            out += [f"### {m}", "", "| family | " + " | ".join(samplers) + " |",
+                    "|---" * (len(samplers) + 1) + "|"]
+            for f in fams:
+                cells = []
+                for s in samplers:
+                    sup = self.lookup(f, s, m)
+                    cells.append("yes" if sup else f"no: {sup.why}".replace("|", "/"))
+                out.append(f"| {f} | " + " | ".join(cells) + " |")
+            out.append("")
+        return "\n".join(out)
+
+
+def example(family_cls, fam, sampler: str):
+    """The family's example under the relation the sampler needs, subsampled by it."""
+    from ..core.relations import ADD_REMOVE
+    scheme = SAMPLERS[sampler]
+    base = fam.example(ADD_REMOVE if scheme is None else scheme.needs)
+    return base if scheme is None else base.subsample(scheme)
+
+
+def capabilities(methods: list[str] | None = None) -> Capabilities:
+    """The capability matrix of every declared mechanism family (those with an ``example``)
+    under every sampler, for every accounting method (or those named)."""
+    registry._load_plugins()
+    names = methods or registry.available()
+    cells = []
+    for cls, fam in families():
+        if fam.example is None:
+            continue
+        for sampler in SAMPLERS:
+            mech = example(cls, fam, sampler)
+            for name in names:
+                cells.append(Cell(fam.name, sampler, name, registry.supports(mech, name)))
+    return Capabilities(tuple(cells))

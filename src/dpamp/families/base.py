@@ -1,0 +1,58 @@
+"""Shared pieces of the family declarations: profile hooks that import the closed forms only
+when first used (so ``import dpamp`` stays light), and the plan-word readers."""
+from __future__ import annotations
+
+from ..mechanisms.family import ProfileHooks
+
+
+def closed_form_profile(name: str, source: str, binary: bool = False) -> ProfileHooks:
+    """The closed-form profile hooks ``dpamp.profiles.closed_forms.HOOKS[name]``, loaded on
+    first use; both rows are one curve (symmetric closed forms)."""
+    def hooks() -> ProfileHooks:
+        from ..profiles.closed_forms import HOOKS
+        return HOOKS[name]
+
+    def group(m, k, eps):
+        g = hooks().group
+        if g is None:
+            from ..profiles.group import log_group_blackbox
+            from ..profiles.core import log_symmetric
+            return log_group_blackbox(lambda e: log_symmetric(m, e), k, eps)
+        return g(m, k, eps)
+
+    return ProfileHooks(pair=lambda m, eps: hooks().pair(m, eps),
+                        lower=lambda m, eps: hooks().lower(m, eps),
+                        group=group, binary=(lambda m: True) if binary else None,
+                        symmetric=lambda m: True, source=f"{source} (privacy profile)")
+
+
+def noise_words(cls, scale_key: str):
+    """The plan / command-line reader of an additive-noise family (Gaussian: ``sigma``,
+    Laplace: ``scale``): a noise multiplier (noise relative to the clipping norm, the
+    sensitivity following from the relation), or the scale with a sensitivity (1 by default
+    under add/remove; required under substitution, where a clipped record moves a sum by 2C)."""
+    from ..core import validate as V
+    from ..core.relations import SUBSTITUTION
+    from ..core.sampling import clip_sensitivity
+
+    def read(words, relation):
+        key = words.one_of("noise_multiplier", scale_key)
+        value = words.get(key, V.positive)
+        if key == "noise_multiplier":
+            if words.has("sensitivity"):
+                words.fail("sensitivity", f"not used with {words.k('noise_multiplier')} (the "
+                           f"noise is relative to the clipping norm); give "
+                           f"{words.k(scale_key)} and {words.k('sensitivity')}")
+            # a record of norm <= C moves a sum by C (add/remove) or 2C (substitution)
+            sens = clip_sensitivity(relation)
+        elif words.has("sensitivity"):
+            sens = words.get("sensitivity", V.positive)
+        elif relation is SUBSTITUTION:
+            words.fail(scale_key, f"under substitution give {words.k('sensitivity')} too (a "
+                       f"record clipped to norm C moves a sum by 2C), or give "
+                       f"{words.k('noise_multiplier')} (noise relative to the clipping norm; "
+                       "the sensitivity then follows from the relation)")
+        else:
+            sens = 1.0
+        return cls(value, sensitivity=sens, relation=relation), {key: value, "sensitivity": sens}
+    return read

@@ -1,0 +1,30 @@
+"""The Laplace mechanism's declaration: Laplace(b) noise on a query of L1 sensitivity Delta.
+
+Privacy-loss pair of Laplace(0, b) vs Laplace(Delta, b), eps0 = Delta / b; closed-form profile
+(000 Thm 3); pure eps0-DP, so rho = eps0^2 / 2 (derived from the pure epsilon)."""
+from __future__ import annotations
+
+from ..mechanisms.family import Family, declare
+from ..mechanisms.laplace import Laplace
+from .base import closed_form_profile, noise_words
+
+
+def _loss(m: Laplace):
+    from ..pld import loss as L
+    return L.laplace(m.eps0)
+
+
+def _from_event(event, relation, sensitivity):
+    z = float(event.noise_multiplier)
+    if z <= 0:
+        raise ValueError(f"LaplaceDpEvent with noise_multiplier {z:g} is not private")
+    return Laplace(z, sensitivity=sensitivity, relation=relation)
+
+
+declare(Laplace, Family(
+    "Laplace", loss=_loss, profile=closed_form_profile("laplace", "000 Thm 3"),
+    word="laplace", keys=("noise_multiplier", "scale", "sensitivity"),
+    from_words=noise_words(Laplace, "scale"),
+    event="LaplaceDpEvent", from_event=_from_event,
+    example=lambda rel: Laplace(1.0, relation=rel),
+    describe=lambda m: f"Laplace, scale {m.scale:g}, L1 sensitivity {m.sensitivity:g}"))
