@@ -68,17 +68,25 @@ class Capabilities:
         return "\n".join(lines)
 
     def markdown(self) -> str:
+        """One table per method, "no" cells numbered by their reason, listed below it."""
         fams, samplers, methods = self._names()
         out = []
         for m in methods:
+            reasons: dict[str, int] = {}
             out += [f"### {m}", "", "| family | " + " | ".join(samplers) + " |",
                     "|---" * (len(samplers) + 1) + "|"]
             for f in fams:
                 cells = []
                 for s in samplers:
                     sup = self.lookup(f, s, m)
-                    cells.append("yes" if sup else f"no: {sup.why}".replace("|", "/"))
+                    if sup:
+                        cells.append("yes")
+                    else:
+                        n = reasons.setdefault(sup.why, len(reasons) + 1)
+                        cells.append(f"no ({n})")
                 out.append(f"| {f} | " + " | ".join(cells) + " |")
+            out.append("")
+            out += [f"{n}. {why}" for why, n in reasons.items()]
             out.append("")
         return "\n".join(out)
 

@@ -70,8 +70,7 @@ def supports(mechanism: Mechanism, method: str) -> Support:
         return m.supports(mechanism)
     if _safe_applies(m, mechanism):
         return Support.yes()
-    return Support.no(f"{method}: {m.summary or 'does not apply'} does not apply to "
-                      f"{type(mechanism).__name__}")
+    return Support.no(f"{method} does not apply here ({m.summary})")
 
 
 def parts_support(mechanism, rep: Rep, method: str) -> Support:
