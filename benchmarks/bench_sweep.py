@@ -134,7 +134,7 @@ def main(argv):
           "sum of row times (s) | overhead/row (ms) | CPU (s) | cores obtained | "
           "extra CPU/row (ms) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    from dpamp.accounting.sweep import expand
+    from dpamp.io.sweep import expand
     from dpamp.accounting.sweep_rows import plan_chunks
     with tempfile.TemporaryDirectory() as directory:
         for name, grid in workloads(quick).items():

@@ -16,9 +16,12 @@ a finite sum computed exactly at 50 digits:
 * Poisson subsampling under add/remove: the pairs ((1-q)Q + qP, Q) and (Q, (1-q)Q + qP), the
   worse of the two (Zhu, Dong & Wang 2022), composed by enumeration.
 
-The oracle's own checks run now; the tests that call dp.DiscreteLaplace fail with
-AttributeError until the mechanism lands (on purpose: they are its acceptance tests). Only the
+The test_oracle_* tests check the oracle against itself (closed form vs cells vs truncated pmf
+sums; lattice vs enumeration; segment inversion vs bisection) and against dp-accounting's
+published and live closed-form values; the others hold dp.DiscreteLaplace to it. Only the
 dp-accounting comparisons are skipped when dp_accounting is not installed.
+
+Note on direction: a is a decay rate (the scale is 1/a), so delta(eps) grows with a.
 """
 import math
 import os
@@ -247,6 +250,8 @@ EPS_CASES = [
     (2.0, 1, 4, 1e-5), (0.3, 2, 1, 1e-4), (0.5, 2, 3, 1e-5), (1.0, 2, 4, 1e-8),
     (0.05, 3, 4, 1e-5), (0.7, 3, 2, 1e-3), (1.5, 3, 1, 1e-6), (0.5, 5, 10, 1e-5),
     (0.2, 3, 30, 1e-6),
+    # many interior cells: an off-by-one in the geometric middle would show here
+    (0.02, 50, 1, 1e-6), (0.01, 200, 2, 1e-5),
 ]
 
 
@@ -269,6 +274,15 @@ def test_epsilon_bracket_and_tightness(case):
     if T == 1 and "profile" in dp.available_methods(DL(a, D)):
         g = DL(a, D).epsilon(delta, method="profile")
         assert_tight(assert_bracket(g, exact, "epsilon", (case, "profile")), exact, case)
+
+
+def test_substitution_has_the_same_pair():
+    """Under substitution the query moves by at most D too: the same pair, the same curve."""
+    a, D, T, delta = 0.5, 2, 3, 1e-5
+    exact = O.epsilon_of(exact_pair_T(a, D, T), delta)
+    for method in ("pld", "auto"):
+        g = (DL(a, D, S) * T).epsilon(delta, method=method)
+        assert_tight(assert_bracket(g, exact, "epsilon", method), exact, method)
 
 
 def test_epsilon_zero_when_delta_exceeds_delta_at_zero():
@@ -320,14 +334,19 @@ def test_rdp_is_exact(a, D):
     for al, v in zip(alphas, got):
         ex = O.rdp_closed(a, D, al)
         assert mp.mpf(float(v)) >= ex, (al, v, float(ex))       # a proven upper bound
-        assert float(v) <= float(ex) * (1 + 1e-9) + 1e-15, (al, v, float(ex))
+        # tight to 1e-9, except near alpha = 1, where the log-moment is a difference of O(1)
+        # terms and its rounding bound, divided by alpha - 1, is carried as a pad
+        slack = 1e-9 if al >= 1.01 else 1e-6
+        assert float(v) <= float(ex) * (1 + slack) + 1e-15, (al, v, float(ex))
     one = m.rdp(2.0)                                 # scalar in, float out
     assert isinstance(one, float) and one == pytest.approx(got[2], rel=1e-14)
     # composition adds the curves (Mironov 2017)
     comp = np.asarray((m * 7).rdp(alphas))
     for al, v in zip(alphas, comp):
         ex = 7 * O.rdp_closed(a, D, al)
-        assert mp.mpf(float(v)) >= ex and float(v) <= float(ex) * (1 + 1e-9) + 1e-15
+        slack = 1e-9 if al >= 1.01 else 1e-6          # the single step's pad, as above
+        assert mp.mpf(float(v)) >= ex, (al, v, float(ex))
+        assert float(v) <= float(ex) * (1 + slack) + 1e-15, (al, v, float(ex))
 
 
 def test_rdp_at_infinity_is_the_pure_epsilon():
@@ -374,7 +393,8 @@ def test_dp_accountings_basic_composition_is_pure():
 
 #: (a, D, q, T, delta)
 POISSON_CASES = [(0.5, 1, 0.1, 1, 1e-5), (1.0, 2, 0.01, 3, 1e-6), (2.0, 3, 0.5, 2, 1e-3),
-                 (0.3, 3, 0.2, 3, 1e-5), (3.0, 1, 0.05, 3, 1e-6), (1.0, 1, 0.9, 2, 1e-4)]
+                 (0.3, 3, 0.2, 3, 1e-5), (3.0, 1, 0.05, 3, 1e-6), (1.0, 1, 0.9, 2, 1e-4),
+                 (0.1, 20, 0.05, 2, 1e-6)]
 
 
 def _poisson_exact(a, D, q, T):
@@ -415,13 +435,21 @@ def test_poisson_delta_bracket(case):
 
 
 @pytest.mark.parametrize("a, D, q", [(0.5, 1, 0.1), (1.0, 2, 0.3), (2.0, 3, 0.05)])
-def test_poisson_rdp_is_an_upper_bound(a, D, q):
+def test_poisson_rdp(a, D, q):
+    """The subsampled mechanism's exact RDP is the worse direction's Renyi divergence of the
+    pairs (they are attained, and dominate in hockey-stick hence in every f-divergence: Zhu,
+    Dong & Wang 2022). dpamp's curve must lie above it at every order; at integer orders the
+    binomial expansion of E_Q[(1 - q + q P/Q)^alpha] is exact, so there it must be tight.
+    (At fractional orders it may be loose: e.g. 2.2x at alpha = 1.5 for a = 2, D = 3,
+    q = 0.05, when this was written.)"""
     rem, add = O.poisson_pairs(a, D, q)
     alphas = [1.5, 2.0, 3.0, 5.5, 16.0]
     got = np.asarray(DL(a, D).subsample(dp.Poisson(q)).rdp(alphas))
     for al, v in zip(alphas, got):
         ex = max(O.rdp_of(rem, al), O.rdp_of(add, al))
         assert mp.mpf(float(v)) >= ex, (al, v, float(ex))
+        if float(al).is_integer():
+            assert float(v) <= float(ex) * (1 + 1e-9) + 1e-15, (al, v, float(ex))
 
 
 # --- sampling without replacement (substitution) ------------------------------------------------

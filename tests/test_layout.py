@@ -28,7 +28,7 @@ LONG_FUNCTIONS: dict[str, str] = {
     "amplification/bernoulli/_cell_bounds.py:_cell_bound": "to be split",
     "amplification/bernoulli/_d1_search.py:certify_d1": "to be split",
     "pld/polygon.py:_half_core": "to be split",
-    "accounting/sweep.py:sweep": "to be split",
+    "io/sweep.py:sweep": "to be split",
     "amplification/bernoulli/_local_search.py:local_search": "to be split",
     "amplification/bernoulli/_cell_bounds.py:_tighten_masses": "to be split",
     "amplification/bernoulli/_d1_boxes.py:_polygon_candidates": "to be split",

@@ -14,7 +14,7 @@ import pytest
 import dpamp as dp
 from dpamp import cli
 from dpamp.accounting import sweep_rows
-from dpamp.accounting.sweep import COLUMNS, GridError, SweepInterrupted, expand, row_key
+from dpamp.io.sweep import COLUMNS, GridError, SweepInterrupted, expand, row_key
 from dpamp.io.grid import load_grid, parse_grid_text
 from dpamp.io.results import latest_rows, read_results
 
@@ -555,7 +555,7 @@ def test_to_pandas_and_quiet_by_default(reference):
     pd = pytest.importorskip("pandas")
     frame = reference.to_pandas()
     assert isinstance(frame, pd.DataFrame) and frame.shape == (N_ROWS, len(COLUMNS))
-    from dpamp.accounting.sweep import _progress_bar
+    from dpamp.io.sweep import _progress_bar
     assert _progress_bar(10, None) is None  # standard error is captured: no bar
     pytest.importorskip("tqdm")
     bar = _progress_bar(10, True)

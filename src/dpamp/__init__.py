@@ -58,7 +58,7 @@ _LAZY = {
     "capabilities": ("dpamp.accounting.capabilities", "capabilities"),
     "compare": ("dpamp.accounting.compare", "compare"),
     "calibrate": ("dpamp.accounting.calibrate", None),
-    "sweep": ("dpamp.accounting.sweep", "sweep"),
+    "sweep": ("dpamp.io.sweep", "sweep"),
     # present: plans, JSON, other libraries' descriptions
     **{n: ("dpamp.io.plan", n) for n in ("Plan", "PlanError", "default_plan", "load_plan")},
     "from_json": ("dpamp.io.serialize", "from_json"),

@@ -70,7 +70,7 @@ def supports(mechanism: Mechanism, method: str) -> Support:
         return m.supports(mechanism)
     if _safe_applies(m, mechanism):
         return Support.yes()
-    return Support.no(f"{method} does not apply here ({m.summary})")
+    return Support.no(f"{method}: its conditions do not hold for this mechanism")
 
 
 def parts_support(mechanism, rep: Rep, method: str) -> Support:

@@ -16,7 +16,7 @@ import sys
 
 
 def cmd_sweep(args):
-    from ..accounting.sweep import SweepInterrupted, sweep
+    from ..io.sweep import SweepInterrupted, sweep
     from ..io.files import check_target
     from ..io.grid import load_grid
     from ..io.results import format_of

@@ -89,7 +89,7 @@ def _panel(target, rows) -> dict | None:
 
 def frontier(rows, output=None, target: str | None = None) -> dict:
     """Draw the frontier of a sweep's rows (a results file's path, a
-    :class:`~dpamp.accounting.sweep.SweepResult` or any list of row dicts): one panel per
+    :class:`~dpamp.io.sweep.SweepResult` or any list of row dicts): one panel per
     target (or only ``target``). Returns {"panels": [{"target", "x", "y", "series": {label:
     {"x": array, "y": array}}, ...}]}."""
     out_path = check_output(output)

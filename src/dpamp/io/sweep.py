@@ -19,8 +19,8 @@ import sys
 import time
 from typing import Any, Mapping, Sequence
 
-from .sweep_grid import COLUMNS, GridError, expand, row_key
-from .sweep_rows import compute_row
+from ..accounting.sweep_grid import COLUMNS, GridError, expand, row_key
+from ..accounting.sweep_rows import compute_row
 
 __all__ = ["sweep", "SweepResult", "SweepInterrupted", "GridError", "expand", "row_key",
            "compute_row", "COLUMNS"]
@@ -81,7 +81,7 @@ def _rows_of(grid) -> list[dict]:
     """The rows of a grid given as a mapping, a list of mappings, a loaded grid file (an
     object with ``rows``) or the path of a grid file."""
     if isinstance(grid, (str, os.PathLike)):
-        from ..io.grid import load_grid
+        from .grid import load_grid
         return list(load_grid(grid).rows)
     if hasattr(grid, "rows") and not isinstance(grid, (dict, list, tuple)):
         return list(grid.rows)
@@ -149,7 +149,7 @@ def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathL
 
     done: dict[str, dict] = {}
     if output is not None:
-        from ..io import results as R
+        from . import results as R
         fmt = R.format_of(output, format)
         if resume:
             for key, row in R.latest_rows(R.read_results(output, fmt, missing_ok=True)).items():
@@ -160,8 +160,8 @@ def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathL
 
     skipped = len(done)
     todo = [r for r, k in zip(rows, keys) if k not in done]
-    from .sweep_backends import make_backend
-    from .sweep_rows import plan_chunks
+    from ..accounting.sweep_backends import make_backend
+    from ..accounting.sweep_rows import plan_chunks
     chunks = plan_chunks(todo, chunk_size, chunk_seconds)
     backend = make_backend(len(chunks), workers, executor, dask)
 
