@@ -188,7 +188,7 @@ def test_exact_discrete_composition_is_bracketed_by_the_engine():
     for h in [0.05, 0.01]:
         d = discretize(ld, h, -int(1 / h) - 2, int(1 / h) + 2)
         res = compose([PartPMF(d, 6)], h, 1.0, target=(exact, math.log(1e-3)))
-        assert res[False].epsilon(1e-3) <= exact <= res[True].epsilon(1e-3)
+        assert res.lower.epsilon(1e-3) <= exact <= res.upper.epsilon(1e-3)
 
 
 # --- subsampled plans: peers and properties --------------------------------------------------
@@ -419,7 +419,7 @@ def test_two_atom_pair_composed_thousands_of_times_is_bracketed():
         parts = [PartPMF(d, T)]
         e_est, lam = saddle_for_delta(parts, delta)
         res = compose(parts, h, 0.5 * lam, target=(e_est, math.log(delta)))
-        lo, up = res[False].epsilon(delta), res[True].epsilon(delta)
+        lo, up = res.lower.epsilon(delta), res.upper.epsilon(delta)
         assert lo <= exact <= up
         assert up - lo < 0.05 * exact
 
@@ -558,7 +558,7 @@ def test_atom_just_above_a_grid_point_is_not_moved_down():
     d = discretize(L.eps_delta(a, 0.0), h, -8, 8)
     pm = compose([PartPMF(d, 1)], h, 0.5)
     exact = -math.expm1(0.5 - a) / (1 + math.exp(-a))
-    assert pm[True].delta(np.array([0.5]))[0] >= exact
+    assert pm.upper.delta(np.array([0.5]))[0] >= exact
 
 
 def test_pure_epsilon_of_a_composition_is_summed_exactly():
@@ -623,12 +623,12 @@ def test_rounds_that_prove_nothing_do_not_end_the_refinement():
 
     def compute(h, tilt, grid_tol):
         seen.append(h)
-        return {"h": 0.01 if h is None else h, "error_bound": False}
+        return Qy.QueryState(0.01 if h is None else h, True, [])
 
     def evaluate(state):
         k = len(seen)
-        state["last"] = (math.inf, 0.0) if k < 4 else (1.0, 1.0)
-        return Qy.Bracket(1.0, 1.0, state["h"], 0) if k >= 4 else None
+        state.last = (math.inf, 0.0) if k < 4 else (1.0, 1.0)
+        return Qy.Bracket(1.0, 1.0, state.h, 0) if k >= 4 else None
     b = Qy._refine(dirs, ("test-infinite-gap",), None, (None, Qy.MAX_ROUNDS), "epsilon",
                    compute, evaluate)
     assert len(seen) == 4 and b.met

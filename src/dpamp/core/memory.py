@@ -64,7 +64,7 @@ _HOLD_LOCK = threading.Lock()
 
 def nbytes(obj, _seen=None) -> int:
     """The bytes of the numpy arrays reachable from ``obj`` (dicts, lists, tuples and objects'
-    attributes), each array once."""
+    attributes, in ``__dict__`` or in slots), each array once."""
     seen = set() if _seen is None else _seen
     if id(obj) in seen:
         return 0
@@ -76,7 +76,14 @@ def nbytes(obj, _seen=None) -> int:
     if isinstance(obj, (list, tuple)):
         return sum(nbytes(v, seen) for v in obj)
     attrs = getattr(obj, "__dict__", None)
-    return sum(nbytes(v, seen) for v in attrs.values()) if attrs else 0
+    total = sum(nbytes(v, seen) for v in attrs.values()) if attrs else 0
+    # (the PLD engine's state types are dataclasses with slots: no __dict__)
+    for cls in type(obj).__mro__:
+        names = getattr(cls, "__slots__", ())
+        for name in (names,) if isinstance(names, str) else names:
+            if hasattr(obj, name):
+                total += nbytes(getattr(obj, name), seen)
+    return total
 
 
 def hold(owner, held: int, release: Callable[[], None]) -> None:

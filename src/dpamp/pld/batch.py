@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.errors import OutOfReach
 from . import loss as L
+from .cells import Cells, Side
 from .discretize import _combine, cells_of, half_args
 from .engine import MAX_N, PartPMF
 from .loss_batch import evaluate_flat, quantile_ranges, shape, tail_points_many
@@ -58,15 +59,15 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         for i in batch:
             src = parts[i][0]
             jlo, jhi = grids[i]
-            c, mid = cells[i] if i in cells else cells_of(src, h, jlo, jhi, optimistic)
+            c = cells[i] if i in cells else cells_of(src, h, jlo, jhi, optimistic)
             fwd, rev, p_tot, q_tot = half_args(c, h, src.inf_mass, None, src.neg_inf_mass,
-                                               optimistic, mid)
-            prep[i] = (len(args), p_tot, q_tot, src.inf_mass, c["zero"][0])
+                                               optimistic)
+            prep[i] = (len(args), p_tot, q_tot, src.inf_mass)
             args += [fwd, rev]
         done = halves(args)
         for i in batch:
-            k, p_tot, q_tot, p_inf, zero_p = prep[i]
-            ds[i] = _combine(done[k], done[k + 1], h, *grids[i], p_tot, q_tot, p_inf, zero_p,
+            k, p_tot, q_tot, p_inf = prep[i]
+            ds[i] = _combine(done[k], done[k + 1], h, *grids[i], p_tot, q_tot, p_inf,
                              cancel=False)
         for i, (m, slack) in zip(batch, cancel_negatives_many([ds[i].lower for i in batch])):
             ds[i].lower, ds[i].lower_slack = m, slack
@@ -137,18 +138,16 @@ def cells_many(srcs, grids, h: float, optimistic: bool):
         if optimistic:
             a2, b2 = slice(cl2[i], cl2[i + 1]), slice(cr2[i], cr2[i + 1])
             lv, rv = [v[a2] for v in coarse[0]], [v[b2] for v in coarse[1]]
-            mid = {"right": (mr[0][b2], mr[1][b2]), "left": (ml[0][a2], ml[1][a2])}
+            lh, rh = (ml[0][a2], ml[1][a2]), (mr[0][b2], mr[1][b2])
         else:
             lv, rv = [v[a] for v in left], [v[b] for v in right]
-            mid = None
+            lh = rh = (None, None)
         n_l, n_r = lv[0].size, rv[0].size
-        c = {"below": (0.0 + float(below[0][i]), 0.0 + float(below[1][i])),
-             "left": tuple(lv), "zero": (0.0, 0.0), "right": tuple(rv),
-             "above": (0.0 + float(above[0][i]), 0.0 + float(above[1][i])),
-             "left_cont": tuple(v.copy() for v in lv), "right_cont": tuple(v.copy() for v in rv),
-             "left_beta": np.zeros(n_l), "right_beta": np.zeros(n_r),
-             "left_end": np.zeros(n_l), "right_end": np.zeros(n_r)}
-        out.append((c, mid))
+        out.append(Cells(0.0 + float(below[0][i]), 0.0 + float(below[1][i]),
+                         Side(*lv, *(v.copy() for v in lv), np.zeros(n_l), np.zeros(n_l), *lh),
+                         0.0, 0.0,
+                         Side(*rv, *(v.copy() for v in rv), np.zeros(n_r), np.zeros(n_r), *rh),
+                         0.0 + float(above[0][i]), 0.0 + float(above[1][i])))
     return out
 
 

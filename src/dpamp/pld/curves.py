@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core.errors import OutOfReach
 from .engine import compose
+from .state import BOTH, Bound
 from .query import (_align, _directions, _discretize, _exact_parts, _has_lower, _initial_h,
                     _lower_proven, _pure_epsilon)
 
@@ -79,9 +80,9 @@ def _default_eps(dirs, pure, points):
     top = 0.0
     for d in dirs:
         pp = _discretize(d, h, TAIL, optimistic=False)
-        pm = compose(pp, h, 0.0, kinds=(True,), target=(0.0, math.log(1e-12)))
+        up = compose(pp, h, 0.0, bounds=(Bound.UPPER,), target=(0.0, math.log(1e-12))).upper
         # (above the mass at infinity: an (eps, delta) part keeps delta > 1e-13 for ever)
-        top = max(top, pm[True].epsilon(min(pm[True].inf + 1e-13, 1.0)))
+        top = max(top, up.epsilon(min(up.inf + 1e-13, 1.0)))
     top = min(top, pure, 650.0)
     if not (math.isfinite(top) and top > 0):
         top = min(pure, 650.0) if math.isfinite(pure) and pure > 0 else 50.0
@@ -90,14 +91,14 @@ def _default_eps(dirs, pure, points):
 
 
 def _rows(dirs, eps, h, lower_ok):
-    kinds = (True, False) if lower_ok else (True,)
+    bounds = BOTH if lower_ok else (Bound.UPPER,)
     ups, lows = [], []
     for d in dirs:
         pp = _discretize(d, h, TAIL, optimistic=lower_ok)
-        pm = compose(pp, h, 0.0, kinds=kinds, target=(0.0, math.log(1e-12)))
-        ups.append(pm[True].delta(eps))
+        pm = compose(pp, h, 0.0, bounds=bounds, target=(0.0, math.log(1e-12)))
+        ups.append(pm.upper.delta(eps))
         if lower_ok:
-            lows.append(pm[False].delta(eps))
+            lows.append(pm.lower.delta(eps))
     if len(dirs) == 1:
         ups, lows = ups * 2, lows * 2
     up = np.clip(np.array(ups), 0.0, 1.0)

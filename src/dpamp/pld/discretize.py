@@ -46,8 +46,9 @@ import dataclasses
 import numpy as np
 
 from ..core.hull import lower_hull
+from .cells import Cells, coarsen, with_halves
 from .loss import LossDistribution
-from .polygon import _Half, _half, _half_from_values
+from .polygon import Floor, Half, HalfArgs, _half, _half_from_values
 
 _U = 2.0 ** -53
 #: relative raise of a profile's upper values before the hull (:func:`discretize_profile`)
@@ -77,82 +78,59 @@ def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int,
                optimistic: bool = True) -> Discretized:
     """Pessimistic and optimistic discretisations of ``loss`` on t_j = j h, jlo < 0 < jhi
     (optimistic=False: the pessimistic one only, ``lower`` all zeros: a valid, useless bound)."""
-    c, mid = cells_of(loss, h, jlo, jhi, optimistic)
+    c = cells_of(loss, h, jlo, jhi, optimistic)
     return discretize_cells(c, h, jlo, jhi, loss.inf_mass, q_ninf=loss.neg_inf_mass,
-                            optimistic=optimistic, mid=mid)
+                            optimistic=optimistic)
 
 
-def cells_of(loss: LossDistribution, h: float, jlo: int, jhi: int, optimistic: bool = True):
-    """The cell masses (and, optimistic, the half cells' masses ``mid``) that
-    :func:`discretize` feeds to :func:`discretize_cells`."""
+def cells_of(loss: LossDistribution, h: float, jlo: int, jhi: int,
+             optimistic: bool = True) -> Cells:
+    """The cell masses (and, optimistic, the half cells' masses) that :func:`discretize` feeds
+    to :func:`discretize_cells`."""
     if not (jlo < 0 < jhi):
         raise ValueError("the grid must have points on both sides of 0")
-    mid = None
-    if optimistic:
-        # the half cells' masses give every cell a third tangent, at its midpoint (see _half)
-        c2 = loss.cell_masses(2 * jlo, 2 * jhi, 0.5 * h)
-        fin = np.isfinite(loss.atom_loss)
-        c = _coarsen(c2) if not fin.any() else loss.cell_masses(jlo, jhi, h)
-        mid = {"right": (c2["right"][0][1::2], c2["right"][1][1::2]),
-               "left": (c2["left"][0][0::2], c2["left"][1][0::2])}
-    else:
-        c = loss.cell_masses(jlo, jhi, h)
-    return c, mid
+    if not optimistic:
+        return loss.cells(jlo, jhi, h)
+    # the half cells' masses give every cell a third tangent, at its midpoint (see _half)
+    fine = loss.cells(2 * jlo, 2 * jhi, 0.5 * h)
+    if not np.isfinite(loss.atom_loss).any():
+        return coarsen(fine)
+    return with_halves(loss.cells(jlo, jhi, h), fine)
 
 
-def _coarsen(c2: dict) -> dict:
-    """Cell masses on the grid of step h from those of step h/2, for a loss without finite
-    atoms (the atoms' shares ``*_beta`` and ``*_end`` are then zero)."""
-    pair = lambda v: v[0::2] + v[1::2]  # noqa: E731
-    out = {k: c2[k] for k in ("below", "zero", "above")}
-    for side in ("left", "right"):
-        out[side] = tuple(pair(v) for v in c2[side])
-        out[side + "_cont"] = tuple(pair(v) for v in c2[side + "_cont"])
-        out[side + "_beta"] = pair(c2[side + "_beta"])
-        out[side + "_end"] = pair(c2[side + "_end"])
-    return out
-
-
-def discretize_cells(c: dict, h: float, jlo: int, jhi: int, p_inf: float,
+def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float,
                      totals: tuple | None = None, q_ninf: float = 0.0,
-                     optimistic: bool = True, mid: dict | None = None) -> Discretized:
-    """``discretize`` from cell masses (see LossDistribution.cell_masses); p_inf = P[L = inf],
-    q_ninf = Q[L = -inf] (the swapped pair's mass at +inf; 0 is always safe for the bounds).
-    The measures may be defective (total masses below 1): the perspective between the halves
-    is F(x) = P_tot - x Q_tot + x F_rev(1/x) for x <= 1. ``mid``: the masses of the half cells
-    farther from 0, {"right": (P, Q), "left": (P, Q)}, for the midpoint tangents (see _half)."""
-    fwd, rev, p_tot, q_tot = half_args(c, h, p_inf, totals, q_ninf, optimistic, mid)
-    return _combine(_half(*fwd), _half(*rev), h, jlo, jhi, p_tot, q_tot, p_inf, c["zero"][0])
+                     optimistic: bool = True) -> Discretized:
+    """``discretize`` from cell masses (:class:`.cells.Cells`, or their dict form,
+    LossDistribution.cell_masses); p_inf = P[L = inf], q_ninf = Q[L = -inf] (the swapped pair's
+    mass at +inf; 0 is always safe for the bounds). The measures may be defective (total masses
+    below 1): the perspective between the halves is F(x) = P_tot - x Q_tot + x F_rev(1/x) for
+    x <= 1. The sides' half cells (if any) give the midpoint tangents (see _half)."""
+    if isinstance(c, dict):
+        c = Cells.from_dict(c)
+    fwd, rev, p_tot, q_tot = half_args(c, h, p_inf, totals, q_ninf, optimistic)
+    return _combine(_half(fwd), _half(rev), h, jlo, jhi, p_tot, q_tot, p_inf)
 
 
-def half_args(c: dict, h: float, p_inf: float, totals: tuple | None = None,
-              q_ninf: float = 0.0, optimistic: bool = True, mid: dict | None = None):
+def half_args(c: Cells, h: float, p_inf: float, totals: tuple | None = None,
+              q_ninf: float = 0.0, optimistic: bool = True):
     """The arguments of :func:`.polygon._half` for the eps >= 0 half and for the swapped
     pair's half, and the total masses (p_tot, q_tot) (see :func:`discretize_cells`)."""
-    rp, rq = c["right"]
-    lp, lq = c["left"]
     if totals is None:
-        p_tot = c["below"][0] + lp.sum() + c["zero"][0] + rp.sum() + c["above"][0]
-        q_tot = c["below"][1] + lq.sum() + c["zero"][1] + rq.sum() + c["above"][1]
+        p_tot = c.below_p + c.left.p.sum() + c.zero_p + c.right.p.sum() + c.above_p
+        q_tot = c.below_q + c.left.q.sum() + c.zero_q + c.right.q.sum() + c.above_q
     else:
         p_tot, q_tot = totals
-    fwd = (rp, rq, c["above"][0], c["above"][1], h, True, (p_inf, 0.0, p_inf), p_inf,
-           c.get("right_cont"), c.get("right_beta"), c.get("right_end"), optimistic,
-           None if mid is None else mid["right"])
+    fwd = HalfArgs(c.right, c.above_p, c.above_q, h, True, Floor(p_inf, 0.0, p_inf), p_inf,
+                   optimistic)
     # the swapped pair (Q, P): its cell i is [t_{-i-1}, t_{-i}) of L; its curve is
     # E_Q[(1 - x' e^L)_+] >= max(Q[L = -inf], Q_tot - x'(P_tot - p_inf))
-    lc = c.get("left_cont")
-    lb = c.get("left_beta")
-    le = c.get("left_end")
-    rev = (lq[::-1], lp[::-1], c["below"][1], c["below"][0], h, False,
-           (q_tot, -(p_tot - p_inf), q_ninf), q_ninf,
-           None if lc is None else (lc[1][::-1], lc[0][::-1]),
-           None if lb is None else lb[::-1], None if le is None else le[::-1], optimistic,
-           None if mid is None else (mid["left"][1][::-1], mid["left"][0][::-1]))
+    rev = HalfArgs(c.left.swapped(), c.below_q, c.below_p, h, False,
+                   Floor(q_tot, -(p_tot - p_inf), q_ninf), q_ninf, optimistic)
     return fwd, rev, p_tot, q_tot
 
 
-def _combine(fwd: _Half, rev: _Half, h, jlo, jhi, p_tot, q_tot, p_inf, zero_p,
+def _combine(fwd: Half, rev: Half, h, jlo, jhi, p_tot, q_tot, p_inf,
              cancel: bool = True) -> Discretized:
     """Join the eps >= 0 half and the swapped pair's half at x = 1 into the two PMFs
     (cancel=False: the optimistic masses before :func:`_cancel_negatives`, for the caller to
@@ -212,7 +190,7 @@ def _cancel_negatives(m: np.ndarray, passes: int = 20):
     return np.maximum(m, 0.0), slack
 
 
-def _half_hull(half: _Half, h: float, g0: float):
+def _half_hull(half: Half, h: float, g0: float):
     """The lower convex hull of a half's optimistic knots with g_0 = g0, made convex at the far
     end too (its slope after x_K is ``end_slope``). Returns (x, knots, moved, first vertex
     distance, hull slopes right of each knot)."""
@@ -260,14 +238,13 @@ def _first_reach(x: np.ndarray, g: np.ndarray) -> float:
     return float(x[on[-1] + 1] - x[0])
 
 
-def _hull_masses(fwd: _Half, rev: _Half, g0: float, h: float, lower: np.ndarray, z: int,
+def _hull_masses(fwd: Half, rev: Half, g0: float, h: float, lower: np.ndarray, z: int,
                  p_tot: float, q_tot: float):
     """Exact convexification (rarely needed: off-grid atoms, too-narrow windows): lower convex
     hull of each half's knots in its own coordinates, the shared knot at x = 1 lowered (never
     below its floor) until the kink there is convex as well. Masses are recomputed as x times
     the slope jump where a knot moved or next to one; elsewhere the precise masses stay."""
-    a, b, c = fwd.floor
-    floor0 = max(a + b, c)                         # the floor of the shared knot at x = 1
+    floor0 = max(fwd.floor.a + fwd.floor.b, fwd.floor.c)                         # the floor of the shared knot at x = 1
     for _ in range(100):
         xf, gf, mf, dist_f = _half_hull(fwd, h, g0)
         xr, gr, mr, dist_r = _half_hull(rev, h, g0 + q_tot - p_tot)
@@ -362,7 +339,7 @@ def discretize_profile(upper_rows, lower_rows, inf_upper: float, inf_lower: floa
     if lower_rows is None:
         return Discretized(h, jlo, upper, float(gy[-1]), np.zeros(n), 0.0)
     L0, L1 = (np.asarray(v, dtype=float) for v in lower_rows)
-    fwd = _half_from_values(L0, h, True, (inf_lower, 0.0, inf_lower), inf_lower)
-    rev = _half_from_values(L1, h, False, (1.0, -(1.0 - inf_lower), 0.0), 0.0)
-    d = _combine(fwd, rev, h, jlo, jhi, 1.0, 1.0, inf_lower, 0.0)
+    fwd = _half_from_values(L0, h, True, Floor(inf_lower, 0.0, inf_lower), inf_lower)
+    rev = _half_from_values(L1, h, False, Floor(1.0, -(1.0 - inf_lower), 0.0), 0.0)
+    d = _combine(fwd, rev, h, jlo, jhi, 1.0, 1.0, inf_lower)
     return Discretized(h, jlo, upper, float(gy[-1]), d.lower, d.lower_inf, d.lower_slack)

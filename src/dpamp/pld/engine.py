@@ -32,6 +32,7 @@ from ..core.errors import OutOfReach
 from ..core.logspace import logsumexp
 from .discretize import Discretized
 from .pmf import GridPMF
+from .state import BOTH, Bound
 
 _U = 2.0 ** -53
 #: safety constant of the componentwise FFT error bound |dF_k| <= C log2(N) u ||x||_1 (a radix-2
@@ -50,17 +51,28 @@ _DROP = 1e-20
 _LOG_DROP = math.log(_DROP)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class PartPMF:
-    """One part's discretisation (both kinds) and its multiplicity."""
+    """One part's discretisation (both bounds) and its multiplicity."""
     d: Discretized
     count: int
 
-    def mass(self, upper: bool) -> np.ndarray:
-        return self.d.upper if upper else self.d.lower
+    def mass(self, bound: Bound) -> np.ndarray:
+        return self.d.upper if bound is Bound.UPPER else self.d.lower
 
-    def inf(self, upper: bool) -> float:
-        return self.d.upper_inf if upper else self.d.lower_inf
+    def inf(self, bound: Bound) -> float:
+        return self.d.upper_inf if bound is Bound.UPPER else self.d.lower_inf
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class Composed:
+    """The composition of one direction (:func:`compose`): its upper and its lower PMF, each
+    None where that bound was not asked for."""
+    upper: GridPMF | None = None
+    lower: GridPMF | None = None
+
+    def of(self, bound: Bound) -> GridPMF | None:
+        return self.upper if bound is Bound.UPPER else self.lower
 
 
 def grid_log_mgf(m: np.ndarray, t0: float, h: float, s) -> np.ndarray:
@@ -246,22 +258,21 @@ def tilt_cap(pparts):
     return 20.0 / math.sqrt(max(var, 1e-12))
 
 
-def compose(parts: list[PartPMF], h: float, lam: float, kinds=(True, False),
-            target: tuple[float, float] = (0.0, -12.0), max_n: int = MAX_N):
-    """Compose the parts (one direction) for each kind (True: upper, False: lower), tilted by
-    lam. ``target`` = (eps, log delta) near which the answer is expected: it sizes the window so
-    that the mass that may wrap around costs <= 1e-9 of delta there. MemoryError, before any
-    allocation, where the window exceeds ``max_n`` bins (at most MAX_N). Returns {kind:
-    GridPMF}."""
-    return {upper: _compose_kind(parts, h, lam, upper, target, min(max_n, MAX_N))
-            for upper in kinds}
+def compose(parts: list[PartPMF], h: float, lam: float, bounds: tuple[Bound, ...] = BOTH,
+            target: tuple[float, float] = (0.0, -12.0), max_n: int = MAX_N) -> Composed:
+    """Compose the parts (one direction) for each of ``bounds``, tilted by lam. ``target`` =
+    (eps, log delta) near which the answer is expected: it sizes the window so that the mass
+    that may wrap around costs <= 1e-9 of delta there. MemoryError, before any allocation,
+    where the window exceeds ``max_n`` bins (at most MAX_N)."""
+    return Composed(**{b.value: _compose_kind(parts, h, lam, b, target, min(max_n, MAX_N))
+                       for b in bounds})
 
 
-def _tilted(parts, h, lam, upper):
+def _tilted(parts, h, lam, bound):
     """Each part's PMF tilted by e^{lam t} and normalised, w = m e^{lam t - lM} with
     lM = log sum m e^{lam t} (-inf, and w = 0, for a part without positive mass), and its
     losses t: for all parts in one pass over their concatenated masses."""
-    ms = [p.mass(upper) for p in parts]
+    ms = [p.mass(bound) for p in parts]
     sizes = np.array([m.size for m in ms], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     flat = np.concatenate(ms)
@@ -308,22 +319,23 @@ def _spectra(parts, ws, lMs, N):
         yield from sfft.rfft(arr, axis=1, workers=FFT_WORKERS)
 
 
-def _single(part, h, upper):
+def _single(part, h, bound):
     """A lone part composed once: its own PMF on the bins t >= 0, no transform and so no
     transform error (an epoch enumerated exactly has a few spread atoms, where the FFT's
     error budget would decide the bracket). The lower PMF keeps its signed values with its
     clipped slack charged, and both carry the mass margin of :func:`_compose_kind`."""
-    m = part.mass(upper)
+    upper = bound is Bound.UPPER
+    m = part.mass(bound)
     start = max(part.d.jlo, 0)
     mass = np.array(m[start - part.d.jlo:], dtype=float)
     rel = mass_margin([part], h)
     slack = 0.0 if upper else part.d.lower_slack * max(1.0, float(np.sum(np.abs(m))))
     if upper:
         mass = np.maximum(mass, 0.0) * (1 + rel)
-        inf = min(part.inf(upper) * (1 + rel) * (1 + 4 * _U), 1.0)
+        inf = min(part.inf(bound) * (1 + rel) * (1 + 4 * _U), 1.0)
     else:
         mass = mass * max(1 - rel, 0.0)
-        inf = part.inf(upper) * max(1 - rel, 0.0)
+        inf = part.inf(bound) * max(1 - rel, 0.0)
     # the bins' losses j h are within an ulp or two of the atoms' real losses (an atom on a
     # knot, e.g. Laplace's 1/3, may sit a rounding below it); moving mass m by dt moves delta
     # by at most m dt: 8 u max(|t|, 1) per unit of mass, charged to every suffix and to the
@@ -337,11 +349,12 @@ def _single(part, h, upper):
     return out
 
 
-def _compose_kind(parts, h, lam, upper, target, max_n=MAX_N):
+def _compose_kind(parts, h, lam, bound, target, max_n=MAX_N):
     if len(parts) == 1 and parts[0].count == 1 and parts[0].d.jlo + parts[0].d.upper.size > 0:
-        return _single(parts[0], h, upper)
+        return _single(parts[0], h, bound)
+    upper = bound is Bound.UPPER
     # the normalised tilted PMFs first: the window is chosen from them
-    ws, ts, lMs = _tilted(parts, h, lam, upper)
+    ws, ts, lMs = _tilted(parts, h, lam, bound)
     # aliasing costs e^{log_tail + K(lam) - lam t} at t: at most 1e-7 delta at the target (the
     # tolerance is ~1e-3; what it costs is charged to the lower bound either way)
     K_lam = sum(p.count * lM for p, lM in zip(parts, lMs) if math.isfinite(lM))
@@ -370,10 +383,10 @@ def _compose_kind(parts, h, lam, upper, target, max_n=MAX_N):
     eF = _C_FFT * L * _U * (1.0 + 1e-12)         # componentwise FFT bound, ||w||_1 = 1
     spectra = _spectra(parts, ws, lMs, N)
     for p, w, lM in zip(parts, ws, lMs):
-        m = p.mass(upper)
+        m = p.mass(bound)
         c = p.count
         fin = float(m.sum())
-        inf = p.inf(upper)
+        inf = p.inf(bound)
         tot_log = tot_log + c * math.log(fin + inf) if fin + inf > 0 else -math.inf
         if inf > 0:
             frac_log = frac_log + c * math.log1p(-inf / (fin + inf)) if fin > 0 else -math.inf

@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import ndtr, ndtri_exp
 
+from .cells import Cells, Side
 from .loss_batch import quantile_ranges
 
 Pair = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -77,22 +78,20 @@ class LossDistribution:
         """Q[L = -inf] (the swapped pair's mass at +inf)."""
         return float(np.sum(self.atom_q[self.atom_loss == -np.inf]))
 
-    def cell_masses(self, jlo: int, jhi: int, h: float):
-        """Masses of P and Q in the cells of the grid t_j = j h, jlo <= 0 <= jhi:
+    def cell_masses(self, jlo: int, jhi: int, h: float) -> dict:
+        """:meth:`cells` in the form of a dict with keys below, left, zero, right, above, each
+        a (P, Q) pair, plus left_cont / right_cont, left_beta / right_beta and left_end /
+        right_end (:meth:`.cells.Cells.as_dict`)."""
+        return self.cells(jlo, jhi, h).as_dict()
 
-            below  : L < t_jlo                      (incl. -inf)
-            left   : [t_{j-1}, t_j) for j = jlo+1 .. 0     (arrays of length -jlo)
-            zero   : L = 0
-            right  : (t_j, t_{j+1}] for j = 0 .. jhi-1     (arrays of length jhi)
-            above  : L > t_jhi                      (incl. +inf)
-
-        Returns a dict with keys below, left, zero, right, above, each a (P, Q) pair, plus
-        left_cont / right_cont (the continuous part's masses alone) and left_beta / right_beta:
-        the atoms' share of the discretiser's beta = sum (P e^{-t_start} - Q) / (e^h - 1) over the
+    def cells(self, jlo: int, jhi: int, h: float) -> Cells:
+        """Masses of P and Q in the cells of the grid t_j = j h, jlo <= 0 <= jhi (the cells of
+        :mod:`.cells`), with each side's continuous masses alone (``cont_p``, ``cont_q``) and
+        ``beta``: the atoms' share of the discretiser's beta = sum (P e^{-t_start} - Q) / (e^h - 1) over the
         cell (t_start being the cell's end nearer 0, in the half's own coordinates), computed
         per atom as Q expm1(u h) / expm1(h) with u in (0, 1] its offset in the cell; exactly Q
         for an atom on the cell's far grid point, so that such atoms cost nothing; and
-        left_end / right_end: the Q-mass (again in the half's coordinates) of atoms exactly on
+        ``end``: the Q-mass (again in the half's coordinates) of atoms exactly on
         the cell's far grid point, for the left tangent there. Cells are
         closed on the side away from 0. Continuous masses are differences of the CDF on the
         left half and of the survival function on the right half."""
@@ -156,11 +155,12 @@ class LossDistribution:
             u = np.clip(np.where(on, 1.0, lp[inr] / h - j[inr]), 0, 1)
             right_b += np.bincount(jj, qp[inr] * np.expm1(u * h) / em1, jhi)
             right_e += np.bincount(jj, qp[inr] * on, jhi)
-        return {"below": tuple(below), "left": (left_p + left_pc, left_q + left_qc),
-                "zero": tuple(zero), "right": (right_p + right_pc, right_q + right_qc),
-                "above": tuple(above), "left_cont": (left_pc, left_qc),
-                "right_cont": (right_pc, right_qc), "left_beta": left_b, "right_beta": right_b,
-                "left_end": left_e, "right_end": right_e}
+        return Cells(below[0], below[1],
+                     Side(left_p + left_pc, left_q + left_qc, left_pc, left_qc, left_b, left_e),
+                     zero[0], zero[1],
+                     Side(right_p + right_pc, right_q + right_qc, right_pc, right_qc, right_b,
+                          right_e),
+                     above[0], above[1])
 
     def quantile_range(self, tail: float) -> tuple[float, float]:
         """A range [a, b] of finite losses outside which both P and Q have mass <= tail on each

@@ -12,23 +12,49 @@ import dataclasses
 
 import numpy as np
 
+from .cells import Side
 
-@dataclasses.dataclass
-class _Half:
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class Floor:
+    """No optimistic knot of a half goes below max(c, a + b x), a lower bound on its curve
+    (c >= 0: the curve's limit, its mass at +inf)."""
+    a: float
+    b: float
+    c: float
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class HalfArgs:
+    """What one half-line is built from (:func:`_half`): its cells (t_i, t_{i+1}], t_i = i h,
+    in its own coordinates, and the masses above its last knot."""
+    cells: Side
+    A_tail: float          # P-mass above t_K (including the mass inf_true at +inf)
+    B_tail: float          # Q-mass above t_K
+    h: float
+    #: the optimistic polygon goes flat after x_K at inf_true (the eps >= 0 half); otherwise
+    #: it follows the tangent of slope -B_tail (the eps <= 0 half seen from the swap)
+    flat_end: bool
+    floor: Floor
+    inf_true: float
+    optimistic: bool
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class Half:
     """One half-line x >= 1 of a curve in its own coordinates (knots t_i = i h, i = 0..K)."""
     f: np.ndarray          # the curve at the knots
     m_up: np.ndarray       # pessimistic P-masses at t_1..t_K
     inf_up: float          # pessimistic mass at +inf (flat value after x_K)
     s_up0: float           # pessimistic slope right of x = 1
-    e: np.ndarray          # optimistic lowering of the knots t_0..t_K
-    m_lo: np.ndarray       # optimistic P-masses at t_1..t_K (before convexification)
-    s_lo0: float           # optimistic slope right of x = 1 (with e_0 of this half)
+    e: np.ndarray | None   # optimistic lowering of the knots t_0..t_K
+    m_lo: np.ndarray | None  # optimistic P-masses at t_1..t_K (before convexification)
+    s_lo0: float | None    # optimistic slope right of x = 1 (with e_0 of this half)
     end_slope: float       # optimistic slope after x_K (0: flat; < 0: tangent, defective)
-    floor: tuple           # (a, b, c): knots must stay >= max(c, a + b x), c >= 0
+    floor: Floor
 
 
-def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: float,
-          cont=None, beta_atoms=None, q_end=None, optimistic: bool = True, mid=None) -> _Half:
+def _half(args: HalfArgs) -> Half:
     """Cells (t_i, t_{i+1}], t_i = i h (i < K) carry P-mass dA and Q-mass dB; A_tail, B_tail are
     the P- and Q-mass above t_K (A_tail includes the P-mass inf_true at +inf).
     flat_end: the optimistic polygon goes flat after x_K at inf_true (the eps >= 0 half);
@@ -47,6 +73,8 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     a third tangent of the minorant, which halves the optimistic lowering (the chord exceeds the
     two end tangents by up to a quarter of h^2 F'' at their kink, the three tangents by an
     eighth): the lower bound's error falls from about twice the upper bound's to about half."""
+    side, h, B_tail = args.cells, args.h, args.B_tail
+    dA, dB, flat_end, optimistic = side.p, side.q, args.flat_end, args.optimistic
     K = dA.size
     t = h * np.arange(K + 1)
     x = np.exp(t)
@@ -55,16 +83,15 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     # beta_i = (dA_i - x_i dB_i) / dx_i, in [0, dB_i] because the cell's losses are in
     # (t_i, t_{i+1}]; clipping only removes rounding noise. Atoms' shares come precomputed
     # (exact for atoms on grid points); the continuous part's by this difference.
-    cA, cB = (dA, dB) if cont is None else cont
+    cA, cB = side.cont_p, side.cont_q
     with np.errstate(over="ignore", invalid="ignore"):
         beta = (cA * np.exp(-t[:-1]) - cB) / em1
     beta = np.clip(np.nan_to_num(beta, nan=0.0, posinf=0.0), 0.0, cB)
-    if beta_atoms is not None:
-        beta = beta + beta_atoms
+    beta = beta + side.beta
     beta = np.clip(beta, 0.0, dB)
     qbar = np.concatenate([np.cumsum(dB[::-1])[::-1], [0.0]]) + B_tail   # Q[L > t_i]
     s_up = -qbar[1:] - beta                               # chord slope on cell i
-    f_K = max(A_tail - x[K] * B_tail, inf_true, 0.0)      # F(x_K) (>= its limit inf_true)
+    f_K = max(args.A_tail - x[K] * B_tail, args.inf_true, 0.0)   # F(x_K) (>= its limit)
     # F at the knots by the backward recursion F_i = F_{i+1} - dx_i s_i: all terms >= 0
     f = np.concatenate([np.cumsum((-s_up * dx)[::-1])[::-1], [0.0]]) + f_K
     # chord - tangent at x_i (slope -Qbar_i) grows like alpha (x - x_i); chord - tangent at
@@ -72,11 +99,11 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
     # -Q[L >= t_{i+1}], which counts an atom on t_{i+1} (it belongs to cell i): beta - q_end
     # instead of beta (tight when the atom is alone)
     alpha = dB - beta
-    beta_end = beta if q_end is None else np.clip(beta - q_end, 0.0, None)
+    beta_end = np.clip(beta - side.end, 0.0, None)
     end_slope = 0.0 if flat_end else -B_tail
     mid_line = None
-    if optimistic and mid is not None and K:
-        dA2, dB2 = mid
+    if optimistic and side.half_p is not None and K:
+        dA2, dB2 = side.half_p, side.half_q
         xm = x[:-1] * np.exp(0.5 * h)
         gap = x[1:] - xm
         # dA2 - x_m dB2 is in [0, (x_{i+1} - x_m) dB2] (the half cell's losses are above
@@ -90,8 +117,8 @@ def _half(dA, dB, A_tail, B_tail, h, flat_end: bool, floor: tuple, inf_true: flo
         pad = 16 * 2.0 ** -53 * (np.abs(f[:-1]) + np.abs(f[1:]) + f_m
                                  + np.abs(s_m) * (xm - x[:-1] + dx))
         mid_line = (f[1:] - f[:-1] - s_m * dx, c0 + pad)
-    return _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
-                      end_slope, optimistic, mid_line)
+    return _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, args.floor,
+                      args.inf_true, end_slope, optimistic, mid_line)
 
 
 #: a deficit this far along its cell is fixed by the far knot (see the loop in _half_core)
@@ -120,7 +147,7 @@ def _kinks(lines):
 
 
 def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
-               end_slope, optimistic: bool = True, mid_line=None) -> _Half:
+               end_slope, optimistic: bool = True, mid_line=None) -> Half:
     """Pessimistic masses of the polygon through the knots f (chord slopes s_up, flat after the
     last knot at f_K) and the optimistic lowering of the knots, given on each cell the growth
     rates alpha, beta_end of chord - (left line) and chord - (right line) of a convex minorant
@@ -131,15 +158,15 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
     s_full = np.concatenate([s_up, [0.0]])
     m_up = x[1:] * (s_full[1:] - s_full[:-1])
     if not optimistic:
-        return _Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, None, None, None, end_slope,
-                     floor)
+        return Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, None, None, None, end_slope,
+                    floor)
     # --- optimistic lowering -------------------------------------------------------------
     # On cell i (position lam in [0, 1]) the curve is above V = max(left line, right line,
     # [midpoint tangent,] floor) (the floor max(c, a + b x) is a lower bound too). chord - V is concave, so the
     # polygon is below V iff it is at V's kinks, among the pairwise intersections of
     #   chord - left = alpha lam dx,   chord - right = beta_end (1 - lam) dx,
     #   chord - line = (1-lam) f_i + lam f_{i+1} - a - b x,   chord - c = (1-lam) f_i + lam f_{i+1} - c.
-    a, b, c = floor
+    a, b, c = floor.a, floor.b, floor.c
     fi, fj, xi = f[:-1], f[1:], x[:-1]
     tangents = [  # (slope in lam, value at lam = 0) of each difference, per cell
         (alpha * dx, np.zeros(K)),
@@ -237,8 +264,8 @@ def _half_core(x, dx, f, s_up, f_K, alpha, beta_end, flat_end, floor, inf_true,
     s_lo = s_up - np.diff(e) / dx
     s_lo_full = np.concatenate([s_lo, [end_slope]])
     m_lo = x[1:] * (s_lo_full[1:] - s_lo_full[:-1])
-    return _Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, e, m_lo,
-                 float(s_lo[0]) if K else end_slope, end_slope, floor)
+    return Half(f, m_up, f_K, float(s_up[0]) if K else 0.0, e, m_lo,
+                float(s_lo[0]) if K else end_slope, end_slope, floor)
 
 
 def _end_chord(x, f, e):
@@ -266,7 +293,7 @@ def _end_chord(x, f, e):
     return e
 
 
-def _half_from_values(f, h, flat_end: bool, floor: tuple, inf_true: float) -> _Half:
+def _half_from_values(f, h, flat_end: bool, floor: Floor, inf_true: float) -> Half:
     """A half from the curve's values at the knots x_i = e^{i h} only (a privacy profile), in
     place of cell masses. The knots must be values of one convex curve (an actual pair's exact
     profile, rounded down, for the optimistic side): secants of neighbouring cells, extended,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .polygon import FAR_KINK, _Half, _half, pair_crossings
+from .polygon import FAR_KINK, Half, _half, pair_crossings
 
 #: rounds of the lowering loop (those of polygon._half_core's first attempt)
 ROUNDS = 200
@@ -38,29 +38,28 @@ def halves(args_list) -> list:
     out = [None] * len(args_list)
     ok = []
     for i, a in enumerate(args_list):
-        if a[8] is None or a[9] is None or a[10] is None or a[0].size < 2 or \
-                (a[11] and a[12] is None):
-            out[i] = _half(*a)
+        if a.cells.p.size < 2 or (a.optimistic and a.cells.half_p is None):
+            out[i] = _half(a)
         else:
             ok.append(i)
     if not ok:
         return out
-    hs = {float(args_list[i][4]) for i in ok}
-    if len(hs) != 1 or len({bool(args_list[i][11]) for i in ok}) != 1:
+    hs = {float(args_list[i].h) for i in ok}
+    if len(hs) != 1 or len({bool(args_list[i].optimistic) for i in ok}) != 1:
         for i in ok:
-            out[i] = _half(*args_list[i])
+            out[i] = _half(args_list[i])
         return out
-    ok.sort(key=lambda i: args_list[i][0].size)
+    ok.sort(key=lambda i: args_list[i].cells.p.size)
     start = 0
     while start < len(ok):
-        lo = args_list[ok[start]][0].size
+        lo = args_list[ok[start]].cells.p.size
         stop = start + 1
-        while (stop < len(ok) and args_list[ok[stop]][0].size <= _SPREAD * lo
-               and (stop - start + 1) * args_list[ok[stop]][0].size <= _CELLS):
+        while (stop < len(ok) and args_list[ok[stop]].cells.p.size <= _SPREAD * lo
+               and (stop - start + 1) * args_list[ok[stop]].cells.p.size <= _CELLS):
             stop += 1
         group = ok[start:stop]
         for i, r in zip(group, _halves_2d([args_list[i] for i in group])):
-            out[i] = r if r is not None else _half(*args_list[i])
+            out[i] = r if r is not None else _half(args_list[i])
         start = stop
     return out
 
@@ -103,20 +102,20 @@ def _pick(dc, lam):
 def _halves_2d(args):
     """The rows of one batch (see the module docstring); None for a row to redo alone."""
     R = len(args)
-    Ks = np.array([a[0].size for a in args])
+    Ks = np.array([a.cells.p.size for a in args])
     Km = int(Ks.max())
-    h = float(args[0][4])
-    optimistic = bool(args[0][11])
+    h = float(args[0].h)
+    optimistic = bool(args[0].optimistic)
     rows = np.arange(R)
     V = np.arange(Km)[None, :] < Ks[:, None]                # real cells
-    dB = _pad([a[1] for a in args], Km)          # (the P-masses enter through cont)
-    A_tail = np.array([a[2] for a in args], dtype=float)
-    B_tail = np.array([a[3] for a in args], dtype=float)
-    flat_end = np.array([bool(a[5]) for a in args])
-    inf_true = np.array([a[7] for a in args], dtype=float)
-    cA, cB = _pad([a[8][0] for a in args], Km), _pad([a[8][1] for a in args], Km)
-    batoms = _pad([a[9] for a in args], Km)
-    q_end = _pad([a[10] for a in args], Km)
+    dB = _pad([a.cells.q for a in args], Km)     # (the P-masses enter through cont)
+    A_tail = np.array([a.A_tail for a in args], dtype=float)
+    B_tail = np.array([a.B_tail for a in args], dtype=float)
+    flat_end = np.array([bool(a.flat_end) for a in args])
+    inf_true = np.array([a.inf_true for a in args], dtype=float)
+    cA, cB = _pad([a.cells.cont_p for a in args], Km), _pad([a.cells.cont_q for a in args], Km)
+    batoms = _pad([a.cells.beta for a in args], Km)
+    q_end = _pad([a.cells.end for a in args], Km)
     # --- _half ------------------------------------------------------------------------------
     t = h * np.arange(Km + 1)
     x = np.exp(t)
@@ -140,7 +139,7 @@ def _halves_2d(args):
     end_slope = np.where(flat_end, 0.0, -B_tail)
     mid_line = None
     if optimistic:
-        dA2, dB2 = _pad([a[12][0] for a in args], Km), _pad([a[12][1] for a in args], Km)
+        dA2, dB2 = _pad([a.cells.half_p for a in args], Km), _pad([a.cells.half_q for a in args], Km)
         xm = x[:-1] * np.exp(0.5 * h)
         gap = x[1:] - xm
         inner = np.clip(dA2 - xm * dB2, 0.0, gap * dB2)
@@ -155,9 +154,9 @@ def _halves_2d(args):
     s_full = np.concatenate([s_pad, zc], axis=1)
     m_up = x[1:] * (s_full[:, 1:] - s_full[:, :-1])
     if not optimistic:
-        return [_Half(f[r, :Ks[r] + 1], m_up[r, :Ks[r]], float(f_K[r]), float(s_up[r, 0]),
-                      None, None, None, float(end_slope[r]), args[r][6]) for r in rows]
-    fl = np.array([a[6] for a in args], dtype=float)
+        return [Half(f[r, :Ks[r] + 1], m_up[r, :Ks[r]], float(f_K[r]), float(s_up[r, 0]),
+                     None, None, None, float(end_slope[r]), args[r].floor) for r in rows]
+    fl = np.array([(a.floor.a, a.floor.b, a.floor.c) for a in args], dtype=float)
     a_, b_, c_ = fl[:, 0:1], fl[:, 1:2], fl[:, 2:3]
     fi, fj, xi = f[:, :-1], f[:, 1:], x[:-1]
     tangents = [(alpha * dx, np.zeros((R, Km))), (-beta_end * dx, beta_end * dx), mid_line]
@@ -282,7 +281,7 @@ def _halves_2d(args):
             out.append(None)
             continue
         K = Ks[r]
-        out.append(_Half(f[r, :K + 1], m_up[r, :K], float(f_K[r]), float(s_up[r, 0]),
-                         e[r, :K + 1], m_lo[r, :K], float(s_lo[r, 0]), float(end_slope[r]),
-                         args[r][6]))
+        out.append(Half(f[r, :K + 1], m_up[r, :K], float(f_K[r]), float(s_up[r, 0]),
+                        e[r, :K + 1], m_lo[r, :K], float(s_lo[r, 0]), float(end_slope[r]),
+                        args[r].floor))
     return out

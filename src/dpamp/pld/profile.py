@@ -32,11 +32,11 @@ def pld_profile_bounds(mechanism, epsilon):
         mid = 0.5 * pure if math.isfinite(pure) else mid   # (delta is 0 beyond pure anyway)
     delta_bracket(mechanism, mid)               # fills the cache with a good state
     state = _CACHE.get(_query_key(mechanism, "delta", mid, None, MAX_ROUNDS))
-    ups = np.max([d["pmf"][True].delta(flat) for d in state["dirs"]], axis=0)
-    with_low = [d["pmf"][False].delta(flat) for d in state["dirs"] if False in d["pmf"]]
+    ups = np.max([d.pmf.upper.delta(flat) for d in state.dirs], axis=0)
+    with_low = [d.pmf.lower.delta(flat) for d in state.dirs if d.pmf.lower is not None]
     proven = with_low and _lower_proven(_directions(mechanism))
     lows = np.max(with_low, axis=0) if proven else np.zeros(flat.shape)
-    ups = np.where(np.isinf(flat), np.max([d["pmf"][True].inf for d in state["dirs"]]), ups)
+    ups = np.where(np.isinf(flat), np.max([d.pmf.upper.inf for d in state.dirs]), ups)
     ups = np.where(flat >= pure, 0.0, ups)      # the loss never exceeds the pure epsilon
     lows = np.where(flat >= pure, 0.0, lows)
     return ups.reshape(np.shape(e)), lows.reshape(np.shape(e))

@@ -26,11 +26,12 @@ from ..core.threads import submit
 from ..core.errors import OutOfReach
 from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key
-from .engine import MAX_N, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
+from .engine import MAX_N, Composed, PartPMF, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .engine import tilt_cap as _tilt_cap
 from .caps import atomic_caps
 from .grid import align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
+from .state import Bound
 
 #: most grid refinements tried; then (or when the largest grid is reached) the best proven
 #: bracket so far is returned, saying that tol was not met. Work is bounded by rounds and grid
@@ -49,6 +50,38 @@ class Bracket:
     rounds: int
     met: bool = True       # whether upper - lower is within the tolerance
     note: str = ""         # why not, where it is not
+
+
+@dataclasses.dataclass(slots=True)
+class Direction:
+    """One direction of a query's composition, as :func:`_direction` composed it: its parts
+    on the grid of step h, the tilt lam and target it was composed with, and its PMFs. The lower
+    PMF is filled in on first need (:func:`_evaluate`), from ``lower_job`` when another thread
+    composed it meanwhile."""
+    parts: list[PartPMF]
+    lam: float
+    pmf: Composed
+    target: tuple[float, float]
+    h: float
+    #: whether the parts were discretised optimistically too (False: a coarse direction,
+    #: upper bound only, see :func:`_compute_directions`)
+    optimistic: bool
+    lower_job: concurrent.futures.Future | None = None
+
+
+@dataclasses.dataclass(slots=True)
+class QueryState:
+    """One round of a query (cached under the query's key, :func:`_query_key`): the grid step,
+    the directions composed on it, and what :func:`_evaluate` last found there (updated on
+    every evaluation, a cached state's too)."""
+    h: float
+    #: whether every part has a lower bound (otherwise the PLD gives an upper bound only)
+    has_lower: bool
+    dirs: list[Direction]
+    #: the (upper, lower) bracket of the last evaluation (lower None: none proven)
+    last: tuple[float, float | None] = (math.inf, None)
+    #: whether the floating-point budgets rather than the grid made that bracket wide
+    error_bound: bool = False
 
 
 def _exact_parts(dirs) -> bool:
@@ -78,13 +111,13 @@ _S = np.geomspace(1e-2, 1e3, 61)
 TILT = 0.5
 
 
-def _log_mgf(pparts, upper=True, s=_S, layout=None):
+def _log_mgf(pparts, bound=Bound.UPPER, s=_S, layout=None):
     """sum_j c_j log sum_t m_j(t) e^{s t} (exact, on the discretised PMFs), for each s
     (``layout``: engine.mgf_layout of these masses, when the caller asks several times)."""
     if not pparts:
         return np.zeros(s.size)
     if layout is None:
-        layout = mgf_layout([p.mass(upper) for p in pparts], [p.d.jlo for p in pparts])
+        layout = mgf_layout([p.mass(bound) for p in pparts], [p.d.jlo for p in pparts])
     K = layout(pparts[0].d.h, s)
     return np.sum(np.array([float(p.count) for p in pparts])[:, None] * K, axis=0)
 
@@ -246,16 +279,16 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
                             "construction (a privacy profile; random allocation, 1 < k < t)")
         if time.monotonic() > deadline:
             return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
-        up, low = state["last"]
+        up, low = state.last
         gap = up - low
-        if state["error_bound"] and tilt < 1.0:
-            tilt, h = 1.0, state["h"]          # the FFT's error budget, not the grid, limits
-        elif state["error_bound"]:
+        if state.error_bound and tilt < 1.0:
+            tilt, h = 1.0, state.h             # the FFT's error budget, not the grid, limits
+        elif state.error_bound:
             # at the full saddle: a finer grid narrows the FFT's bins as much as it lengthens
             # the FFT, so one halving is tried, and refinement ends if the gap stays
             if stuck is not None and not gap < 0.5 * stuck:
                 return _not_met(best, rounds, "the FFT's floating-point budget limits it here")
-            stuck, h = gap, _align(dirs[0], state["h"] * 0.5)
+            stuck, h = gap, _align(dirs[0], state.h * 0.5)
         else:
             # the grid's gap falls like h^2 (by 0.64 at least a round): two rounds in a row that
             # do not narrow it mean the parts' own bounds decide it (a random-allocation
@@ -269,14 +302,14 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
             prev_gap = gap
             target = tol if tol is not None else 1e-3 * max(up, 1e-300)
             shrink = math.sqrt(0.7 * target / max(gap, 1e-300)) if math.isfinite(gap) else 0.5
-            h = _align(dirs[0], state["h"] * max(0.2, min(0.8, shrink)))
+            h = _align(dirs[0], state.h * max(0.2, min(0.8, shrink)))
         # a round costs about its grid's size: one that cannot end within the budget is not
         # started (the budget is kept); the grid the rest affords is, if 10 % finer (random
         # allocation at small sigma stopped at [0.33, 31.5] after 2.3 of 10 s: grids clamped)
         now = time.monotonic()
-        if budget is not None and now + (now - started) * state["h"] / h > deadline:
-            h_fit = state["h"] * (now - started) / max(deadline - now, 1e-12)
-            if state["error_bound"] or not h_fit < 0.9 * state["h"]:
+        if budget is not None and now + (now - started) * state.h / h > deadline:
+            h_fit = state.h * (now - started) / max(deadline - now, 1e-12)
+            if state.error_bound or not h_fit < 0.9 * state.h:
                 return _not_met(best, rounds, f"the time budget ({budget:g} s) would be spent "
                                               "before the next grid's round ends")
             h = _align(dirs[0], h_fit)
@@ -286,13 +319,13 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
 def _tighter(best, state):
     """The tightest proven (upper, lower, h) over the rounds so far: the smallest upper bound
     and the largest lower bound (each is proven on its own, whichever grid gave it)."""
-    up, low = state["last"]
+    up, low = state.last
     if best is None:
-        return up, low, state["h"]
+        return up, low, state.h
     b_up, b_low, b_h = best
     if low is not None and b_low is not None:
         low = max(low, b_low)
-    return min(up, b_up), low, min(state["h"], b_h)
+    return min(up, b_up), low, min(state.h, b_h)
 
 
 def _not_met(best, rounds, why) -> Bracket:
@@ -308,17 +341,17 @@ def _gaussian_guess(direction_parts, delta):
     return max(M + math.sqrt(2.0 * V * math.log(1.0 / delta)), 1e-6)
 
 
-def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True):
+def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True) -> Direction:
     pp = _discretize(d, h, tail_total, optimistic)
     e_est, lam, log_d = saddle(pp)
     lam = min(lam * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
     # the lower PMF is wanted if this direction turns out the worse one (:func:`_evaluate`): it
     # is composed meanwhile on another thread (the result is the same either way)
-    lower = submit(compose, pp, h, lam, kinds=(False,), target=target) if optimistic else None
-    pm = compose(pp, h, lam, kinds=(True,), target=target)
-    return {"parts": pp, "lam": lam, "pmf": pm, "target": target, "h": h,
-            "optimistic": optimistic, "lower": lower}
+    lower = submit(compose, pp, h, lam, bounds=(Bound.LOWER,), target=target) \
+        if optimistic else None
+    pm = compose(pp, h, lam, bounds=(Bound.UPPER,), target=target)
+    return Direction(pp, lam, pm, target, h, optimistic, lower)
 
 
 #: the other directions are first accounted on a grid this many times coarser, pessimistically
@@ -338,10 +371,10 @@ def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query):
         out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta)]
     finally:
         concurrent.futures.wait(jobs)
-    best = query(out[0]["pmf"][True])
+    best = query(out[0].pmf.upper)
     for d, job in zip(dirs[1:], jobs):
         coarse = job.result()
-        if query(coarse["pmf"][True]) <= best:
+        if query(coarse.pmf.upper) <= best:
             out.append(coarse)
         else:
             out.append(_direction(d, h, tail_total, tilt, saddle, log_delta))
@@ -363,10 +396,8 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
     def saddle(pp):
         e_est, lam = saddle_for_delta(pp, delta)
         return e_est, lam, None
-    out = {"h": h, "kind": "eps", "has_lower": _has_lower(dirs)}
-    out["dirs"] = _compute_directions(dirs, h, tail_total, tilt, saddle, math.log(delta),
-                                      lambda pmf: pmf.epsilon(delta))
-    return out
+    return QueryState(h, _has_lower(dirs), _compute_directions(
+        dirs, h, tail_total, tilt, saddle, math.log(delta), lambda pmf: pmf.epsilon(delta)))
 
 
 def _evaluate(state, tol, bound, at, floor=0.0):
@@ -376,45 +407,43 @@ def _evaluate(state, tol, bound, at, floor=0.0):
     of direction i;
     ``at(up)`` is the epsilon where the error budget is compared with the gap. The dominant
     direction's lower PMF is composed here, on first need."""
-    ups = [bound(d["pmf"][True], i) for i, d in enumerate(state["dirs"])]
+    ups = [bound(d.pmf.upper, i) for i, d in enumerate(state.dirs)]
     dom = int(np.argmax(ups))
     up = ups[dom]
-    dd = state["dirs"][dom]
-    if not state.get("has_lower", True):
-        state["last"] = (up, None)
-        state["error_bound"] = False
-        return Bracket(up, None, state["h"], 0)
-    if not dd.get("optimistic", True):
+    dd = state.dirs[dom]
+    if not state.has_lower:
+        state.last, state.error_bound = (up, None), False
+        return Bracket(up, None, state.h, 0)
+    if not dd.optimistic:
         # a cached state queried elsewhere: its coarse, pessimistic-only direction is now the
         # worse one, and composing its empty lower PMF would only prove 0; start afresh
-        state["last"] = (up, 0.0)
-        state["error_bound"] = False
+        state.last, state.error_bound = (up, 0.0), False
         return None
-    if False not in dd["pmf"]:
-        job = dd.pop("lower", None)
-        dd["pmf"].update(job.result() if job is not None else
-                         compose(dd["parts"], dd["h"], dd["lam"], kinds=(False,),
-                                 target=dd["target"]))
-    low = bound(dd["pmf"][False], dom)
-    state["last"] = (up, low)
-    state["error_bound"] = _error_dominated(dd["pmf"], at(up))
+    if dd.pmf.lower is None:
+        job, dd.lower_job = dd.lower_job, None
+        lower = job.result() if job is not None else \
+            compose(dd.parts, dd.h, dd.lam, bounds=(Bound.LOWER,), target=dd.target)
+        dd.pmf = dataclasses.replace(dd.pmf, lower=lower.lower)
+    low = bound(dd.pmf.lower, dom)
+    state.last = (up, low)
+    state.error_bound = _error_dominated(dd.pmf, at(up))
     if up == 0.0 or low == math.inf:
         # exact either way: no loss at all, or (for epsilon) the lower bound's mass at +inf
         # alone exceeds delta, so no finite epsilon exists
-        return Bracket(up, low, state["h"], 0)
+        return Bracket(up, low, state.h, 0)
     target = tol if tol is not None else 1e-3 * max(up, floor)
     if math.isfinite(up) and up - low <= target:
-        return Bracket(up, low, state["h"], 0)
+        return Bracket(up, low, state.h, 0)
     return None
 
 
-def _error_dominated(pmf, eps) -> bool:
+def _error_dominated(pmf: Composed, eps) -> bool:
     """Whether the floating-point error budgets, rather than the grid, make the bracket wide
     at eps: their sum exceeds a third of the gap between the two bounds there."""
     if not math.isfinite(eps):
         return False
     e = np.array([eps])
-    up, lo = pmf[True], pmf[False]
+    up, lo = pmf.upper, pmf.lower
     ku = int(np.searchsorted(up.t, eps, side="right"))
     kl = int(np.searchsorted(lo.t, eps, side="right"))
     budget = float(up.err[ku] + lo.err[kl])
@@ -459,11 +488,8 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     def saddle(pp):
         lam, log_d = saddle_for_epsilon(pp, epsilon)
         return epsilon, lam, log_d
-    out = {"h": h, "kind": "delta", "has_lower": _has_lower(dirs)}
-    out["dirs"] = _compute_directions(
-        dirs, h, tail_total, tilt, saddle, None,
-        lambda pmf: _delta_at(pmf, epsilon))
-    return out
+    return QueryState(h, _has_lower(dirs), _compute_directions(
+        dirs, h, tail_total, tilt, saddle, None, lambda pmf: _delta_at(pmf, epsilon)))
 
 
 #: the grids of a delta query leave out P-mass <= this fraction of the (Chernoff) estimate of

@@ -419,6 +419,7 @@ def _bin_bounds(parts, tilts):
     composed for the upper, lower kinds for the lower), the best of three tilts; inf where no
     tilt's window covers a bin."""
     from ...pld.engine import compose
+    from ...pld.state import BOTH
     # the composed upper vectors' total mass, from above: fsum is correctly rounded (u
     # relative), a power of c adds ~ c u more
     total, steps = 1.0, 0
@@ -430,24 +431,23 @@ def _bin_bounds(parts, tilts):
     up = np.zeros(0)
     for lam, target in (tl for tl in tilts if tl is not None):
         try:
-            r = compose(parts, _H, lam / _H, kinds=(True, False),
-                        target=(target[0] * _H, target[1]))
+            r = compose(parts, _H, lam / _H, bounds=BOTH, target=(target[0] * _H, target[1]))
         except MemoryError:
             continue
-        for kind, g in r.items():
-            n = g.jlo + g.mass.size
-            if kind:
-                v = np.minimum((g.mass + g.bin_err) * (1 + 1e-9), total)
-                v = np.where(np.isnan(v), total, v)
-                if up.size < n:
-                    up = _pad(up, n, np.inf)
-                up[g.jlo:n] = np.minimum(up[g.jlo:n], v)
-            else:
-                v = np.maximum(g.mass - g.bin_err, 0.0) * (1 - 1e-12)
-                v = np.where(np.isnan(v), 0.0, v)
-                if lo.size < n:
-                    lo = _pad(lo, n, 0.0)
-                lo[g.jlo:n] = np.maximum(lo[g.jlo:n], v)
+        g = r.upper
+        n = g.jlo + g.mass.size
+        v = np.minimum((g.mass + g.bin_err) * (1 + 1e-9), total)
+        v = np.where(np.isnan(v), total, v)
+        if up.size < n:
+            up = _pad(up, n, np.inf)
+        up[g.jlo:n] = np.minimum(up[g.jlo:n], v)
+        g = r.lower
+        n = g.jlo + g.mass.size
+        v = np.maximum(g.mass - g.bin_err, 0.0) * (1 - 1e-12)
+        v = np.where(np.isnan(v), 0.0, v)
+        if lo.size < n:
+            lo = _pad(lo, n, 0.0)
+        lo[g.jlo:n] = np.maximum(lo[g.jlo:n], v)
     if up.size == 0 and lo.size == 0:
         raise MemoryError("random allocation (k > 1): no composition of T fits")
     return lo, up

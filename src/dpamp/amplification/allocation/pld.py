@@ -68,6 +68,7 @@ from . import capped as C
 from . import grid as G
 from . import tail as T
 from ...core.once import OnceCache
+from ...pld.state import BOTH, Bound
 from .sums import EPOCH_KEEP, _compose, _lower_masses, _suffix, _var_x, held
 
 _U = 2.0 ** -53
@@ -257,7 +258,7 @@ class _Epoch:
         # for small noise on its own grid up to a_K = t (.capped), and then the remove lower
         # pair has a fine grid of its own too: the coarse one composes the upper kind alone
         ca = self._cells_add(c, dx)
-        out = self._remove_sums(c, (True,) if ca is not c else (True, False))
+        out = self._remove_sums(c, (Bound.UPPER,) if ca is not c else BOTH)
         y = ca.reflected()
         yup, ylo = G.split_masses(y), G.lowered_masses(y)
         yup[0] += ca.q_tail * (1 + 4 * _U)
@@ -268,14 +269,14 @@ class _Epoch:
             out["add_atom"] = C.merged_atom(ca.q_tail, ca.p_tail + ca.p_inf, t)
             # the remove direction's lower pair on a fine grid too (.capped): the lowering of
             # the coarse grid costs each of the t steps about dx Q0[cell 0] / 4
-            out["lower"] = self._remove_sums(self._cells_fine(dx), (False,))
+            out["lower"] = self._remove_sums(self._cells_fine(dx), (Bound.LOWER,))
         out["extra"]["add"] = 0.0
         return out
 
-    def _remove_sums(self, c, kinds=(True, False)) -> dict:
+    def _remove_sums(self, c, bounds=BOTH) -> dict:
         """The remove direction's compositions on the cells ``c``: S under P (one factor x mu,
         t - 1 factors mu), and for X > a_K the tail of :mod:`.tail` with the (t-1)-fold R
-        (``kinds``: upper, lower or both, as the engine's compose takes them)."""
+        (``bounds``: upper, lower or both, as the engine's compose takes them)."""
         from ...pld.discretize import Discretized
         from ...pld.engine import PartPMF
         K, t, o = c.K, self.t, c.o
@@ -287,7 +288,7 @@ class _Epoch:
             parts.append(PartPMF(Discretized(step, 0, up, 0.0, lo, 0.0), t - 1))
         tilt = PartPMF(Discretized(step, 0, a * up * (1 + 4 * _U), 0.0,
                                    a * lo * (1 - 4 * _U), 0.0), 1)
-        rem = _compose([tilt] + parts, step, t * (1.0 - o), kinds)
+        rem = _compose([tilt] + parts, step, t * (1.0 - o), bounds)
         out = {"remove": rem, "K": K, "step": step, "t_o": t * o, "tail": None}
         if self.span is None and c.q_tail > 0:
             # X > a_K on a geometric grid (.tail): T_1 from the (t-1)-fold body R, T_2 by
@@ -298,11 +299,11 @@ class _Epoch:
             tail = T.tail_cells(self.loss, lb, self.y_max, log_r, t)
             tail.pi_up = c.q_tail
             rest = [PartPMF(parts[0].d, t - 2)] if t > 2 else []
-            rp = _compose([tilt] + rest, step, (t - 1) * (1.0 - o), kinds)
+            rp = _compose([tilt] + rest, step, (t - 1) * (1.0 - o), bounds)
             out["tail"] = tail
             out["R"] = rp
-            out["callR"] = T.CallR([rp[True], rp["flat"][True]], step, t, tail.pi_lo) \
-                if True in kinds else None
+            out["callR"] = T.CallR([rp.tilted.upper, rp.flat.upper], step, t, tail.pi_lo) \
+                if Bound.UPPER in bounds else None
             rem_extra = c.p_inf + T.charge(c.p_tail, c.q_tail, t)
         else:
             # (the tail, if any, charged at +inf: at least one X_i > a_K)
@@ -317,8 +318,8 @@ class _Epoch:
         smaller of the tilted and the untilted composition's."""
         r = self.compute(dx)
         both = r["remove" if remove else "add"]
-        val = np.minimum(self._upper_curve(r, both[True], remove, x),
-                         self._upper_curve(r, both["flat"][True], remove, x))
+        val = np.minimum(self._upper_curve(r, both.tilted.upper, remove, x),
+                         self._upper_curve(r, both.flat.upper, remove, x))
         if remove and r["tail"] is not None:
             val = np.minimum((val + T.upper_tail(x, self.t, r["tail"], r["callR"]))
                              * (1 + 4 * _U), 1.0)

@@ -5,9 +5,16 @@ module only runs the engine (:func:`dpamp.pld.engine.compose`, whose per-bin flo
 budget every caller adds)."""
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ...pld.state import BOTH
+
+if TYPE_CHECKING:
+    from ...pld.engine import Composed
 
 #: delta the tilt of the S-domain FFT is aimed at (any tilt is sound; this one keeps the budget
 #: small for deltas between about 1e-3 and 1e-12)
@@ -53,11 +60,19 @@ def _var_x(loss, a_cut: float) -> float:
     return max(e_px - e_qx ** 2, 1e-12)
 
 
-def _lower_masses(both):
+@dataclasses.dataclass(slots=True, frozen=True)
+class TwoTilts:
+    """One composition twice (:func:`_compose`): tilted towards DELTA_REF's tail, and untilted
+    (``flat``)."""
+    tilted: Composed
+    flat: Composed
+
+
+def _lower_masses(both: TwoTilts):
     """Per bin the larger of the tilted and the untilted lower composition's masses, each
     lowered by its per-bin budget (dpamp.pld.engine; not the suffix one: the masses go one by
     one), and the index of the first bin."""
-    pmf, flat = both[False], both["flat"][False]
+    pmf, flat = both.tilted.lower, both.flat.lower
     lo_idx = min(pmf.jlo, flat.jlo)
     hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
     m = np.zeros(hi_idx - lo_idx)
@@ -85,9 +100,9 @@ def composed_moments(parts, dx: float):
     return mean, math.sqrt(max(var, 1e-300))
 
 
-def _compose(parts, dx, center, kinds=(True, False)):
-    """The composition (``kinds``: upper, lower or both), tilted at half the Chernoff saddle
-    for DELTA_REF, and untilted (``out["flat"]``)."""
+def _compose(parts, dx, center, bounds=BOTH) -> TwoTilts:
+    """The composition (``bounds``: upper, lower or both), tilted at half the Chernoff saddle
+    for DELTA_REF, and untilted."""
     from ...pld.engine import compose, grid_log_mgf
     mean, sd = composed_moments(parts, dx)
     th = np.geomspace(1e-2, 1e2, 120) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
@@ -102,12 +117,12 @@ def _compose(parts, dx, center, kinds=(True, False)):
     # that the budget stays small on the whole half-line x >= 1 whose values are used
     lam = min(0.5 * float(th[i]), 20.0 / sd, 25.0 / max(float(s_star[i]) - center, sd))
     target = (max(float(s_star[i]), mean), math.log(DELTA_REF))
-    out = compose(parts, dx, lam, kinds=kinds, target=target, max_n=max_bins())
+    tilted = compose(parts, dx, lam, bounds=bounds, target=target, max_n=max_bins())
     # the tilted FFT is accurate near the tail it aims at and loose far left of it (its budget
     # grows like e^{-lam s}); an untilted one is accurate in the bulk. Both are bounds: the
     # curves take the smaller upper value and the atoms the larger lower mass, bin by bin.
     # (Its window is sized for DELTA_REF: the lower masses are charged, bin by bin, all
     # the mass that may wrap around, e^-20 per bin at the engine's default, ~1e-4 over 1e5 bins)
-    out["flat"] = compose(parts, dx, 0.0, kinds=kinds,
-                          target=(mean, math.log(DELTA_REF)), max_n=max_bins())
-    return out
+    flat = compose(parts, dx, 0.0, bounds=bounds, target=(mean, math.log(DELTA_REF)),
+                   max_n=max_bins())
+    return TwoTilts(tilted, flat)
