@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 from scipy import fft as sfft
+from ...core import roots
 from ...core.logspace import logsumexp
 
 from ...pld.engine import FFT_WORKERS
@@ -135,14 +136,10 @@ def _saddle(a: np.ndarray, w: np.ndarray, n: int, target: float) -> float:
     def mean(th):
         return float(np.exp(logsumexp(lw + la + th * a) - logsumexp(lw + th * a)))
 
-    lo, hi = -1.0, 1.0
-    while mean(lo) > target and lo > -1e6:
-        lo *= 2.0
-    while mean(hi) < target and hi < 1e6:
-        hi *= 2.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if mean(mid) < target else (lo, mid)
+    # doubling from -1 and from 1 up to |th| = 2^20, the first power of 2 past 1e6
+    _, lo = roots.expand(lambda th: not mean(th) > target, None, -1.0, limit=1e6)
+    _, hi = roots.expand(lambda th: not mean(th) < target, None, 1.0, limit=1e6)
+    lo, hi = roots.bisect(lambda th: not mean(th) < target, lo, hi, iterations=60)
     return 0.5 * (lo + hi)
 
 
