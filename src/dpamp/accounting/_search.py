@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from ..core import roots
+
 #: the largest count (of steps, epochs, ...) an integer search considers
 MAX_STEPS = 2 ** 50
 
@@ -131,28 +133,25 @@ def largest_int(ok, start: int, high: int | None = None, value=None) -> int | No
             hi, lo = lo, lo // 2
         if lo < 1:
             return None
-    fl = fh = None
-    if value is not None:
-        fl, fh = value(lo), value(hi)
+    if value is None:       # ok(lo), not ok(hi)
+        return roots.bisect_int(lambda n: not ok(n), lo, hi)[0]
+    fl, fh = value(lo), value(hi)
     keep, slow = 0, False
-    while hi - lo > 1:  # ok(lo), not ok(hi)
+    while hi - lo > 1:
         mid = (lo + hi) // 2
-        if fl is not None and math.isfinite(fl) and math.isfinite(fh) and fl < fh and \
-                not slow:
+        if math.isfinite(fl) and math.isfinite(fh) and fl < fh and not slow:
             a, b = math.log(lo), math.log(hi)
             mid = min(max(int(round(math.exp(a + (b - a) * fl / (fl - fh)))), lo + 1), hi - 1)
         width = hi - lo
         if ok(mid):
-            lo = mid
-            fl = value(mid) if value is not None else None
+            lo, fl = mid, value(mid)
             keep = keep + 1 if keep > 0 else 1
-            if keep >= 2 and fh is not None:
+            if keep >= 2:
                 fh *= 0.5               # Illinois: hi kept twice, halve its weight
         else:
-            hi = mid
-            fh = value(mid) if value is not None else None
+            hi, fh = mid, value(mid)
             keep = keep - 1 if keep < 0 else -1
-            if keep <= -2 and fl is not None:
+            if keep <= -2:
                 fl *= 0.5
         slow = hi - lo > width // 2
     return lo

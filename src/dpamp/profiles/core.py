@@ -201,16 +201,16 @@ def _first_below(curve, delta: float, *, want_upper: bool, hi0: float = 1.0) -> 
     curve is an upper bound on the true profile); inf when curve(inf) > delta.
     want_upper=False: the largest eps found with curve(eps) > delta (so the true
     epsilon(delta) >= eps when curve is a lower bound), 0 when curve(0) <= delta."""
+    from ..core import roots
     c0 = float(curve(np.array([0.0]))[0])
     if c0 <= delta:
         return 0.0
     if float(curve(np.array([np.inf]))[0]) > delta:
         return math.inf
-    lo, hi = 0.0, hi0
-    while float(curve(np.array([hi]))[0]) > delta:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e300:
-            return math.inf if want_upper else lo
+    meets = lambda e: not float(curve(np.array([e]))[0]) > delta
+    lo, hi = roots.expand(meets, 0.0, hi0, limit=1e300)
+    if hi > 1e300:
+        return math.inf if want_upper else lo
     # vectorised bisection: 4 rounds of 64 points, then scalar halving to ~1e-13 relative
     for _ in range(4):
         grid = np.linspace(lo, hi, 66)[1:-1]
@@ -221,14 +221,7 @@ def _first_below(curve, delta: float, *, want_upper: bool, hi0: float = 1.0) -> 
         below = ~above
         if below.any():
             hi = float(grid[np.nonzero(below)[0][0]])
-    for _ in range(60):
-        if hi - lo <= 1e-13 * hi + 1e-300:
-            break
-        mid = 0.5 * (lo + hi)
-        if float(curve(np.array([mid]))[0]) > delta:
-            lo = mid
-        else:
-            hi = mid
+    lo, hi = roots.bisect(meets, lo, hi, iterations=60, rtol=1e-13, atol=1e-300)
     return hi if want_upper else lo
 
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ..core import validate as V
+from ..core import roots, validate as V
 from ..core.rounding import TINY, ulps_up, weighted_sum_up
 
 __all__ = ["pure_to_zcdp", "gaussian_rho", "delta_simple", "epsilon_simple", "delta_improved",
@@ -158,17 +158,9 @@ def rho_for(epsilon: float, delta: float, improved: bool = True) -> float:
         step *= 2.0
     if not improved:
         return lo
-    hi = lo * 2.0
-    while epsilon_improved(hi, d) <= eps:
-        lo, hi = hi, hi * 2.0
-    for _ in range(200):
-        if hi - lo <= 1e-12 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if epsilon_improved(mid, d) <= eps:
-            lo = mid
-        else:
-            hi = mid
+    too_large = lambda r: not epsilon_improved(r, d) <= eps
+    lo, hi = roots.expand(too_large, lo, lo * 2.0)
+    lo, _ = roots.bisect(too_large, lo, hi, iterations=200, rtol=1e-12)
     return lo
 
 

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ...core import roots
 from ...core.guarantee import Guarantee
 from ..registry import Method, register
 from ...amplification.mixing.post_processed import PostProcessed
@@ -43,12 +44,10 @@ def invert_profile(profile, delta: float, cap: float = 1e4) -> float:
     below ``cap``. ``profile`` is vectorised."""
     if float(profile(np.array([0.0]))[0]) <= delta:
         return 0.0
-    hi = 1.0
-    while float(profile(np.array([hi]))[0]) > delta:
-        hi *= 2.0
-        if hi > cap:
-            return math.inf
-    lo = 0.0 if hi == 1.0 else hi / 2.0
+    lo, hi = roots.expand(lambda e: not float(profile(np.array([e]))[0]) > delta, 0.0, 1.0,
+                          limit=cap)
+    if hi > cap:
+        return math.inf
     while hi - lo > 1e-10 * hi:
         grid = np.linspace(lo, hi, 33)
         vals = np.asarray(profile(grid), dtype=float)

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 from scipy import fft as sfft
+from ...core import roots
 from ...core.logspace import logsumexp
 
 from ...pld.engine import FFT_WORKERS
@@ -135,14 +136,10 @@ def _saddle(a: np.ndarray, w: np.ndarray, n: int, target: float) -> float:
     def mean(th):
         return float(np.exp(logsumexp(lw + la + th * a) - logsumexp(lw + th * a)))
 
-    lo, hi = -1.0, 1.0
-    while mean(lo) > target and lo > -1e6:
-        lo *= 2.0
-    while mean(hi) < target and hi < 1e6:
-        hi *= 2.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if mean(mid) < target else (lo, mid)
+    # doubling from -1 and from 1 up to |th| = 2^20, the first power of 2 past 1e6
+    _, lo = roots.expand(lambda th: not mean(th) > target, None, -1.0, limit=1e6)
+    _, hi = roots.expand(lambda th: not mean(th) < target, None, 1.0, limit=1e6)
+    lo, hi = roots.bisect(lambda th: not mean(th) < target, lo, hi, iterations=60)
     return 0.5 * (lo + hi)
 
 
@@ -231,58 +228,14 @@ def _power_spectra(F, aF, powers, eF):
     prev = None
     for n in powers:
         with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-            aF = np.abs(F)
             if prev is not None and n == prev[0] + 1:
                 m, Sn, err = prev
                 prev = None
-                aSm = np.abs(Sn)
-                # in place, in the order of (err_m |F| + G^m (1 + 1e-11) eF
-                # + 3u |S_m| |F|) (1 + 8u): the last power's arrays are not read again
-                Sn *= F
-                aS = np.abs(Sn)
-                err *= aF
-                g = m * log_g
-                np.exp(g, out=g)
-                g *= 1 + 1e-11
-                g *= eF
-                err += g
-                del g
-                aSm *= 3 * _U
-                aSm *= aF
-                err += aSm
-                del aSm, aF
-                err *= 1 + 8 * _U
+                Sn, aS, err = _next_power(F, Sn, err, m, log_g, eF)
             else:
-                # exp(n log|F| + i n arg F) and n eF G^{n-1} + rel |S_n| (the docstring), in
-                # place where a temporary would be a window
-                # (log|F| and arg F only here: the powers after the first are usually
-                # consecutive)
-                prev = None
-                log_aF = np.log(aF)
-                zero = ~(aF > 0)
-                del aF
-                aS = n * log_aF
-                np.exp(aS, out=aS)
-                Sn = np.angle(F)
-                Sn *= n
-                Sn = 1j * Sn
-                Sn += n * log_aF
-                np.exp(Sn, out=Sn)
-                np.abs(log_aF, out=log_aF)                       # |log|F||
-                log_aF[zero] = 0.0
-                del zero
-                err = (n - 1) * log_g
-                np.exp(err, out=err)
-                err *= 1 + 1e-11
-                err *= n * eF
-                log_aF *= 3.0
-                log_aF += 12.0
-                log_aF *= n * _U
-                log_aF += 8 * _U
-                log_aF *= 1 + 1e-6
-                log_aF *= aS
-                err += log_aF
-                del log_aF
+                # (the last power's arrays go before the new ones are made)
+                prev = Sn = err = None
+                Sn, aS, err = _exp_log_power(F, n, log_g, eF)
             # at least 1e-300: a power that underflows to 0 is within that of the true one
             np.fmax(err, 1e-300, out=err)
             np.fmin(err, aS + (1.0 + 1e-9), out=err)
@@ -293,18 +246,87 @@ def _power_spectra(F, aF, powers, eF):
         yield n, Sn, box.pop(), err
 
 
-def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
-             sds: float = 10.0, put: bool = False, max_bins: int = MAX_BINS,
-             l2=None, size_only: bool = False, done=None):
-    """{n: Law} for every n in ``powers`` (see the module docstring); {n: PutLaw} with
-    ``put``; MemoryError where the window would exceed ``max_bins``. ``l2``: the powers whose
-    laws carry V, sel, facs and e2 (default all; the others' are None: a curve that reads only
-    U need not hold a second window). ``size_only``: the window's shape (N1, N2) only, after
-    the same check (sizing is cheap; the sums are not). ``done(n, law)``: called as soon as
-    law n is final (after its last pass, while the larger powers are still being summed), its
-    value kept for n instead of the law: a caller that reads only part of a law (a merged
-    copy) need not hold the whole window meanwhile."""
-    l2 = set(powers) if l2 is None else set(l2)
+def _next_power(F, Sn, err, m: int, log_g, eF: float) -> tuple:
+    """(S_{m+1}, |S_{m+1}|, err_{m+1}) from S_m and err_m, in their arrays (they are not read
+    again), in the order of (err_m |F| + G^m (1 + 1e-11) eF + 3u |S_m| |F|) (1 + 8u) (see
+    :func:`_power_spectra`)."""
+    aF = np.abs(F)
+    aSm = np.abs(Sn)
+    Sn *= F
+    aS = np.abs(Sn)
+    err *= aF
+    g = m * log_g
+    np.exp(g, out=g)
+    g *= 1 + 1e-11
+    g *= eF
+    err += g
+    del g
+    aSm *= 3 * _U
+    aSm *= aF
+    err += aSm
+    del aSm, aF
+    err *= 1 + 8 * _U
+    return Sn, aS, err
+
+
+def _exp_log_power(F, n: int, log_g, eF: float) -> tuple:
+    """(S_n, |S_n|, err_n): exp(n log|F| + i n arg F) and n eF G^{n-1} + rel |S_n| (see
+    :func:`_power_spectra`), in place where a temporary would be a window (log|F| and arg F
+    only here: the powers after the first are usually consecutive)."""
+    aF = np.abs(F)
+    log_aF = np.log(aF)
+    zero = ~(aF > 0)
+    del aF
+    aS = n * log_aF
+    np.exp(aS, out=aS)
+    Sn = np.angle(F)
+    Sn *= n
+    Sn = 1j * Sn
+    Sn += n * log_aF
+    np.exp(Sn, out=Sn)
+    np.abs(log_aF, out=log_aF)                       # |log|F||
+    log_aF[zero] = 0.0
+    del zero
+    err = (n - 1) * log_g
+    np.exp(err, out=err)
+    err *= 1 + 1e-11
+    err *= n * eF
+    log_aF *= 3.0
+    log_aF += 12.0
+    log_aF *= n * _U
+    log_aF += 8 * _U
+    log_aF *= 1 + 1e-6
+    log_aF *= aS
+    err += log_aF
+    del log_aF
+    return Sn, aS, err
+
+
+@dataclasses.dataclass
+class _Window:
+    """compose2's lattice (cells k, i of masses w > 0; a = k dx) and the window it sums on:
+    rows j0 .. j0 + N1 - 1 (s = row dx), N2 columns (r = column dr), with the Chernoff charges
+    of every power's s-sum (``charges``) and, for the puts, r-sum (``r_charges``)."""
+    dx: float
+    dr: float
+    k: np.ndarray
+    i: np.ndarray
+    w: np.ndarray
+    a: np.ndarray
+    mean: float              # of one coordinate's s
+    var: float
+    am: np.ndarray           # s-marginal masses by k
+    r_max: float             # the largest single r
+    j0: int
+    N1: int
+    N2: int
+    charges: dict
+    r_charges: dict | None
+
+
+def _window(lattice, dx: float, dr: float, powers, sds: float, put: bool,
+            max_bins: int) -> _Window:
+    """The window of :func:`compose2` (see there); MemoryError where it exceeds ``max_bins``."""
     k, i, w = lattice
     keep = w > 0
     k, i, w = k[keep], i[keep], w[keep]
@@ -332,150 +354,220 @@ def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
                           f"{max_bins} bins")
     am = np.bincount(k, w)
     a_all = dx * np.arange(am.size)
-    # above the window L <= S'^2 / (t (t - 1)): E[S'^2; above] <= 1e-14 t^2 costs the curve
-    # at most ~1e-14 (sizing only: whatever it is, it is charged)
     mom = _Charges.moments(a_all, am, nmax)
     charges = {n: _Charges(a_all, am, n, mom) for n in powers}
-    hi_s = nmax * mean + sds * math.sqrt(nmax * var)
-    step = 0.5 * math.sqrt(nmax * var)
-    for _ in range(60):
-        if charges[nmax].above(hi_s)[0] <= 1e-14 * nmax * nmax:
-            break
-        hi_s += step
-        step *= 1.25
+    hi_s = _s_end(charges[nmax], nmax, nmax * mean + sds * math.sqrt(nmax * var),
+                  0.5 * math.sqrt(nmax * var))
     N1 = sfft.next_fast_len(int(math.ceil(hi_s / dx)) - j0 + 1)
     r_charges = None
     if put:
-        # the puts pay for the mass beyond the r-window (Chernoff on R'): widen the window
-        # until that is below PUT_OUTSIDE, or until it holds every R' (n max r)
-        ar, mr = dr * np.arange(int(i.max()) + 1), np.bincount(i, w)
-        mom_r = _Charges.moments(ar, mr, nmax)
-        r_charges = {n: _Charges(ar, mr, n, mom_r) for n in powers}
-        step = max(r_hi, dr)
-        while (r_hi < nmax * float(r.max())
-               and r_charges[nmax].above_mass(r_hi) > PUT_OUTSIDE):
-            r_hi = min(r_hi + step, nmax * float(r.max()))
+        r_hi, r_charges = _r_end(i, w, dr, powers, r_hi, float(r.max()))
     N2 = sfft.next_fast_len(int(math.ceil(r_hi / dr)) + 2, real=True)
     if N1 * N2 > max_bins:
         raise MemoryError(f"two-dimensional window {N1} x {N2} exceeds {max_bins} bins")
-    if size_only:
-        return N1, N2
-    sd_n = math.sqrt(nmax * var)
-    # the put reads the sum's lower tail, the call its upper one: a tilt at the saddle point
-    # whose tilted sum has its mean z standard deviations out, z for delta_ref (a heavy-tailed
-    # X makes the plain z / sd tilt put all its mass at the body's end: at sigma 1, t 100,
-    # delta 1e-9 the upper end was 2.5847, with the saddle 2.5500 against the lower 2.5486; a
-    # third tilt aimed at 1e-20 changed nothing)
-    sign = -1.0 if put else 1.0
-    tilts = (0.0, _saddle(a, w, nmax, nmax * mean
-                          + sign * math.sqrt(2.0 * math.log(1.0 / delta_ref)) * sd_n))
-    out = {}
-    s_lo = j0 * dx * (1 + 4 * _U)
-    s_hi = (j0 + N1) * dx * (1 - 4 * _U)
+    return _Window(dx, dr, k, i, w, a, mean, var, am, float(r.max()), j0, N1, N2, charges,
+                   r_charges)
 
-    def finish(n):
+
+def _s_end(charge: _Charges, nmax: int, hi_s: float, step: float) -> float:
+    """The window's upper s-end: from ``hi_s`` up by growing steps until the largest sum's
+    E[S'^2; above] <= 1e-14 nmax^2. Above the window L <= S'^2 / (t (t - 1)), so that costs
+    the curve at most ~1e-14 (sizing only: whatever it is, it is charged)."""
+    for _ in range(60):
+        if charge.above(hi_s)[0] <= 1e-14 * nmax * nmax:
+            break
+        hi_s += step
+        step *= 1.25
+    return hi_s
+
+
+def _r_end(i, w, dr: float, powers, r_hi: float, r_max: float) -> tuple:
+    """(r-end, charges of the r-sums) for the puts, which pay for the mass beyond the r-window
+    (Chernoff on R'): the window widened until that is below PUT_OUTSIDE, or until it holds
+    every R' (n max r)."""
+    nmax = max(powers)
+    ar, mr = dr * np.arange(int(i.max()) + 1), np.bincount(i, w)
+    mom_r = _Charges.moments(ar, mr, nmax)
+    r_charges = {n: _Charges(ar, mr, n, mom_r) for n in powers}
+    step = max(r_hi, dr)
+    while r_hi < nmax * r_max and r_charges[nmax].above_mass(r_hi) > PUT_OUTSIDE:
+        r_hi = min(r_hi + step, nmax * r_max)
+    return r_hi, r_charges
+
+
+def _tilts(win: _Window, nmax: int, put: bool, delta_ref: float) -> tuple:
+    """The passes' tilts: none, and the saddle point whose tilted sum has its mean z standard
+    deviations out, z for delta_ref, on the side the curve reads (the put reads the sum's
+    lower tail, the call its upper one). A heavy-tailed X makes the plain z / sd tilt put all
+    its mass at the body's end: at sigma 1, t 100, delta 1e-9 the upper end was 2.5847, with
+    the saddle 2.5500 against the lower 2.5486; a third tilt aimed at 1e-20 changed nothing."""
+    sd_n = math.sqrt(nmax * win.var)
+    sign = -1.0 if put else 1.0
+    return (0.0, _saddle(win.a, win.w, nmax, nmax * win.mean
+                         + sign * math.sqrt(2.0 * math.log(1.0 / delta_ref)) * sd_n))
+
+
+def _tilted_spectrum(win: _Window, th: float) -> tuple:
+    """(F, lM): the transform of the law tilted by e^{th a}, normalised by its log-mass lM,
+    placed on the torus of the window."""
+    lw = np.log(win.w) + th * win.a
+    lM = float(logsumexp(lw))
+    wt = np.exp(lw - lM)
+    grid = np.zeros((win.N1, win.N2))
+    np.add.at(grid, (win.k % win.N1, win.i % win.N2), wt)
+    F = sfft.rfft2(grid, workers=FFT_WORKERS)
+    del grid
+    return F, lM
+
+
+class _Sums:
+    """The laws being summed over the passes (one per tilt): per bin the smaller budgeted
+    bound (``best``) and, for the powers in ``l2``, the smaller computed mass (``best_v``),
+    the pass it came from (``sel``), the passes' untilting factors and l2 error bounds."""
+
+    def __init__(self, win: _Window, powers, l2: set, put: bool, done):
+        self.win, self.l2, self.put, self.done = win, l2, put, done
+        self.out = {}
+        self.best = {n: None for n in powers}
+        self.best_v = {n: None for n in powers}
+        self.sel = {n: None for n in powers}
+        self.facs = {n: [] for n in powers}
+        self.e2s = {n: [] for n in powers}
+        N1, N2 = win.N1, win.N2
+        self.s_rows = (win.j0 + np.arange(N1)) * win.dx
+        self.L = math.log2(N1) + math.log2(N2)
+        self.eF = _C_FFT * self.L * _U * (1.0 + 1e-12)
+        # each rfft2 coefficient but the first (and the last, N2 even) column stands for two
+        self.mult = np.full(N2 // 2 + 1, 2.0)
+        self.mult[0] = 1.0
+        if N2 % 2 == 0:
+            self.mult[-1] = 1.0
+
+    def errors(self, aS, err) -> tuple:
+        """(ebin, e2): the per-bin error budget and ||e||_2 of the bins' errors: the
+        coefficients' errors through the inverse transform (Parseval: ||ifft(E)||_2 =
+        ||E||_2 / sqrt(N)) and that transform's own rounding, normwise (Higham, Accuracy and
+        Stability, Thm 24.2)."""
+        N1, N2, mult, L = self.win.N1, self.win.N2, self.mult, self.L
+        ebin = (float(np.sum(err * mult[None, :])) + _C_FFT * L * _U
+                * float(np.sum(aS * mult[None, :]))) / (N1 * N2)
+        e2 = (math.sqrt(float(np.sum(err * err * mult[None, :])))
+              + _C_FFT * L * _U * math.sqrt(float(np.sum(aS * aS * mult[None, :])))) \
+            / math.sqrt(N1 * N2) * (1 + 1e-9)
+        return ebin, e2
+
+    def add(self, n: int, ti: int, th: float, lM: float, arrays: list, last: bool):
+        """Pass ti's power n (``arrays`` = [S_n, |S_n|, err_n], emptied here: the power's
+        arrays are dropped as soon as they are read) into law n; law n is finished after
+        the last pass."""
+        Sn, aS, err = arrays
+        arrays.clear()
+        ebin, e2 = self.errors(aS, err)
+        del aS, err
+        res = sfft.irfft2(Sn, s=(self.win.N1, self.win.N2), workers=FFT_WORKERS)
+        del Sn
+        j0 = self.win.j0
+        with np.errstate(over="ignore"):
+            fac = np.exp(np.minimum(n * lM - th * self.s_rows, 700.0))
+        # the window row w sits at circular row (j0 + w) mod N1: the bins stay in circular
+        # order (the factors rolled to it instead), and the laws are rolled once at the end
+        fac_c = np.roll(fac, j0)
+        over = fac_c >= math.exp(700.0) * 0.999
+        # (res + ebin) fac, clipped at 0, computed in place (the same roundings; in res
+        # itself where V is not wanted)
+        if n in self.l2:
+            up = res + ebin
+        else:
+            up = res
+            del res
+            up += ebin
+        up *= fac_c[:, None]
+        np.maximum(up, 0.0, out=up)
+        up[over] = np.inf
+        # the pass with the smaller budgeted bound, bin by bin (any choice is sound; this
+        # one keeps a tilt's huge untilting factors off the bins where it is poor)
+        better = None if self.best[n] is None else up < self.best[n]
+        if better is None:
+            self.best[n] = up
+        else:
+            np.copyto(self.best[n], up, where=better)
+        del up
+        if n in self.l2:
+            self._add_l2(n, ti, res, fac, fac_c, over, better, e2)
+            del res
+        del better
+        if last:
+            self.finish(n)
+
+    def _add_l2(self, n, ti, v, fac, fac_c, over, better, e2):
+        """The computed masses v = res fac, clipped at 0, in res itself (not read again);
+        kept in the bins where this pass's budgeted bound was."""
+        v *= fac_c[:, None]
+        np.maximum(v, 0.0, out=v)
+        v[over] = np.inf
+        self.facs[n].append(np.where(np.roll(over, -self.win.j0), np.inf, fac))
+        self.e2s[n].append(e2)
+        if better is None:
+            self.best_v[n], self.sel[n] = v, np.zeros(v.shape, dtype=np.int8)
+        else:
+            np.copyto(self.best_v[n], v, where=better)
+            self.sel[n][better] = ti
+
+    def finish(self, n: int):
         """Law n, once its last pass is summed (``done`` may then shrink it at once)."""
-        rel = max(1e-9, math.expm1(8 * _U * n * (am.size + 8)))
+        win, j0 = self.win, self.win.j0
+        rel = max(1e-9, math.expm1(8 * _U * n * (win.am.size + 8)))
         # back to window order, scaled in place (the circular arrays are not read again)
-        U = np.roll(best.pop(n), -j0, axis=0)
+        U = np.roll(self.best.pop(n), -j0, axis=0)
         U *= 1 + rel
         extra = {}
-        if n in l2:
-            V = np.roll(best_v.pop(n), -j0, axis=0)
+        if n in self.l2:
+            V = np.roll(self.best_v.pop(n), -j0, axis=0)
             V *= 1 + rel
-            extra = dict(V=V, sel=np.roll(sel.pop(n), -j0, axis=0), facs=facs[n],
-                         e2=[e * (1 + rel) for e in e2s[n]])
-        if put:
+            extra = dict(V=V, sel=np.roll(self.sel.pop(n), -j0, axis=0), facs=self.facs[n],
+                         e2=[e * (1 + rel) for e in self.e2s[n]])
+        s_lo = j0 * win.dx * (1 + 4 * _U)
+        s_hi = (j0 + win.N1) * win.dx * (1 - 4 * _U)
+        charge = win.charges[n]
+        if self.put:
             # S' >= 0: nothing lies below a window that starts at 0; R' >= N2 dr by Chernoff
             # on the r-marginal, nothing when the window holds every R' (n max r)
-            below = charges[n].below(s_lo) if j0 > 0 else 0.0
-            beyond_r = (r_charges[n].above_mass(N2 * dr * (1 - 4 * _U))
-                        if (N2 - 1) * dr < n * float(r.max()) else 0.0)
-            out_mass = below + charges[n].above_mass(s_hi) + beyond_r
-            law = PutLaw(dx, dr, j0 * dx, U, min(out_mass * (1 + 8 * _U), 3.0), **extra)
+            below = charge.below(s_lo) if j0 > 0 else 0.0
+            beyond_r = (win.r_charges[n].above_mass(win.N2 * win.dr * (1 - 4 * _U))
+                        if (win.N2 - 1) * win.dr < n * win.r_max else 0.0)
+            out_mass = below + charge.above_mass(s_hi) + beyond_r
+            law = PutLaw(win.dx, win.dr, j0 * win.dx, U, min(out_mass * (1 + 8 * _U), 3.0),
+                         **extra)
         else:
-            a2, a1 = charges[n].above(s_hi)
-            law = Law(dx, dr, j0 * dx, U, s_lo, charges[n].below(s_lo), a2, a1, **extra)
+            a2, a1 = charge.above(s_hi)
+            law = Law(win.dx, win.dr, j0 * win.dx, U, s_lo, charge.below(s_lo), a2, a1,
+                      **extra)
         del U, extra
-        out[n] = law if done is None else done(n, law)
-    best = {n: None for n in powers}
-    # the l2 route: per bin the smaller computed mass, clipped at 0, and its pass
-    best_v = {n: None for n in powers}
-    sel = {n: None for n in powers}
-    facs = {n: [] for n in powers}
-    e2s = {n: [] for n in powers}
-    rows = j0 + np.arange(N1)
-    s_rows = rows * dx
-    L = math.log2(N1) + math.log2(N2)
-    eF = _C_FFT * L * _U * (1.0 + 1e-12)
+        self.out[n] = law if self.done is None else self.done(n, law)
+
+
+def compose2(lattice, dx: float, dr: float, powers, delta_ref: float,
+             sds: float = 10.0, put: bool = False, max_bins: int = MAX_BINS,
+             l2=None, size_only: bool = False, done=None):
+    """{n: Law} for every n in ``powers`` (see the module docstring); {n: PutLaw} with
+    ``put``; MemoryError where the window would exceed ``max_bins``. ``l2``: the powers whose
+    laws carry V, sel, facs and e2 (default all; the others' are None: a curve that reads only
+    U need not hold a second window). ``size_only``: the window's shape (N1, N2) only, after
+    the same check (sizing is cheap; the sums are not). ``done(n, law)``: called as soon as
+    law n is final (after its last pass, while the larger powers are still being summed), its
+    value kept for n instead of the law: a caller that reads only part of a law (a merged
+    copy) need not hold the whole window meanwhile."""
+    l2 = set(powers) if l2 is None else set(l2)
+    win = _window(lattice, dx, dr, powers, sds, put, max_bins)
+    if size_only:
+        return win.N1, win.N2
+    tilts = _tilts(win, max(powers), put, delta_ref)
+    sums = _Sums(win, powers, l2, put, done)
     for ti, th in enumerate(tilts):
-        lw = np.log(w) + th * a
-        lM = float(logsumexp(lw))
-        wt = np.exp(lw - lM)
-        grid = np.zeros((N1, N2))
-        np.add.at(grid, (k % N1, i % N2), wt)
-        F = sfft.rfft2(grid, workers=FFT_WORKERS)
-        del grid
-        mult = np.full(F.shape[1], 2.0)
-        mult[0] = 1.0
-        if N2 % 2 == 0:
-            mult[-1] = 1.0
-        for n, Sn, aS, err in _power_spectra(F, np.abs(F), sorted(powers), eF):
-            ebin = (float(np.sum(err * mult[None, :])) + _C_FFT * L * _U
-                    * float(np.sum(aS * mult[None, :]))) / (N1 * N2)
-            # ||e||_2 of the bins' errors: the coefficients' errors through the inverse
-            # transform (Parseval: ||ifft(E)||_2 = ||E||_2 / sqrt(N)) and that transform's
-            # own rounding, normwise (Higham, Accuracy and Stability, Thm 24.2)
-            e2 = (math.sqrt(float(np.sum(err * err * mult[None, :])))
-                  + _C_FFT * L * _U * math.sqrt(float(np.sum(aS * aS * mult[None, :])))) \
-                / math.sqrt(N1 * N2) * (1 + 1e-9)
-            del aS, err
-            res = sfft.irfft2(Sn, s=(N1, N2), workers=FFT_WORKERS)
-            del Sn
-            with np.errstate(over="ignore"):
-                fac = np.exp(np.minimum(n * lM - th * s_rows, 700.0))
-            # the window row w sits at circular row (j0 + w) mod N1: the bins stay in circular
-            # order (the factors rolled to it instead), and the laws are rolled once at the end
-            fac_c = np.roll(fac, j0)
-            over = fac_c >= math.exp(700.0) * 0.999
-            # (res + ebin) fac, clipped at 0, computed in place (the same roundings; in res
-            # itself where V is not wanted)
-            if n in l2:
-                up = res + ebin
-            else:
-                up = res
-                del res
-                up += ebin
-            up *= fac_c[:, None]
-            np.maximum(up, 0.0, out=up)
-            up[over] = np.inf
-            # the pass with the smaller budgeted bound, bin by bin (any choice is sound; this
-            # one keeps a tilt's huge untilting factors off the bins where it is poor)
-            better = None if best[n] is None else up < best[n]
-            if better is None:
-                best[n] = up
-            else:
-                np.copyto(best[n], up, where=better)
-            del up
-            if n not in l2:
-                if ti == len(tilts) - 1:
-                    finish(n)
-                continue
-            # res fac, clipped at 0, in place: res is not read again
-            v = res
-            del res
-            v *= fac_c[:, None]
-            np.maximum(v, 0.0, out=v)
-            v[over] = np.inf
-            facs[n].append(np.where(np.roll(over, -j0), np.inf, fac))
-            e2s[n].append(e2)
-            if better is None:
-                best_v[n], sel[n] = v, np.zeros(v.shape, dtype=np.int8)
-            else:
-                np.copyto(best_v[n], v, where=better)
-                sel[n][better] = ti
-            del v, better
-            if ti == len(tilts) - 1:
-                finish(n)
+        F, lM = _tilted_spectrum(win, th)
+        last = ti == len(tilts) - 1
+        # (each power's arrays handed over in a list the sums empty: none is held here)
+        for n, *arrays in _power_spectra(F, np.abs(F), sorted(powers), sums.eF):
+            sums.add(n, ti, th, lM, arrays, last)
         del F
-    return {n: out[n] for n in powers}
+    return {n: sums.out[n] for n in powers}

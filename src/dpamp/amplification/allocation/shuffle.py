@@ -72,7 +72,7 @@ import math
 
 import numpy as np
 
-from ...core import validate as V
+from ...core import roots, validate as V
 from ...core.relations import Relation, as_relation
 
 _DPS = 60
@@ -356,20 +356,13 @@ def _crossing(f, delta, cap, rtol, rounds):
     ``rtol`` in at most ``rounds`` steps. The lower bound keeps lo, the upper bound hi."""
     if f(0.0) <= delta:
         return 0.0, 0.0
-    lo, hi = 0.0, 1.0
-    while f(hi) > delta:
-        lo, hi = hi, 2 * hi
-        if hi > cap:
-            return lo, math.inf
-    for _ in range(rounds):
-        mid = 0.5 * (lo + hi)
-        if f(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= rtol * hi:
-            break
-    return lo, hi
+    below = lambda e: not f(e) > delta
+    lo, hi = roots.expand(below, 0.0, 1.0, limit=cap)
+    if hi > cap:
+        return lo, math.inf
+    # (the width is tested before each step; the bracket found, (0, 1) or (e, 2 e), is wider
+    # than rtol hi for rtol < 1/2, so at least one step is always taken)
+    return roots.bisect(below, lo, hi, iterations=rounds, rtol=rtol)
 
 
 def _upper_mu(sigma, epochs):

@@ -63,6 +63,7 @@ import math
 
 import numpy as np
 
+from ...core import roots
 from .chords import chord_points, chords
 from .grid import FUNC_ULPS, add_atoms
 
@@ -120,16 +121,10 @@ def split_points(loss, t: int, targets, y_max: float) -> list:
         p, q = tail_masses(loss, lb)
         return charge(p, q, t) <= target and (t - 1) * q <= TPI_MAX
     for target in targets:
-        lo, hi = 0.0, hi0
-        if ok(lo, target):
+        if ok(0.0, target):
             out.append(1.0)
             continue
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if ok(mid, target):
-                hi = mid
-            else:
-                lo = mid
+        _, hi = roots.bisect(lambda lb: ok(lb, target), 0.0, hi0, iterations=60)
         out.append(math.exp(hi))
     return out
 

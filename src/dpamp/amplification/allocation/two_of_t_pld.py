@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from ...core import roots
 from ...core.once import OnceCache
 from . import tail as T
 from .chords import chords
@@ -137,12 +138,9 @@ def body_end(loss, t: int, target: float = N3_CHARGE, many: int = 3) -> float:
     def charge(lb):
         pp, qq = T.tail_masses(loss, lb)
         return charge_many(pp, qq, t, many)
-    lo, hi = 0.0, 60.0
-    if charge(lo) <= target:
+    if charge(0.0) <= target:
         return 1.0
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if charge(mid) <= target else (mid, hi)
+    _, hi = roots.bisect(lambda lb: charge(lb) <= target, 0.0, 60.0, iterations=50)
     return math.exp(hi)
 
 

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from ...core import roots
+
 #: relative rounding slack of one floating-point operation, with room to spare
 _U = 2.3e-16
 
@@ -110,6 +112,10 @@ def _shrink_w(w_lo, w_hi, bound, a, which):
     """Shrink [w_lo, w_hi] so that it still holds every w with psi_which(w) <= bound (bound
     may be inf). Each end moves only to a point where psi - err > bound is proven, and psi
     is monotone between that point and the old end (both on one side of 1/2)."""
+    def infeasible(w):      # psi_which(w) - its error > bound: w is proven infeasible
+        p = _psi(w, a)
+        return (p[0] - p[1] if which == 1 else p[2] - p[3]) > bound
+
     new_lo, new_hi = w_lo.copy(), w_hi.copy()
     fin = np.isfinite(bound)
     for side in (-1, 1):
@@ -119,21 +125,12 @@ def _shrink_w(w_lo, w_hi, bound, a, which):
         if not on_side.any():
             continue
         far = np.where(on_side, end, 0.5)
-        p = _psi(far, a)
-        val = p[0] - p[1] if which == 1 else p[2] - p[3]
-        move = on_side & (val > bound)
+        move = on_side & infeasible(far)
         if not move.any():
             continue
         # bisection on [far, 1/2 clipped to the interval]: out = proven-infeasible end
-        out = far.copy()
         inn = np.where(side < 0, np.minimum(w_hi, 0.5), np.maximum(w_lo, 0.5))
-        for _ in range(14):
-            mid = 0.5 * (out + inn)
-            p = _psi(mid, a)
-            val = p[0] - p[1] if which == 1 else p[2] - p[3]
-            bad = val > bound
-            out = np.where(move & bad, mid, out)
-            inn = np.where(move & ~bad, mid, inn)
+        _, out = roots.bisect_array(infeasible, inn, far, iterations=14, where=move)
         if side < 0:
             new_lo = np.where(move, out, new_lo)
         else:
