@@ -31,7 +31,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "amplification/bernoulli/_local_search.py:local_search": "to be split",
     "amplification/bernoulli/_cell_bounds.py:_tighten_masses": "to be split",
     "amplification/bernoulli/_d1_boxes.py:_polygon_candidates": "to be split",
-    "pld/loss.py:cell_masses": "to be split",
 }
 
 
