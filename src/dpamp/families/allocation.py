@@ -71,7 +71,7 @@ declare_scheme(Shuffled, EpochAmplification(
     "Shuffled", rdp=lambda alloc, alpha: _dominating_step(alloc).rdp(alpha),
     pure_epsilon=lambda alloc: _dominating_step(alloc).pure_epsilon(),
     loss_parts=_shuffled_parts, has=_shuffled_has, check=_check_batches,
-    dominating_step=_dominating_step))
+    dominating_step=_dominating_step, reshuffles=True))
 
 
 def _has(alloc, rep: Rep) -> Support | None:

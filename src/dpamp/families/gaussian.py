@@ -4,6 +4,8 @@ Privacy-loss pair N(mu, 1) vs N(0, 1), mu = Delta / sigma (004 Cor. 8), closed-f
 (000 Thm 4), rho = Delta^2 / (2 sigma^2) (Bun & Steinke 2016, Lemma 2.4 / 004 Lemma 12)."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, declare
 from ..mechanisms.gaussian import Gaussian
@@ -25,6 +27,8 @@ def _from_event(event, relation, sensitivity):
 declare(Gaussian, Family(
     "Gaussian", loss=_loss, profile=closed_form_profile("gaussian", "000 Thm 4"),
     zcdp=lambda m: ulps_up(m.rho, 4), gaussian_mu=lambda m: m.mu,
+    additive_noise=lambda m: ("gaussian", m.sigma, m.sensitivity),
+    group=lambda m, k: dataclasses.replace(m, sensitivity=k * m.sensitivity),
     word="gaussian", keys=("noise_multiplier", "sigma", "sensitivity"),
     from_words=noise_words(Gaussian, "sigma"),
     event="GaussianDpEvent", from_event=_from_event,
