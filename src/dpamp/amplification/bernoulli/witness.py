@@ -12,6 +12,7 @@ from scipy.special import gammaln
 
 from ...core.relations import Relation
 from ...mechanisms.base import Mechanism
+from ...mechanisms.family import Family, declare
 
 __all__ = ["BernoulliWitness", "WITNESS_OFFSETS"]
 
@@ -139,3 +140,6 @@ class BernoulliWitness(Mechanism):
         sym = self.lq == self.lp_c and self.lq_c == self.lp
         return L.LossDistribution(loss, pa, pb, symmetric=sym, mean=mean, var=var,
                                   name=f"bernoulli_witness(n={self.n}, c={self.c:g})")
+
+
+declare(BernoulliWitness, Family("BernoulliWitness", loss=lambda m: m.exact_loss()))

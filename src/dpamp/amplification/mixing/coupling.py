@@ -80,10 +80,6 @@ def mechanism_form(mechanism):
     fam = family_of(mechanism)
     if fam is not None and fam.additive_noise is not None:
         return fam.additive_noise(mechanism)
-    form = getattr(mechanism, "gaussian_form", None)
-    if callable(form):
-        g = form()
-        return ("gaussian", g.sigma, g.sensitivity)
     return None
 
 
