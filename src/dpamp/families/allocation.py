@@ -10,7 +10,8 @@ from ..core.rounding import weighted_sum_up
 from ..core.sampling import RandomAllocation, Shuffled
 from ..mechanisms.allocated import Allocated
 from ..mechanisms.family import (EpochAmplification, Family, Rep, Support, amplification_of,
-                                 declare, declare_scheme, describe, supports_rep)
+                                 declare, declare_scheme, describe, family_of,
+                                 supports_rep)
 
 
 def _allocation_rdp(alloc, alpha):
@@ -31,6 +32,12 @@ def _allocation_parts(alloc):
 
 
 def _allocation_has(alloc, rep: Rep) -> Support | None:
+    if rep is Rep.RDP:
+        fam = family_of(alloc.base)
+        if fam is not None and fam.gaussian_mu is not None:
+            return Support.yes()
+        return Support.no("the RDP of random allocation is known for the Gaussian only "
+                          "(Feldman & Shenfeld 2025); use the PLD method")
     if rep is Rep.LOSS:
         # each epoch's PLD is built from the base's own pair
         return supports_rep(alloc.base, Rep.LOSS)
