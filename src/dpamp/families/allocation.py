@@ -58,6 +58,13 @@ def _shuffled_parts(alloc):
 
 
 def _shuffled_has(alloc, rep: Rep) -> Support | None:
+    from ..core.relations import ADD_REMOVE
+    base = alloc.base
+    if alloc.scheme.relation is ADD_REMOVE and rep in (Rep.LOSS, Rep.RDP) and \
+            not hasattr(base, "sensitivity") and not math.isfinite(base.pure_epsilon()):
+        return Support.no(f"{type(base).__name__} on shuffled batches under add/remove has no "
+                          "dominating step (it needs a sensitivity or a pure epsilon); state "
+                          "the plan under substitution")
     if rep in (Rep.LOSS, Rep.RDP):
         return supports_rep(alloc.base, rep)
     if rep is Rep.PROFILE:
