@@ -32,7 +32,7 @@ def test_built_package_ships_py_typed(tmp_path):
     built = tmp_path / "out" / "dpamp"
     assert (built / "py.typed").is_file()
     assert (built / "data" / "default_plan.toml").is_file()
-    assert (built / "core" / "_progress.py").is_file()
+    assert (built / "core" / "progress.py").is_file()
 
 
 def test_import_dpamp_loads_the_vocabulary_only():

@@ -275,7 +275,7 @@ def test_without_replacement_single_step_matches_profile():
     m = base.subsample(dp.WithoutReplacement(50, 1000))
     for eps in [0.01, 0.05, 0.2]:
         g = m.delta(eps, method="pld")
-        prof = float(dp.profiles.privacy_profile(m, eps))
+        prof = float(dp.privacy_profile(m, eps))
         assert g.lower <= prof * (1 + 1e-9) and prof <= g.delta * (1 + 1e-9)
 
 
@@ -317,7 +317,7 @@ def test_impossible_grid_gives_the_best_bracket_not_a_refusal_nor_a_hang():
 def test_pld_profile_of_a_composition():
     m = dp.Gaussian(2.0) * 4
     eps = np.array([0.0, 0.5, 1.0, 2.0])
-    prof = dp.profiles.privacy_profile(m, eps)
+    prof = dp.privacy_profile(m, eps)
     exact = np.exp(gaussian_log_delta(eps, 1.0))
     assert np.all(prof >= exact * (1 - 1e-12)) and np.all(prof <= exact * 1.01 + 1e-12)
 

@@ -213,6 +213,11 @@ def _ask(m: Method, query) -> Guarantee:
     except ArithmeticError as e:
         raise OutOfReach(f"method {m.name!r} failed numerically ({type(e).__name__}: {e})") \
             from None
+    except NotImplementedError as e:
+        # a declaration said yes and the representation could not be built after all (a
+        # corner the declarations do not see): auto passes over it to the next method
+        raise OutOfReach(f"method {m.name!r} could not build its representation ({e})") \
+            from None
 
 
 def _first_line(e: Exception) -> str:

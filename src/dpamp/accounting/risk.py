@@ -93,11 +93,12 @@ class _Curves:
 def _gaussian_mu(mechanism):
     """(mu rounded down, up) if every part is a Gaussian: its pair is N(mu, 1) vs N(0, 1) and
     the curve is G_mu (DRS Thm 2.7); a composition is G_sqrt(sum c mu^2) (DRS Cor. 3.3)."""
-    from ..mechanisms.gaussian import Gaussian
+    from ..mechanisms.family import family_of
     parts = mechanism.parts()
-    if not parts or not all(isinstance(m, Gaussian) for m, _ in parts):
+    fams = [family_of(m) for m, _ in parts]
+    if not parts or any(f is None or f.gaussian_mu is None for f in fams):
         return None
-    mus = [(c, m.mu) for m, c in parts if c > 0]
+    mus = [(c, f.gaussian_mu(m)) for (m, c), f in zip(parts, fams) if c > 0]
     if not all(math.isfinite(v) for _, v in mus):
         return None
     s = math.fsum(c * v * v for c, v in mus)

@@ -22,12 +22,13 @@ __all__ = ["sampler_lower"]
 
 def _shuffled_parts(mechanism):
     """(noise multiplier, Shuffled scheme, epochs) of each Gaussian part on shuffled batches."""
-    from ..core.sampling import Shuffled, clip_sensitivity
-    from ..mechanisms.allocated import Allocated
-    from ..mechanisms.gaussian import Gaussian
+    from ..core.sampling import clip_sensitivity
+    from ..mechanisms.family import amplification_of, family_of
     for part, count in mechanism.parts():
-        if isinstance(part, Allocated) and isinstance(part.scheme, Shuffled) and \
-                isinstance(part.base, Gaussian) and count >= 1:
+        base, scheme = getattr(part, "base", None), getattr(part, "scheme", None)
+        fam = family_of(base)
+        if getattr(amplification_of(scheme), "reshuffles", False) and fam is not None and \
+                fam.gaussian_mu is not None and count >= 1:
             # the construction's contributions are clipped to norm C = sensitivity / (the
             # clipped sum's sensitivity under the relation): noise multiplier sigma / C
             clip = part.base.sensitivity / clip_sensitivity(part.scheme.relation)

@@ -143,8 +143,7 @@ def rate_of(scheme: SamplingScheme | None) -> Fraction:
     if scheme is None:
         return Fraction(1)
     batch, population = getattr(scheme, "batch", None), getattr(scheme, "population", None)
-    if isinstance(batch, int) and isinstance(population, int) and \
-            not isinstance(scheme, Poisson):
+    if isinstance(batch, int) and isinstance(population, int):
         return Fraction(batch, population)
     return exact(float(scheme.rate))
 
@@ -152,7 +151,7 @@ def rate_of(scheme: SamplingScheme | None) -> Fraction:
 def steps_per_run(scheme: SamplingScheme | None) -> int:
     """How many steps one run of a subsampled mechanism is: t for an epoch sampler
     (``RandomAllocation``, ``Shuffled``: the mechanism is a whole epoch), else 1."""
-    return int(scheme.steps) if isinstance(scheme, (RandomAllocation, Shuffled)) else 1
+    return int(scheme.steps) if getattr(scheme, "per_epoch", False) else 1
 
 
 def steps_of_epochs(epochs, rate) -> int:
@@ -161,7 +160,7 @@ def steps_of_epochs(epochs, rate) -> int:
     runs are epochs: ceil(epochs), a partial epoch counted whole (it is a post-processing of
     the whole one)."""
     e = exact(V.positive("epochs", epochs))
-    if isinstance(rate, (RandomAllocation, Shuffled)):
+    if getattr(rate, "per_epoch", False):
         return max(1, math.ceil(e))
     q = rate if isinstance(rate, Fraction) else \
         exact(rate) if isinstance(rate, (int, float)) else rate_of(rate)

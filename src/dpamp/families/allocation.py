@@ -10,7 +10,8 @@ from ..core.rounding import weighted_sum_up
 from ..core.sampling import RandomAllocation, Shuffled
 from ..mechanisms.allocated import Allocated
 from ..mechanisms.family import (EpochAmplification, Family, Rep, Support, amplification_of,
-                                 declare, declare_scheme, describe, supports_rep)
+                                 declare, declare_scheme, describe, family_of,
+                                 supports_rep)
 
 
 def _allocation_rdp(alloc, alpha):
@@ -31,6 +32,12 @@ def _allocation_parts(alloc):
 
 
 def _allocation_has(alloc, rep: Rep) -> Support | None:
+    if rep is Rep.RDP:
+        fam = family_of(alloc.base)
+        if fam is not None and fam.gaussian_mu is not None:
+            return Support.yes()
+        return Support.no("the RDP of random allocation is known for the Gaussian only "
+                          "(Feldman & Shenfeld 2025); use the PLD method")
     if rep is Rep.LOSS:
         # each epoch's PLD is built from the base's own pair
         return supports_rep(alloc.base, Rep.LOSS)
@@ -51,6 +58,13 @@ def _shuffled_parts(alloc):
 
 
 def _shuffled_has(alloc, rep: Rep) -> Support | None:
+    from ..core.relations import ADD_REMOVE
+    base = alloc.base
+    if alloc.scheme.relation is ADD_REMOVE and rep in (Rep.LOSS, Rep.RDP) and \
+            not hasattr(base, "sensitivity") and not math.isfinite(base.pure_epsilon()):
+        return Support.no(f"{type(base).__name__} on shuffled batches under add/remove has no "
+                          "dominating step (it needs a sensitivity or a pure epsilon); state "
+                          "the plan under substitution")
     if rep in (Rep.LOSS, Rep.RDP):
         return supports_rep(alloc.base, rep)
     if rep is Rep.PROFILE:
@@ -71,7 +85,7 @@ declare_scheme(Shuffled, EpochAmplification(
     "Shuffled", rdp=lambda alloc, alpha: _dominating_step(alloc).rdp(alpha),
     pure_epsilon=lambda alloc: _dominating_step(alloc).pure_epsilon(),
     loss_parts=_shuffled_parts, has=_shuffled_has, check=_check_batches,
-    dominating_step=_dominating_step))
+    dominating_step=_dominating_step, reshuffles=True))
 
 
 def _has(alloc, rep: Rep) -> Support | None:

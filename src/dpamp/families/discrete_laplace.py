@@ -56,6 +56,7 @@ def _from_event(event, relation, sensitivity):
 
 declare(DiscreteLaplace, Family(
     "DiscreteLaplace", loss=_loss,
+    group=lambda m, k: DiscreteLaplace(m.a, k * m.sensitivity, relation=m.relation),
     profile=ProfileHooks(pair=lambda m, eps: _rows(m, eps, True),
                          lower=lambda m, eps: _rows(m, eps, False), symmetric=lambda m: True),
     word="discrete_laplace", keys=("a", "sensitivity"), from_words=_words,

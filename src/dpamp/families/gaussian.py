@@ -4,8 +4,11 @@ Privacy-loss pair N(mu, 1) vs N(0, 1), mu = Delta / sigma (004 Cor. 8), closed-f
 (000 Thm 4), rho = Delta^2 / (2 sigma^2) (Bun & Steinke 2016, Lemma 2.4 / 004 Lemma 12)."""
 from __future__ import annotations
 
+import dataclasses
+import math
+
 from ..core.rounding import ulps_up
-from ..mechanisms.family import Family, declare
+from ..mechanisms.family import Family, Rep, Support, declare
 from ..mechanisms.gaussian import Gaussian
 from .base import closed_form_profile, noise_words
 
@@ -13,6 +16,15 @@ from .base import closed_form_profile, noise_words
 def _loss(m: Gaussian):
     from ..pld import loss as L
     return L.gaussian(m.sensitivity / m.sigma)
+
+
+def _has(m: Gaussian, rep: Rep) -> Support | None:
+    """Its pair is a PLD source unless mu^2 overflows (sigma ~ 1e-300: its losses, mu^2 / 2
+    and beyond, are past every double; the RDP and profile methods still answer)."""
+    if rep is Rep.LOSS and not math.isfinite(m.mu * m.mu):
+        return Support.no(f"Gaussian with mu = Δ/σ = {m.mu:g}: its privacy losses exceed the "
+                          "double range of a PLD grid; use the profile or RDP methods")
+    return None
 
 
 def _from_event(event, relation, sensitivity):
@@ -24,7 +36,9 @@ def _from_event(event, relation, sensitivity):
 
 declare(Gaussian, Family(
     "Gaussian", loss=_loss, profile=closed_form_profile("gaussian", "000 Thm 4"),
-    zcdp=lambda m: ulps_up(m.rho, 4), gaussian_mu=lambda m: m.mu,
+    zcdp=lambda m: ulps_up(m.rho, 4), gaussian_mu=lambda m: m.mu, has=_has,
+    additive_noise=lambda m: ("gaussian", m.sigma, m.sensitivity),
+    group=lambda m, k: dataclasses.replace(m, sensitivity=k * m.sensitivity),
     word="gaussian", keys=("noise_multiplier", "sigma", "sensitivity"),
     from_words=noise_words(Gaussian, "sigma"),
     event="GaussianDpEvent", from_event=_from_event,

@@ -4,6 +4,8 @@ Privacy-loss pair of Laplace(0, b) vs Laplace(Delta, b), eps0 = Delta / b; close
 (000 Thm 3); pure eps0-DP, so rho = eps0^2 / 2 (derived from the pure epsilon)."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..mechanisms.family import Family, declare
 from ..mechanisms.laplace import Laplace
 from .base import closed_form_profile, noise_words
@@ -23,6 +25,8 @@ def _from_event(event, relation, sensitivity):
 
 declare(Laplace, Family(
     "Laplace", loss=_loss, profile=closed_form_profile("laplace", "000 Thm 3"),
+    additive_noise=lambda m: ("laplace", m.scale, m.sensitivity),
+    group=lambda m, k: dataclasses.replace(m, sensitivity=k * m.sensitivity),
     word="laplace", keys=("noise_multiplier", "scale", "sensitivity"),
     from_words=noise_words(Laplace, "scale"),
     event="LaplaceDpEvent", from_event=_from_event,

@@ -230,6 +230,11 @@ def _profile_log_moments(sub, orders):
     return subsampled_log_moments(sub, orders)
 
 
+def _bridge():
+    from ..profiles import rdp_bridge
+    return rdp_bridge
+
+
 def _wr_member_gamma(scheme) -> float:
     """P[v in S(x)] for a sample of ``batch`` draws with replacement from n records; under
     add/remove the pair ({v}, {}) of one record cannot be sampled from, so ({v', v}, {v'})
@@ -248,18 +253,21 @@ declare_scheme(Poisson, Amplification(
     member_gamma=lambda scheme: scheme.rate, extra_rdp=_poisson_extra_rdp,
     loss=_poisson_loss,
     profile_source=lambda sub: "000 Thm 8 (Thm 2, both orders)"
-    if sub.scheme.relation is ADD_REMOVE else "000 Thm 14 (tighter proof form)"))
+    if sub.scheme.relation is ADD_REMOVE else "000 Thm 14 (tighter proof form)",
+    crude_log_mgf=lambda sub, t: _bridge().poisson_substitution_log_mgf(sub, t),
+    u_minus_i=True))
 declare_scheme(WithoutReplacement, Amplification(
     "WithoutReplacement", has_rdp=lambda sub: Support.yes(), log_moments=_wor_log_moments,
     pure_epsilon=lambda sub: amplified_pure_epsilon(sub.base.pure_epsilon(), sub.rate),
     profile_pair=_wor_pair, profile_symmetric=lambda sub: True,
     member_gamma=lambda scheme: scheme.batch / scheme.population, rdp_lower=_wor_rdp_lower,
-    loss=_wor_loss, profile_source=lambda sub: "000 Thm 9"))
+    loss=_wor_loss, profile_source=lambda sub: "000 Thm 9", u_minus_i=True))
 declare_scheme(WithReplacement, Amplification(
     "WithReplacement", has_rdp=_wr_has_rdp, log_moments=_profile_log_moments,
     pure_epsilon=_wr_pure, profile_pair=_wr_pair, profile_symmetric=_wr_symmetric,
     member_gamma=_wr_member_gamma,
-    profile_source=lambda sub: "000 Thm 11" if sub.scheme.gives is ADD_REMOVE else "000 Thm 10"))
+    profile_source=lambda sub: "000 Thm 11" if sub.scheme.gives is ADD_REMOVE else "000 Thm 10",
+    crude_log_mgf=lambda sub, t: _bridge().with_replacement_log_mgf(sub, t)))
 
 
 # --- the subsampled family ------------------------------------------------------------------

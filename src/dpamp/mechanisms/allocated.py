@@ -19,7 +19,7 @@ import numpy as np
 from ..core.relations import Relation
 from ..core.sampling import SamplingScheme
 from .base import Mechanism
-from .family import amplification_of
+from .family import Rep, amplification_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +66,11 @@ class Allocated(Mechanism):
             raise NotImplementedError(f"{self!r}: only shuffled batches are accounted by a "
                                       "dominating step")
         return step(self)
+
+    def has_rdp(self) -> bool:
+        """As the scheme declares (random allocation: a Gaussian base; shuffled batches: the
+        dominating step's)."""
+        return bool(self._epoch().has(self, Rep.RDP))
 
     def _rdp(self, alpha):
         """RDP of one epoch, as the scheme declares it (dpamp.families.allocation): for random

@@ -81,12 +81,11 @@ class Mechanism:
                             None if low is None else out(np.asarray(low, dtype=float)))
 
     def has_rdp(self) -> bool:
-        """Whether ``rdp`` is available (every part of a composition must have it)."""
-        try:
-            self._rdp(np.array([2.0]))
-        except NotImplementedError:
-            return False
-        return True
+        """Whether ``rdp`` is available (every part of a composition must have it): the family
+        defines an RDP curve (its class overrides ``_rdp``). Families whose curve depends on
+        their parameters or parts (subsampled, post-processed, compositions, (eps, delta)
+        mechanisms) override this; nothing is evaluated to answer."""
+        return type(self)._rdp is not Mechanism._rdp
 
     def pure_epsilon(self) -> float:
         """epsilon(inf): the pure-DP epsilon (inf if the mechanism is not pure DP)."""

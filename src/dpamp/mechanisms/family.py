@@ -94,6 +94,13 @@ class Family:
       many such parts are built together), else None;
     - ``loss_parts(m)``: [(PLD source, count)] for a mechanism that is a product of parts
       of its own (an epoch of random allocation), instead of one ``loss``;
+    - ``eps_delta(m)``: the (eps, delta) guarantee it is stated by, where that is its
+      description (an (eps, delta) mechanism; pure families give (pure epsilon, 0) anyway);
+    - ``additive_noise(m)``: ("gaussian" | "laplace", noise scale, sensitivity) of a query
+      plus continuous noise on the real line (the couplings of amplification by mixing and
+      the Bernoulli witnesses use the noise law itself);
+    - ``group(m, k)``: the same family on a k-record group, where that is again one of its
+      mechanisms (a sum query's sensitivity times k: Gaussian, Laplace, discrete Laplace);
     - ``has(m, rep)``: a per-instance answer for families whose support depends on their
       parameters or parts (a subsampled mechanism: its base and scheme), else None;
     - ``word``, ``keys``, ``from_words(reader, stage_index, stage, relation)``: the plan / CLI
@@ -109,6 +116,9 @@ class Family:
     zcdp: Callable[[Any], float | None] | None = None
     has: Callable[[Any, Rep], Support | None] | None = None
     loss_parts: Callable[[Any], Any] | None = None
+    eps_delta: Callable[[Any], tuple[float, float]] | None = None
+    additive_noise: Callable[[Any], tuple[str, float, float]] | None = None
+    group: Callable[[Any, int], Any] | None = None
     gaussian_mu: Callable[[Any], float] | None = None
     poisson_gaussian: Callable[[Any], tuple[float, float] | None] | None = None
     word: str | None = None
@@ -134,7 +144,10 @@ class Amplification:
     - ``pure_epsilon(sub)``: the amplified pure epsilon;
     - ``loss(sub, base_loss)``: the subsampled PLD source from the base's, or None to fall back
       on the profile;
-    - ``profile_pair(sub, eps)``, ``profile_symmetric(sub)``, ``member_gamma(scheme)``.
+    - ``profile_pair(sub, eps)``, ``profile_symmetric(sub)``, ``member_gamma(scheme)``;
+    - ``crude_log_mgf(sub, t)``: a log-MGF bound of the privacy loss by joint convexity over a
+      coupling of the samples (None where the scheme's own RDP moments apply);
+    - ``u_minus_i``: the U_{-i} coupling of 004 Thm 29 is established for the scheme.
     """
 
     name: str
@@ -148,6 +161,8 @@ class Amplification:
     rdp_lower: Callable[[Any, Any], Any] | None = None
     loss: Callable[[Any, Any], Any] | None = None
     profile_source: Callable[[Any], str] = lambda sub: "000"
+    crude_log_mgf: Callable[[Any, Any], Any] | None = None
+    u_minus_i: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +180,9 @@ class EpochAmplification:
     has: Callable[[Any, Rep], Support | None]
     check: Callable[[Any], None] | None = None
     dominating_step: Callable[[Any], Any] | None = None
+    #: each epoch permutes the dataset into fixed-size batches (Chua et al. 2024's lower
+    #: bound for Gaussian steps applies)
+    reshuffles: bool = False
 
 
 _FAMILIES: dict[type, Family] = {}

@@ -192,27 +192,13 @@ def discretize_source(src, h: float, jlo: int, jhi: int, optimistic: bool = True
 
 def loss_distribution(mechanism):
     """The loss distribution (or SymmetricCurve) of a single mechanism's dominating pair: its
-    family's declared pair (:mod:`dpamp.mechanisms.family`), else, for a mechanism whose one
-    pair is known exactly (a witness, ``exact_loss``) or that is a Gaussian mechanism in
-    disguise (``gaussian_form``: diffusions, Gaussians post-processed by a Gaussian kernel),
-    that pair; else the PLD of its privacy profile (000), where it has one."""
+    family's declared pair (:mod:`dpamp.mechanisms.family`), else the PLD of its privacy
+    profile (000), where it has one."""
     fam = family_of(mechanism)
     if fam is not None and fam.loss is not None:
         src = fam.loss(mechanism)
         if src is not None:
             return src
-        return _profile_or_raise(mechanism)
-    exact = getattr(mechanism, "exact_loss", None)
-    if callable(exact):
-        return exact()
-    form = getattr(mechanism, "gaussian_form", None)
-    if callable(form):
-        try:
-            g = form()
-        except (NotImplementedError, ValueError):
-            g = None
-        if g is not None:
-            return loss_distribution(g)
     return _profile_or_raise(mechanism)
 
 

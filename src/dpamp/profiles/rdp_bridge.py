@@ -24,7 +24,6 @@ import numpy as np
 from ..core import validate as V
 from ..mechanisms.base import Mechanism
 from ..core.relations import ADD_REMOVE
-from ..core.sampling import Poisson, WithReplacement
 from . import core
 from .numerics import ULP, log1mexp, log_expm1, logaddexp, logsumexp
 
@@ -210,15 +209,14 @@ def group_rdp(mechanism, k: int, alpha):
     """An RDP bound for inputs at distance k (white-box where known): Gaussian / Laplace with
     k * sensitivity, randomized response of a bit unchanged, a pure eps0-DP mechanism as
     k*eps0-DP (randomized-response curve); None when unknown (k >= 2)."""
-    import dataclasses
-    from ..mechanisms.gaussian import Gaussian
-    from ..mechanisms.laplace import Laplace
+    from ..mechanisms.family import family_of
     from ..mechanisms.randomized_response import rr_rdp
     a = np.asarray(alpha, dtype=float)
     if k == 1 or core.is_binary(mechanism):
         return mechanism._rdp(a)
-    if isinstance(mechanism, (Gaussian, Laplace)):
-        return dataclasses.replace(mechanism, sensitivity=k * mechanism.sensitivity)._rdp(a)
+    fam = family_of(mechanism)
+    if fam is not None and fam.group is not None:
+        return fam.group(mechanism, k)._rdp(a)
     pure = mechanism.pure_epsilon()
     if math.isfinite(pure):
         return rr_rdp(k * pure, a)
@@ -230,49 +228,61 @@ def crude_log_mgf(m, t):
     E_Q[(P/Q)^{t+1}] over a coupling of the two subsample distributions: Poisson under
     substitution couples y + v with y + v' (distance 1), with replacement replaces each copy of v
     (distance ~ Binomial(m, 1/n)). None when not available."""
+    from ..mechanisms.family import amplification_of
+    hook = getattr(amplification_of(getattr(m, "scheme", None)), "crude_log_mgf", None)
+    if hook is None or not m.base.has_rdp():
+        return None
+    return hook(m, np.asarray(t, dtype=float))
+
+
+def poisson_substitution_log_mgf(m, t):
+    """Poisson sampling under substitution couples y + v with y + v' (distance 1): the
+    gamma-mixture of the base's moments (None under add/remove, where 004 Thm 34 is exact)."""
+    base, scheme = m.base, m.scheme
+    if scheme.relation is ADD_REMOVE:
+        return None
+    q = scheme.rate
+    with np.errstate(over="ignore", invalid="ignore"):
+        val = t * base._rdp(t + 1.0)
+    if q >= 1:
+        return val
+    return logaddexp(np.full(t.shape, math.log1p(-q)), math.log(q) + val)
+
+
+def with_replacement_log_mgf(m, t):
+    """Sampling with replacement replaces each copy of v (distance ~ Binomial(m, 1/n)): the
+    mixture of the base's k-group moments over a window of the binomial, the rest bounded by
+    the window's edges."""
     from .amplification import BinomialWindow, wr_gamma
     base, scheme = m.base, m.scheme
-    t = np.asarray(t, dtype=float)
-    if not base.has_rdp():
-        return None
-    if isinstance(scheme, Poisson) and scheme.relation is not ADD_REMOVE:
-        q = scheme.rate
-        with np.errstate(over="ignore", invalid="ignore"):
-            val = t * base._rdp(t + 1.0)
-        if q >= 1:
-            return val
-        return logaddexp(np.full(t.shape, math.log1p(-q)), math.log(q) + val)
-    if isinstance(scheme, WithReplacement):
-        sizes = (scheme.population,) if scheme.gives is not ADD_REMOVE else \
-            tuple(N for N in (scheme.population, scheme.population + 1) if N >= 2)
-        best = None
-        for N in sizes:
-            w = BinomialWindow(scheme.batch, 1.0 / N, start=1)
-            ks = [int(k) for k in w.js if k >= 1]
-            logw = w.logw[w.js >= 1]
-            moments = {}
-            for k in set(ks) | {scheme.batch}:
-                g = group_rdp(base, k, t + 1.0)
-                if g is None:
-                    return None
-                with np.errstate(over="ignore", invalid="ignore"):
-                    moments[k] = t * np.asarray(g, dtype=float)
-            terms = [lw + moments[k] for k, lw in zip(ks, logw)]
-            # groups outside the window: the moment grows with k (k-group RDP)
-            terms.append(w.log_mass_below() + moments[ks[0]])
-            terms.append(w.log_mass_between(ks[-1], scheme.batch) + moments[scheme.batch])
-            g0 = wr_gamma(scheme.batch, N)
-            lead = math.log1p(-g0) if g0 < 1 else -math.inf
-            val = logaddexp(np.full(t.shape, lead), logsumexp(np.array(terms), axis=0))
-            val = val * (1 + 1e-12) + w.err + 1e-14
-            best = val if best is None else np.maximum(best, val)
-        return best
-    return None
+    sizes = (scheme.population,) if scheme.gives is not ADD_REMOVE else \
+        tuple(N for N in (scheme.population, scheme.population + 1) if N >= 2)
+    best = None
+    for N in sizes:
+        w = BinomialWindow(scheme.batch, 1.0 / N, start=1)
+        ks = [int(k) for k in w.js if k >= 1]
+        logw = w.logw[w.js >= 1]
+        moments = {}
+        for k in set(ks) | {scheme.batch}:
+            g = group_rdp(base, k, t + 1.0)
+            if g is None:
+                return None
+            with np.errstate(over="ignore", invalid="ignore"):
+                moments[k] = t * np.asarray(g, dtype=float)
+        terms = [lw + moments[k] for k, lw in zip(ks, logw)]
+        # groups outside the window: the moment grows with k (k-group RDP)
+        terms.append(w.log_mass_below() + moments[ks[0]])
+        terms.append(w.log_mass_between(ks[-1], scheme.batch) + moments[scheme.batch])
+        g0 = wr_gamma(scheme.batch, N)
+        lead = math.log1p(-g0) if g0 < 1 else -math.inf
+        val = logaddexp(np.full(t.shape, lead), logsumexp(np.array(terms), axis=0))
+        val = val * (1 + 1e-12) + w.err + 1e-14
+        best = val if best is None else np.maximum(best, val)
+    return best
 
 
 def _tail_mgf(m):
-    from ..mechanisms.subsampled import Subsampled
-    if isinstance(m, Subsampled) and crude_log_mgf(m, np.array([1.0])) is not None:
+    if getattr(m, "scheme", None) is not None and crude_log_mgf(m, np.array([1.0])) is not None:
         return lambda t: crude_log_mgf(m, t)
     if m.has_rdp():
         return lambda t: np.asarray(t) * m._rdp(np.asarray(t) + 1.0)

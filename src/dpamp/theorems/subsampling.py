@@ -62,8 +62,8 @@ def thm29_scheme(epsilon: float, delta: float, scheme) -> tuple[float, float]:
       (the scheme's ``needs``). p = m / n.
     * WithReplacement: a multiset; the condition is not established -> ValueError (use the
       tight profile bounds of 000 Thm 10 instead)."""
-    from ..core.sampling import Poisson, WithoutReplacement
-    if isinstance(scheme, (Poisson, WithoutReplacement)):
+    from ..mechanisms.family import amplification_of
+    if getattr(amplification_of(scheme), "u_minus_i", False):
         return thm29(epsilon, delta, scheme.rate)
     raise ValueError(f"004 Thm 29 needs a sampling scheme with a U_{{-i}} coupling (Poisson or "
                      f"WithoutReplacement); its condition is not established for {scheme!r}: "

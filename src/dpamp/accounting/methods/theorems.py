@@ -29,9 +29,10 @@ from ..registry import Method, register
 
 def eps_delta_of(mechanism) -> tuple[float, float] | None:
     """The (epsilon, delta) guarantee of a single (non-composed) mechanism, or None."""
-    from ...mechanisms.eps_delta import EpsDelta
-    if isinstance(mechanism, EpsDelta):
-        return mechanism.epsilon_, mechanism.delta_
+    from ...mechanisms.family import family_of
+    fam = family_of(mechanism)
+    if fam is not None and fam.eps_delta is not None:
+        return fam.eps_delta(mechanism)
     try:
         pure = float(mechanism.pure_epsilon())
     except (NotImplementedError, ValueError):

@@ -240,10 +240,11 @@ def allocation_rdp(base, k: int, t: int, orders, direction: str = "both") -> np.
     block bound for k > 1, and the argument at real orders.
 
     Epochs compose: E epochs have E times this curve (reshuffled allocations are independent)."""
-    from ...mechanisms.gaussian import Gaussian
     from ...mechanisms.base import check_mechanism
+    from ...mechanisms.family import family_of
     check_mechanism(base, "base")
-    if not isinstance(base, Gaussian):
+    fam = family_of(base)
+    if fam is None or fam.gaussian_mu is None:
         raise NotImplementedError(
             f"the RDP of random allocation is implemented for the Gaussian only (FS25 Sec. 6); "
             f"got {type(base).__name__}: use the PLD route for other mechanisms")
@@ -258,7 +259,7 @@ def allocation_rdp(base, k: int, t: int, orders, direction: str = "both") -> np.
     a = V.orders(orders, "orders")
     shape = a.shape
     alpha = a.astype(float).ravel()
-    mu = base.mu
+    mu = fam.gaussian_mu(base)
     if mu == 0.0:
         return np.zeros(shape)
     if not math.isfinite(0.5 * mu * mu):

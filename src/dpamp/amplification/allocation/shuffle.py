@@ -437,18 +437,17 @@ def dominating_step(base, scheme):
     import dataclasses as _dc
 
     from ...core.relations import ADD_REMOVE
-    from ...mechanisms.eps_delta import EpsDelta
-    from ...mechanisms.randomized_response import PureDP, RandomizedResponse
+    from ...mechanisms.randomized_response import PureDP
     if scheme.relation is not ADD_REMOVE:
         return base
     check_batches(scheme)
     if hasattr(base, "sensitivity") and _dc.is_dataclass(base):
-        return _dc.replace(base, sensitivity=2.0 * base.sensitivity)
-    if isinstance(base, (PureDP, RandomizedResponse)):
+        return _dc.replace(base, sensitivity=2 * base.sensitivity)
+    pure = base.pure_epsilon()
+    if math.isfinite(pure):     # a pure eps-DP step is 2 eps-DP for a group of two
         from ...core.rounding import weighted_sum_up
-        return PureDP(weighted_sum_up([(2, base.pure_epsilon())]))
-    if isinstance(base, EpsDelta):
-        raise NotImplementedError(f"{base!r} on shuffled batches under add/remove: use the "
-                                  "substitution relation")
-    raise NotImplementedError(f"{base!r} on shuffled batches under add/remove: only Gaussian, "
-                              "Laplace and pure-DP bases have a substitution bound here")
+        return PureDP(weighted_sum_up([(2, pure)]))
+    raise NotImplementedError(f"{base!r} on shuffled batches under add/remove: only bases with "
+                              "a sensitivity (Gaussian, Laplace, discrete Laplace) and pure-DP "
+                              "bases have a substitution bound here; use the substitution "
+                              "relation")

@@ -12,6 +12,7 @@ from scipy.special import gammaln
 
 from ...core.relations import Relation
 from ...mechanisms.base import Mechanism
+from ...mechanisms.family import Family, declare
 
 __all__ = ["BernoulliWitness", "WITNESS_OFFSETS"]
 
@@ -37,20 +38,20 @@ def _attained_tests(base):
 
     () for other mechanisms."""
     from scipy.special import log_ndtr
-    from ...mechanisms.gaussian import Gaussian
-    from ...mechanisms.laplace import Laplace
-    from ...mechanisms.randomized_response import RandomizedResponse
+    from ...mechanisms.family import family_of, is_binary
     if not getattr(base, "tight_rdp", False):
         return ()
     out = []
-    if isinstance(base, Gaussian):
-        mu = base.sensitivity / base.sigma
+    fam = family_of(base)
+    noise = None if fam is None or fam.additive_noise is None else fam.additive_noise(base)
+    if noise is not None and noise[0] == "gaussian":
+        mu = noise[2] / noise[1]
         for u in WITNESS_OFFSETS:
             t = mu / 2 + u                                  # in units of sigma
             out.append((float(log_ndtr(mu - t)), float(log_ndtr(t - mu)),
                         float(log_ndtr(-t)), float(log_ndtr(t))))
-    elif isinstance(base, Laplace):
-        e0 = base.eps0                                      # Delta / b
+    elif noise is not None and noise[0] == "laplace":
+        e0 = noise[2] / noise[1]                            # Delta / b
         half = math.log(0.5)
 
         def log_sf(x):       # log P[Lap(0, 1) > x], log P[Lap(0, 1) <= x]
@@ -63,8 +64,8 @@ def _attained_tests(base):
         for u in WITNESS_OFFSETS:
             t = e0 / 2 + u                                  # in units of b
             out.append(log_sf(t - e0) + log_sf(t))
-    elif isinstance(base, RandomizedResponse):
-        e0 = base.eps0
+    elif is_binary(base):                                   # randomized response of a bit
+        e0 = base.pure_epsilon()
         l1 = -math.log1p(math.exp(-e0))
         l0 = -e0 - math.log1p(math.exp(-e0))
         out.append((l1, l0, l0, l1))
@@ -139,3 +140,6 @@ class BernoulliWitness(Mechanism):
         sym = self.lq == self.lp_c and self.lq_c == self.lp
         return L.LossDistribution(loss, pa, pb, symmetric=sym, mean=mean, var=var,
                                   name=f"bernoulli_witness(n={self.n}, c={self.c:g})")
+
+
+declare(BernoulliWitness, Family("BernoulliWitness", loss=lambda m: m.exact_loss()))

@@ -76,16 +76,10 @@ def mechanism_form(mechanism):
     """("gaussian" | "laplace", noise scale, sensitivity) of a Gaussian-type or Laplace
     mechanism (Gaussian, Laplace, and the diffusion mechanisms, which are Gaussian with reduced
     sensitivity), else None."""
-    from ...mechanisms.gaussian import Gaussian
-    from ...mechanisms.laplace import Laplace
-    if isinstance(mechanism, Gaussian):
-        return ("gaussian", mechanism.sigma, mechanism.sensitivity)
-    if isinstance(mechanism, Laplace):
-        return ("laplace", mechanism.scale, mechanism.sensitivity)
-    form = getattr(mechanism, "gaussian_form", None)
-    if callable(form):
-        g = form()
-        return ("gaussian", g.sigma, g.sensitivity)
+    from ...mechanisms.family import family_of
+    fam = family_of(mechanism)
+    if fam is not None and fam.additive_noise is not None:
+        return fam.additive_noise(mechanism)
     return None
 
 

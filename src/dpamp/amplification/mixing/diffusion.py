@@ -37,6 +37,7 @@ import numpy as np
 
 from ...core import validate as V
 from ...mechanisms.base import Mechanism
+from ...mechanisms.family import Family, declare
 from ...mechanisms.gaussian import Gaussian
 from ...core.relations import ADD_REMOVE, Relation, as_relation
 from .iteration import linear_rdp
@@ -293,3 +294,22 @@ class OrnsteinUhlenbeckKernel(_SemigroupKernel):
                 and mechanism.rho == self.rho):
             return mechanism.advance(self.s)
         return super().apply(mechanism)
+
+
+def _gaussian_loss(m):
+    """A diffusion's privacy-loss pair is its Gaussian form's (None where it has none)."""
+    try:
+        g = m.gaussian_form()
+    except (NotImplementedError, ValueError):
+        return None
+    from ...pld.sources import loss_distribution
+    return loss_distribution(g)
+
+
+def _noise(m):
+    g = m.gaussian_form()
+    return ("gaussian", g.sigma, g.sensitivity)
+
+
+for _cls in (BrownianMotion, OrnsteinUhlenbeck):
+    declare(_cls, Family(_cls.__name__, loss=_gaussian_loss, additive_noise=_noise))
