@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-all bench docs clean
+.PHONY: run lint test test-all bench docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,13 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 run: $(STAMP)
 	$(VENV)/bin/dpamp report --plot dpamp-report.png
 
-test: $(STAMP)
+# the linter and the type checker ([tool.ruff], [tool.mypy] in pyproject.toml): make test runs
+# them first and stops on their errors
+lint: $(STAMP)
+	$(PY) -m ruff check src tests
+	$(PY) -m mypy
+
+test: lint
 	$(PY) -m pytest
 
 # every test, the ones marked slow too (the big cases: batteries, peers at scale)

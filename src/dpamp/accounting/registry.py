@@ -177,6 +177,7 @@ def _run(mechanism, method: str, query) -> Guarantee:
         if g.tol_met is False:
             g = _best_upper(mechanism, g, name, query)
         return g
+    assert refused is not None      # _pick found a method, and every one was out of reach
     raise refused
 
 
@@ -195,7 +196,7 @@ def _best_upper(mechanism, g: Guarantee, name: str, query) -> Guarantee:
             lows = [v for v in (g.lower, h.lower) if v is not None]
             field = "epsilon" if g.query == "epsilon" else "delta"
             g = dataclasses.replace(
-                g, **{field: h.value}, lower=max(lows) if lows else None, method=other,
+                g, **{field: h.value}, lower=max(lows) if lows else None, method=other,  # type: ignore[arg-type]  # epsilon or delta: a float
                 source=f"{h.source}; lower bound: {g.source}",
                 note=f"{g.note}; auto: the upper bound is {other}'s ({h.value:.6g}), smaller "
                      f"than {name}'s ({g.value:.6g}); the lower bound is the larger of both")

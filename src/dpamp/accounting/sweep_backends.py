@@ -76,6 +76,7 @@ def process_pool(workers: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     methods = multiprocessing.get_all_start_methods()
+    ctx: multiprocessing.context.BaseContext
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(_preload())
@@ -144,7 +145,7 @@ class DaskBackend:
 
     name = "dask"
 
-    def __init__(self, client):
+    def __init__(self, client) -> None:
         try:
             from dask.distributed import Client
         except ImportError:

@@ -129,7 +129,7 @@ def compute_row(inputs: dict, steps_cache: dict | None = None) -> dict:
     """The row of ``inputs`` (see :data:`~.sweep_grid.COLUMNS`): the inputs, the derived
     sampling rate, steps, relation and sensitivity, and the answer. A row that raises records
     ``"error": "Type: message"`` (its answer columns stay None) instead of raising."""
-    row = dict.fromkeys(COLUMNS)
+    row: dict = dict.fromkeys(COLUMNS)
     row.update(inputs)
     row["key"] = row_key(inputs)
     t0 = time.perf_counter()
@@ -150,7 +150,8 @@ def _sampling(inputs: dict, row: dict):
     from ..core import validate as V
     from ..core import samplers
     from ..core.relations import ADD_REMOVE
-    from ..core.sampling import Poisson, clip_sensitivity
+    from ..core.sampling import Poisson, SamplingScheme, clip_sensitivity
+    scheme: SamplingScheme
     if "sample_rate" in inputs:
         q = V.probability("sample_rate", inputs["sample_rate"], low_open=True)
         scheme, relation = Poisson(q), ADD_REMOVE
@@ -185,6 +186,7 @@ def _answer(inputs: dict, row: dict, steps_cache: dict) -> None:
         if step is None:  # one object per step mechanism: its RDP tables serve every length
             step = steps_cache[(z, scheme)] = \
                 Gaussian(z, sensitivity=sens, relation=relation).subsample(scheme)
+        assert runs is not None                # counted above (the target is not epochs)
         plan = step * runs
         if target == "epsilon":
             g = plan.epsilon(V.delta(inputs["delta"]), method=method, **options)
@@ -205,6 +207,7 @@ def _answer(inputs: dict, row: dict, steps_cache: dict) -> None:
         c = C.epochs(inputs["epsilon"], inputs["delta"], sigma=z, sampling=scheme,
                      method=method, sensitivity=sens, relation=relation, **options)
         g, evaluations = c.guarantee, c.evaluations
+        assert c.steps is not None             # an epochs calibration counts its steps
         row.update(epochs=int(c.value), steps=int(c.steps), epsilon_upper=g.epsilon,
                    epsilon_lower=g.lower)
     row.update(method_used=g.method, evaluations=evaluations, source=g.source or None,

@@ -29,8 +29,8 @@ class OnceCache:
         self.counted = counted
         self._reset()
 
-    def _reset(self):
-        self._items: dict = {}
+    def _reset(self) -> None:
+        self._items: dict[Any, concurrent.futures.Future[Any]] = {}
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
@@ -42,6 +42,7 @@ class OnceCache:
             owner = fut is None
             if owner:
                 fut = self._items[key] = concurrent.futures.Future()
+        assert fut is not None
         if not owner:
             return fut.result()
         try:

@@ -193,8 +193,10 @@ def count(steps=None, epochs=None, scheme: SamplingScheme | None = None, *,
         if runs is not None and runs != m:
             raise ValueError(f"{steps_name} {n} and {epochs_name} {epochs:g} disagree: "
                              f"{n} steps of {t} per epoch are {runs} epochs; give one of them")
+        assert m is not None            # steps or epochs was given
         return m
     if epochs is None:
+        assert n is not None            # steps was given
         return n
     e = V.positive(epochs_name, epochs)
     m = steps_of_epochs(e, scheme)

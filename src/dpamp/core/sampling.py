@@ -63,9 +63,14 @@ class SamplingScheme:
     is declared in :mod:`dpamp.families.subsampling` (the representations live above this
     layer)."""
 
-    needs: Relation
-    gives: Relation
-    rate: float
+    if TYPE_CHECKING:
+        # read-only in every scheme: a property, a class constant or a frozen field
+        @property
+        def needs(self) -> Relation: ...
+        @property
+        def gives(self) -> Relation: ...
+        @property
+        def rate(self) -> float: ...
     per_epoch = False
 
     def describe(self) -> str:

@@ -28,7 +28,7 @@ def submit(fn, *args, **kwargs) -> concurrent.futures.Future:
     called from a pool thread, which must not wait on its own pool)."""
     global _POOL
     if THREADS <= 1 or threading.current_thread().name.startswith("dpamp"):
-        fut = concurrent.futures.Future()
+        fut: concurrent.futures.Future = concurrent.futures.Future()
         try:
             fut.set_result(fn(*args, **kwargs))
         except BaseException as exc:     # handed to whoever waits on the future, as a pool does

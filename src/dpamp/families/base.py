@@ -21,7 +21,7 @@ def closed_form_profile(name: str, source: str, binary: bool = False) -> Profile
         return g(m, k, eps)
 
     return ProfileHooks(pair=lambda m, eps: hooks().pair(m, eps),
-                        lower=lambda m, eps: hooks().lower(m, eps),
+                        lower=lambda m, eps: hooks().lower(m, eps),  # type: ignore[misc]  # every closed form has one
                         group=group, binary=(lambda m: True) if binary else None,
                         symmetric=lambda m: True, source=f"{source} (privacy profile)")
 

@@ -62,8 +62,11 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
                         dataset_size=dataset_size, epochs=epochs, steps=steps, sampler=sampler,
                         sample_rate=sample_rate)
     mech = stage.mechanism
-    g = mech.epsilon(delta, method=method, **options) if delta is not None else \
-        mech.delta(epsilon, method=method, **options)
+    if delta is not None:
+        g = mech.epsilon(delta, method=method, **options)
+    else:
+        assert epsilon is not None                 # exactly one of them (checked above)
+        g = mech.delta(epsilon, method=method, **options)
     note = f"DP-SGD assumed: {describe(stage)}"
     return dataclasses.replace(g, note=f"{note}. {g.note}" if g.note else note)
 

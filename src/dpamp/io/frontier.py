@@ -27,7 +27,7 @@ __all__ = ["frontier", "PANELS"]
 _RATE = ("sampler", "batch_size", "dataset_size", "sample_rate")
 _COMMON = ("method", "tol")
 #: target -> (x column, y column, y label, columns that tell the lines apart, log y)
-PANELS = {
+PANELS: dict[str, tuple[str, str, str, tuple[str, ...], bool]] = {
     "epsilon": ("epochs", "epsilon_upper", "ε  (upper bound)",
                 ("noise_multiplier", *_RATE, "delta", *_COMMON), False),
     "delta": ("epochs", "delta_upper", "δ  (upper bound)",

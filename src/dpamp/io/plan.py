@@ -23,7 +23,7 @@ import difflib
 import os
 import sys
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ..core import validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation
@@ -70,7 +70,7 @@ class Stage:
     ``assumed`` what they were read as (sampler, relation, sensitivity, rate, steps, epochs)."""
 
     name: str
-    step: object  # a dpamp Mechanism: one run of this stage (a step, or an epoch: ``unit``)
+    step: Mechanism  # one run of this stage (a step, or an epoch: ``unit``)
     steps: int    # how many runs of ``step``
     params: dict = dataclasses.field(compare=False, hash=False)
     assumed: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
@@ -117,7 +117,7 @@ class Plan:
     def total_steps(self) -> int:
         return sum(s.total_steps for s in self.stages)
 
-    def prefix(self, steps: int) -> Plan:
+    def prefix(self, steps: int) -> Mechanism:
         """The composition of the first ``steps`` runs of the plan, stages in order (a run is a
         step, or an epoch for an epoch sampler)."""
         from ..mechanisms.composition import compose_prefix
@@ -149,7 +149,7 @@ class _Reader:
     def k(self, key: str) -> str:
         return "--" + key.replace("_", "-") if self.cli else repr(key)
 
-    def fail(self, stage, key, msg):
+    def fail(self, stage, key, msg) -> NoReturn:
         if self.cli:
             where = "" if key is None else self.k(key)
         else:
@@ -369,7 +369,7 @@ class _Words:
             return None
         return self.r.check(self.i, key, check, self.s[key], *args, **kw)
 
-    def fail(self, key: str, msg: str):
+    def fail(self, key: str, msg: str) -> NoReturn:
         self.r.fail(self.i, key, msg)
 
 
@@ -410,7 +410,7 @@ def _scheme_of(r, i, s, sampler, relation):
     return scheme, Fraction(m, n), {"batch_size": m, "dataset_size": n}
 
 
-def _steps_of(r, i, s, scheme) -> int:
+def _steps_of(r: _Reader, i, s, scheme) -> int:
     """The stage's steps from 'steps' or 'epochs' (both: they must agree): core/samplers.py's
     count, ceil(epochs x N / B) in exact arithmetic."""
     steps = r.check(i, "steps", V.integer, s["steps"], low=1) if "steps" in s else None
@@ -435,7 +435,7 @@ def default_plan() -> Plan:
     60 epochs (= ceil(60 * 60000 / 256) = 14063 steps), delta 1e-5."""
     from importlib import resources
     try:
-        text = resources.files("dpamp").joinpath("data", "default_plan.toml").read_text("utf-8")
+        text = resources.files("dpamp").joinpath("data").joinpath("default_plan.toml").read_text("utf-8")
     except (FileNotFoundError, ModuleNotFoundError, TypeError):  # pragma: no cover
         with open(DEFAULT_PLAN_PATH, encoding="utf-8") as f:
             text = f.read()

@@ -121,7 +121,7 @@ def profile(x, epsilons=None, method: str = "auto", output=None, **options) -> d
     first = next(iter(mechs.values()))
     eps = (_default_epsilons(first, method, options) if epsilons is None
            else V.reals("epsilons", epsilons, low=0.0, allow_inf=False).ravel())
-    data = {"epsilon": eps, "delta": {}, "method": {}}
+    data: dict = {"epsilon": eps, "delta": {}, "method": {}}
     for label, m in mechs.items():
         data["delta"][label], data["method"][label] = _deltas(m, eps, method, options,
                                                               f"profile {label}".strip())
@@ -149,7 +149,7 @@ def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
     from .plan import Plan
     out_path = check_output(output)
     if isinstance(x, Plan):
-        runs = [(s.step, s.steps) for s in x.stages]
+        runs: list | tuple = [(s.step, s.steps) for s in x.stages]
         x = x.mechanism
     else:
         runs = check_mechanism(x, "x").parts()
@@ -206,7 +206,7 @@ def rdp(x, orders=None, output=None) -> dict:
     mechs = _mechanisms(x)
     alpha = (1.0 + np.geomspace(1e-2, 1024, 200)) if orders is None else \
         V.orders(orders).astype(float).ravel()
-    data = {"alpha": alpha, "epsilon": {}, "lower": {}}
+    data: dict = {"alpha": alpha, "epsilon": {}, "lower": {}}
     for label, m in mechs.items():
         if not m.has_rdp():
             raise ValueError(f"{m!r} has no Rényi-DP curve")
@@ -262,7 +262,7 @@ def tradeoff(x, method: str = "auto", epsilons=None, alphas=None, output=None,
     a = np.linspace(0.0, 1.0, 201) if alphas is None else np.asarray(alphas, dtype=float)
     if a.ndim != 1 or np.isnan(a).any() or (a < 0).any() or (a > 1).any():
         raise ValueError("alphas must be type I errors in [0, 1]")
-    data = {"alpha": a, "beta": {}, "epsilon": eps, "delta": {}, "method": {}}
+    data: dict = {"alpha": a, "beta": {}, "epsilon": eps, "delta": {}, "method": {}}
     for label, m in mechs.items():
         dl, used = _deltas(m, eps, method, options, f"trade-off {label}".strip())
         data["delta"][label], data["method"][label] = dl, used

@@ -112,6 +112,7 @@ def as_json(rows, delta: float, plan=None, mechanism=None) -> str:
     """One JSON object: the plan (or mechanism), delta, the best bounds and every row."""
     results = result_dicts(rows)
     top, low = best(rows)
+    out: dict
     out = {"delta": delta,
            "best": None if top is None else {"epsilon": top.as_dict()["epsilon"],
                                              "method": top.method, "lower": low},

@@ -43,9 +43,9 @@ def compare(noise_multiplier: float, batch_size: int, dataset_size: int,
     none is known). A sampler that cannot answer has NaN there and its error in "error"."""
     d = V.delta(delta)
     es = [V.integer("epochs", e, low=1) for e in np.atleast_1d(epochs).tolist()]
-    out = {"epochs": es, "delta": d, "samplers": {}}
+    out: dict[str, Any] = {"epochs": es, "delta": d, "samplers": {}}
     for name in samplers:
-        row = {"upper": [], "lower": [], "error": None}
+        row: dict[str, Any] = {"upper": [], "lower": [], "error": None}
         for e in es:
             try:
                 stage = _run(noise_multiplier, batch_size, dataset_size, name, e)

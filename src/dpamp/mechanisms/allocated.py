@@ -49,7 +49,7 @@ class Allocated(Mechanism):
 
     @property
     def steps(self) -> int:
-        return self.scheme.steps
+        return self.scheme.steps  # type: ignore[attr-defined]  # an epoch sampler (__post_init__)
 
     @property
     def rate(self) -> float:

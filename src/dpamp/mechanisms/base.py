@@ -178,6 +178,9 @@ class PostProcessing(Mechanism):
     the neighbouring relation is the base's, and it has an RDP curve exactly when the base has
     one (post-processing never increases a Rényi divergence)."""
 
+    if TYPE_CHECKING:
+        base: Mechanism
+
     @property
     def relation(self) -> Relation:  # type: ignore[override]
         return self.base.relation

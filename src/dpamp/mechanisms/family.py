@@ -125,7 +125,7 @@ class Family:
     keys: tuple[str, ...] = ()
     from_words: Callable[..., Any] | None = None
     event: str | None = None
-    from_event: Callable[[Any], Any] | None = None
+    from_event: Callable[[Any, Any, Any], Any] | None = None
     to_event: Callable[[Any], Any] | None = None
     describe: Callable[[Any], str] | None = None
     example: Callable[[Any], Any] | None = None
@@ -229,7 +229,7 @@ def families() -> Iterator[tuple[type, Family]]:
     return iter(list(_FAMILIES.items()))
 
 
-def schemes() -> Iterator[tuple[type, Amplification]]:
+def schemes() -> Iterator[tuple[type, Amplification | EpochAmplification]]:
     return iter(list(_SCHEMES.items()))
 
 

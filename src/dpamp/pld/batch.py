@@ -144,9 +144,9 @@ def cells_many(srcs, grids, h: float, optimistic: bool):
             lh = rh = (None, None)
         n_l, n_r = lv[0].size, rv[0].size
         out.append(Cells(0.0 + float(below[0][i]), 0.0 + float(below[1][i]),
-                         Side(*lv, *(v.copy() for v in lv), np.zeros(n_l), np.zeros(n_l), *lh),
+                         Side(*lv, *(v.copy() for v in lv), np.zeros(n_l), np.zeros(n_l), *lh),  # type: ignore[call-arg]
                          0.0, 0.0,
-                         Side(*rv, *(v.copy() for v in rv), np.zeros(n_r), np.zeros(n_r), *rh),
+                         Side(*rv, *(v.copy() for v in rv), np.zeros(n_r), np.zeros(n_r), *rh),  # type: ignore[call-arg]
                          0.0 + float(above[0][i]), 0.0 + float(above[1][i])))
     return out
 
@@ -156,7 +156,7 @@ def _ranges(parts, tails, h: float, scan: bool, batched: bool = True):
     loss distributions evaluated together (:func:`.loss_batch.quantile_ranges`)."""
     if not batched:
         return [_range(src, t, h, scan) for (src, _), t in zip(parts, tails)]
-    out = [None] * len(parts)
+    out: list[tuple[float, float] | None] = [None] * len(parts)
     many = [i for i, (src, _) in enumerate(parts) if type(src) is L.LossDistribution]
     srcs, ts = [parts[i][0] for i in many], [tails[i] for i in many]
     if scan:

@@ -12,7 +12,7 @@ from collections import OrderedDict
 class PLDCache:
     """The composed PMFs of the last few queries, reused by the same query asked again."""
 
-    def __init__(self, size=8):
+    def __init__(self, size=8) -> None:
         self.size = size
         self.store: OrderedDict = OrderedDict()
         # queries from several threads: an OrderedDict's reordering is not atomic

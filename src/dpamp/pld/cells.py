@@ -74,7 +74,7 @@ class Cells:
         cells of :class:`.sources.SymmetricCurve`)."""
         def side(name):
             return Side(*c[name], *c[name + "_cont"], c[name + "_beta"], c[name + "_end"])
-        return Cells(*c["below"], side("left"), *c["zero"], side("right"), *c["above"])
+        return Cells(*c["below"], side("left"), *c["zero"], side("right"), *c["above"])  # type: ignore[call-arg]
 
 
 def _pair(v: np.ndarray) -> np.ndarray:

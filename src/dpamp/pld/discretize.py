@@ -144,6 +144,7 @@ def _combine(fwd: Half, rev: Half, h, jlo, jhi, p_tot, q_tot, p_inf,
     upper[z] = fwd.s_up0 + rev.s_up0 + p_tot - fwd.f[0]
     if fwd.e is None:                             # pessimistic only
         return Discretized(h, jlo, np.maximum(upper, 0.0), fwd.inf_up, np.zeros_like(upper), 0.0)
+    assert rev.e is not None and fwd.m_lo is not None and rev.m_lo is not None  # both optimistic
     # optimistic: common lowering at x = 1; the forward slope left of 1 is -1 + g0 - S_rev
     e0 = max(fwd.e[0], rev.e[0])
     em1 = np.expm1(h)

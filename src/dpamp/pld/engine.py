@@ -88,7 +88,7 @@ def grid_log_mgf(m: np.ndarray, t0: float, h: float, s) -> np.ndarray:
         return np.full(s.shape, -np.inf)
     B = int(min(1024, max(1, 30.0 / max(float(np.max(np.abs(s))) * h, 1e-300))))
     nb = -(-n // B)
-    mm = np.zeros(nb * B)
+    mm: np.ndarray = np.zeros(nb * B)
     mm[:n] = np.maximum(m, 0.0)
     mm = mm.reshape(nb, B)
     scale = mm.max(axis=1)

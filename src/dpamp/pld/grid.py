@@ -91,7 +91,7 @@ def _anchors(direction_parts) -> list:
         if getattr(src, "cdf", None) is not None:
             found += [abs(float(e)) for e in getattr(src, "support", ())
                       if math.isfinite(e) and e != 0]
-    out = []                      # anchors equal up to rounding are one
+    out: list[float] = []         # anchors equal up to rounding are one
     for a in sorted(found):
         if not out or a > out[-1] * (1 + 1e-12):
             out.append(a)

@@ -104,6 +104,7 @@ def _half(args: HalfArgs) -> Half:
     mid_line = None
     if optimistic and side.half_p is not None and K:
         dA2, dB2 = side.half_p, side.half_q
+        assert dB2 is not None                # the halves come in pairs
         xm = x[:-1] * np.exp(0.5 * h)
         gap = x[1:] - xm
         # dA2 - x_m dB2 is in [0, (x_{i+1} - x_m) dB2] (the half cell's losses are above

@@ -35,7 +35,7 @@ _CELLS = 1 << 15
 
 def halves(args_list) -> list:
     """``[_half(*a) for a in args_list]``, computed in batches of similar lengths."""
-    out = [None] * len(args_list)
+    out: list[Half | None] = [None] * len(args_list)
     ok = []
     for i, a in enumerate(args_list):
         if a.cells.p.size < 2 or (a.optimistic and a.cells.half_p is None):

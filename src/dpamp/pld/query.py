@@ -444,6 +444,7 @@ def _error_dominated(pmf: Composed, eps) -> bool:
         return False
     e = np.array([eps])
     up, lo = pmf.upper, pmf.lower
+    assert up is not None and lo is not None          # both composed by now
     ku = int(np.searchsorted(up.t, eps, side="right"))
     kl = int(np.searchsorted(lo.t, eps, side="right"))
     budget = float(up.err[ku] + lo.err[kl])

@@ -314,6 +314,7 @@ def subsampled_log_moments(m, orders: np.ndarray) -> np.ndarray:
     if crude is None and thm6 is None:
         raise NotImplementedError(f"no Rényi-DP bound for {m.scheme!r}; use its privacy profile")
     if crude is None:
+        assert thm6 is not None
         return thm6
     if thm6 is None:
         return crude

@@ -52,6 +52,8 @@ def eps_at_orders(alpha: np.ndarray, rdp: np.ndarray, log_inv_delta: float,
                   improved: bool = True) -> np.ndarray:
     """epsilon(delta) at each order (vectorised); log_inv_delta = log(1/delta)."""
     lam = alpha - 1.0
+    t1: np.ndarray | float
+    t2: np.ndarray | float
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if improved:
             t1, t2 = np.log1p(-1.0 / alpha), np.log(alpha) / lam
@@ -70,6 +72,8 @@ def log_delta_at_orders(alpha: np.ndarray, rdp: np.ndarray, epsilon: float,
     lam = alpha - 1.0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t0, t1 = lam * rdp, lam * epsilon
+        t2: np.ndarray | float
+        t3: np.ndarray | float
         if improved:
             t2, t3 = lam * np.log1p(-1.0 / alpha), np.log(alpha)
         else:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 from scipy import fft as sfft
@@ -427,12 +428,12 @@ class _Sums:
 
     def __init__(self, win: _Window, powers, l2: set, put: bool, done):
         self.win, self.l2, self.put, self.done = win, l2, put, done
-        self.out = {}
-        self.best = {n: None for n in powers}
-        self.best_v = {n: None for n in powers}
-        self.sel = {n: None for n in powers}
-        self.facs = {n: [] for n in powers}
-        self.e2s = {n: [] for n in powers}
+        self.out: dict = {}
+        self.best: dict[int, Any] = {n: None for n in powers}     # arrays from the first pass
+        self.best_v: dict[int, Any] = {n: None for n in powers}
+        self.sel: dict[int, Any] = {n: None for n in powers}
+        self.facs: dict[int, list] = {n: [] for n in powers}
+        self.e2s: dict[int, list] = {n: [] for n in powers}
         N1, N2 = win.N1, win.N2
         self.s_rows = (win.j0 + np.arange(N1)) * win.dx
         self.L = math.log2(N1) + math.log2(N2)
@@ -529,7 +530,9 @@ class _Sums:
         s_lo = j0 * win.dx * (1 + 4 * _U)
         s_hi = (j0 + win.N1) * win.dx * (1 - 4 * _U)
         charge = win.charges[n]
+        law: Law | PutLaw
         if self.put:
+            assert win.r_charges is not None      # the window was made for puts
             # S' >= 0: nothing lies below a window that starts at 0; R' >= N2 dr by Chernoff
             # on the r-marginal, nothing when the window holds every R' (n max r)
             below = charge.below(s_lo) if j0 > 0 else 0.0

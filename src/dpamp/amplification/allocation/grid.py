@@ -54,12 +54,12 @@ class Cells:
     p_tail: float          # P0[a_K < X < inf]  (rounded up)
     q_tail: float          # Q0[X > a_K]        (rounded up)
     p_inf: float           # P0[l = +inf]
-    v: np.ndarray = None   # call function E[(X - a_k)_+; X <= a_K] at the knots, k = 0..K
-    dv: np.ndarray = None  # its error bound
-    put: np.ndarray = None   # put function E[(a_k - X)_+] at the knots
-    dput: np.ndarray = None
+    v: np.ndarray | None = None   # call function E[(X - a_k)_+; X <= a_K] at the knots, k = 0..K
+    dv: np.ndarray | None = None  # its error bound
+    put: np.ndarray | None = None   # put function E[(a_k - X)_+] at the knots
+    dput: np.ndarray | None = None
     o: float = 0.0           # offset: the knots are o + k dx (p, v, put are of X - o)
-    q_gap: np.ndarray = None  # per cell: the Q0-mass strictly inside (for the lowering)
+    q_gap: np.ndarray | None = None  # per cell: the Q0-mass strictly inside (for the lowering)
     q_ends: tuple = (0.0, 0.0)  # Q0-mass of atoms on knot 0 and on knot K (from below)
     #: sum of q (x - a_{c+1})_+ over the atoms counted in a cell c whose right end a_{c+1} they
     #: exceed (an atom on a knot, or on the last one, a few ulps above it): the split's mean is
@@ -76,6 +76,8 @@ class Cells:
         (loss -inf, Q0-mass ``zero``: an (epsilon, delta) base) is the atom Y = a_K, on the
         last knot: in the last cell's q (and so its mean), not inside it (q_gap)."""
         aK = self.K * self.dx
+        assert (self.v is not None and self.dv is not None and self.put is not None
+                and self.dput is not None and self.q_gap is not None)   # as cells() makes them
         q = self.q[::-1].copy()
         eq = self.eq[::-1].copy()
         if self.zero:
@@ -147,8 +149,8 @@ def cells(loss, dx: float, K: int, o: float = 0.0) -> Cells:
         # to the knot (with 8 ulps of x) does, by at most q times it: as mass of a cell, 4 q
         # dist / dx gives the lowering dx q_gap / 4 >= that
         dist = np.abs(x[inside] - (o + near[inside] * dx)) + 8 * _U * x[inside]
-        q_on = np.bincount(cc, np.where(on_in, aq[inside], 0.0), K)
-        q_on_gap = np.bincount(cc, np.where(on_in, 4 * aq[inside] * dist / dx, 0.0), K)
+        q_on: np.ndarray = np.bincount(cc, np.where(on_in, aq[inside], 0.0), K)
+        q_on_gap: np.ndarray = np.bincount(cc, np.where(on_in, 4 * aq[inside] * dist / dx, 0.0), K)
         knot = np.where(on_in, near[inside], -1)
         q_ends = (float(np.sum(aq[inside][knot == 0])) * (1 - 4 * _U),
                   float(np.sum(aq[inside][knot == K])) * (1 - 4 * _U))
@@ -273,6 +275,7 @@ def lowered_masses(c: Cells) -> np.ndarray:
     whose total is no larger (see the module docstring); each lowered by its error bound."""
     K, dx = c.K, c.dx
     v, dv = c.v, c.dv
+    assert v is not None and dv is not None
     # total mass Q0[X <= a_K] from below, and Q0[X > 0] from above
     M = max(float(np.sum(c.q) + c.zero) - float(np.sum(c.eq)) - (K + 4) * _U, 0.0)
     # Q0[X > a_0]: the atoms on knot 0 are not above it

@@ -90,7 +90,7 @@ class Calls:
     def __init__(self, tt: float):
         self.tt = tt
         self.J = int(math.ceil(LOG_CAP / LOG_STEP))
-        self.far = []                           # beyond e^LOG_CAP: (first index, bin sums)
+        self.far: list | None = []              # beyond e^LOG_CAP: (first index, bin sums)
         # the fine grid's bin sums (indices 0..J), chunk by chunk of FLUSH outcomes: the
         # current chunk's, and the finished chunks' total (each chunk's sums added to it in
         # turn, as the chunks' bin sums would be)
@@ -208,7 +208,7 @@ class Puts:
     def __init__(self, tt: float):
         self.tt = tt
         self.J = int(1.0 / PUT_STEP) + 2
-        self.m = np.zeros(self.J + 1)
+        self.m: np.ndarray | None = np.zeros(self.J + 1)
         self.n_terms = 0
         self.neg_m = self.neg_mL = 0.0          # outcomes with L < 0: sum m, sum |L| m
         self.low = 1.0                          # the smallest L' with mass
@@ -233,6 +233,7 @@ class Puts:
 
     def finish(self, const: float = 0.0):
         grow = 1 + (self.n_terms + 8) * _U
+        assert self.m is not None                # finish is called once
         occ = np.nonzero(self.m)[0]
         m_b = self.m[occ] * grow
         self.m = None

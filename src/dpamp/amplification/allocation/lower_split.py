@@ -233,10 +233,10 @@ def _epsilon_at(pr, delta: float) -> float:
     Q = np.concatenate([[0.0], np.cumsum(q)[:-1]])
     with np.errstate(over="ignore", invalid="ignore"):
         d = np.where(Q > 0, P - np.exp(l) * Q, P)
-    j = np.nonzero(d >= delta)[0]
-    if j.size == 0:
+    js = np.nonzero(d >= delta)[0]
+    if js.size == 0:
         return 0.0
-    j = int(j[0])
+    j = int(js[0])
     return max(math.log((P[j] - delta) / Q[j]) if Q[j] > 0 and P[j] > delta else l[j], 0.0)
 
 

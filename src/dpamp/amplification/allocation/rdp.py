@@ -131,6 +131,7 @@ def _log_power(base: np.ndarray, power: int) -> tuple[np.ndarray, float]:
         big = max(np.max(np.abs(cur)), np.max(np.abs(out)))
         err_c = 2 * err_c + _U * (n + 8 + 4 * big)
         cur = out
+    assert result is not None                     # power >= 1
     return result, err_r
 
 

@@ -173,6 +173,7 @@ def _conv_power(x: np.ndarray, e: int) -> tuple[np.ndarray, float]:
             break
         c_err = 2 * c_err + (cur.size + 1) * _U
         cur = np.convolve(cur, cur)
+    assert result is not None                     # e >= 1
     return result, r_err
 
 

@@ -73,12 +73,13 @@ def _lower_masses(both: TwoTilts):
     lowered by its per-bin budget (dpamp.pld.engine; not the suffix one: the masses go one by
     one), and the index of the first bin."""
     pmf, flat = both.tilted.lower, both.flat.lower
+    assert pmf is not None and flat is not None     # both lower compositions asked for
     lo_idx = min(pmf.jlo, flat.jlo)
     hi_idx = max(pmf.jlo + pmf.mass.size, flat.jlo + flat.mass.size)
     m = np.zeros(hi_idx - lo_idx)
     for g in (pmf, flat):
         k = g.jlo - lo_idx
-        seg = np.maximum(g.mass - g.bin_err, 0.0)
+        seg = np.maximum(g.mass - g.bin_err, 0.0)  # type: ignore[attr-defined]  # set by pld.engine
         m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
     return m * (1 - 4 * _U), lo_idx
 

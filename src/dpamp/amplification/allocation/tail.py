@@ -233,6 +233,7 @@ class CallR:
             val = np.maximum(A[k] - z * B[k], 0.0) + (n + 8) * _U * (A[k] + z * B[k]) \
                 + err[k] + inf
             best = val if best is None else np.minimum(best, val)
+        assert best is not None                   # at least one part
         return self.t1 * best * (1 + 8 * _U)
 
     def __call__(self, z: np.ndarray) -> np.ndarray:

@@ -170,7 +170,8 @@ class TwoOfT:
         self.delta_ref = delta_ref
         self._laws = None
         self._put_laws = None
-        self._call = self._put = None
+        self._call: tuple | None = None
+        self._put: tuple | None = None
         # the puts: N = 1 and N = 2 with the large coordinates at b (any Y > b, the put being
         # non-increasing in Y), Q-mass t qq and C(t, 2) qq^2; N >= 3 charged, C(t, 3) qq^3
         self.qq = qq * (1 + 4 * _U)
@@ -358,6 +359,7 @@ class TwoOfT:
         law split to the knots of ``tail2`` (L = (s^2 + 2 (y1 + y2) s + 2 y1 y2 - r) / tt is
         affine in each), the rest's (t - 2)-fold law merged: C(t, 2) w_a w_b over unordered
         knot pairs (2 or 1 orderings); returns the constant of :func:`_large_into`."""
+        assert self.tail2 is not None                # made when pairs are
         y, w = self.tail2.y_up, self.tail2.w_up
         a, b = np.triu_indices(y.size)
         ww = _choose(self.t, 2) * w[a] * w[b] * np.where(b > a, 2.0, 1.0) * (1 + 8 * _U)
@@ -367,6 +369,7 @@ class TwoOfT:
         """N = 3 into h, as :meth:`_two_large` with three large coordinates on ``tail3``'s knots
         (L = (s^2 + 2 (y1 + y2 + y3) s + 2 (y1 y2 + y1 y3 + y2 y3) - r) / tt, affine in each):
         C(t, 3) w_a w_b w_c over unordered knot triples (6, 3 or 1 orderings)."""
+        assert self.tail3 is not None                # made when triples are
         y, w = self.tail3.y_up, self.tail3.w_up
         a, b, c = np.array(list(itertools.combinations_with_replacement(range(y.size), 3)),
                            dtype=np.int64).reshape(-1, 3).T

@@ -328,6 +328,7 @@ def composed_pmf(parts, h: float, jlo: int, jhi: int) -> tuple:
             pmf = np.convolve(pmf, d.upper) * (1 + 2 * (m + 2) * _U)
             lo += d.jlo
             inf = min(inf + d.upper_inf, 1.0)        # >= 1 - (1 - a)(1 - b)
+    assert pmf is not None                           # at least one part
     return np.maximum(pmf, 0.0), lo, inf
 
 
@@ -349,7 +350,8 @@ def paired_parts(base, src, k: int, t: int, unit, grid):
     small, n_big = divmod(t, k)
     sizes = [small + 1] * n_big + [small] * (k - n_big)
     pairs = Counter((sizes[2 * i], sizes[2 * i + 1]) for i in range(k // 2))
-    parts, any_2d = [], False
+    parts: list[tuple[object, int]] = []             # duck-typed PLD sources
+    any_2d = False
     for (a, b), c in sorted(pairs.items()):
         if applies(src, a + b):
             any_2d = True

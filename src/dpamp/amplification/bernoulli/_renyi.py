@@ -142,5 +142,5 @@ def _feasible_log_odds(eps: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         lo, f_lo = np.where(up, mid, lo), np.where(up, f_mid, f_lo)
         hi, f_hi = np.where(down, mid, hi), np.where(down, f_mid, f_hi)
         side = np.where(up, 1, np.where(down, -1, side))
-    _feasible_log_odds.iterations = it + 1
+    _feasible_log_odds.iterations = it + 1  # type: ignore[attr-defined]  # a diagnostic
     return lo

@@ -24,7 +24,7 @@ __all__ = ["BernoulliWitness", "WITNESS_OFFSETS"]
 WITNESS_OFFSETS = (0.0, 0.5)
 
 
-def _attained_tests(base):
+def _attained_tests(base) -> tuple[tuple[float, float, float, float], ...]:
     """For each threshold t (``WITNESS_OFFSETS``), the logs (P[S], P[not S], Q[S], Q[not S])
     of S = {output > t} on the attained worst pair (P, Q) of a tight base mechanism:
 

@@ -55,6 +55,13 @@ class _Diffusion(Mechanism):
     """M_t = P_t o f for a Markov semigroup (P_t): (alpha, alpha Lambda(t))-RDP (002 Thm 6), with
     the subclass's ``intrinsic_sensitivity`` Lambda(t) and fields ``t``, ``sensitivity``."""
 
+    if TYPE_CHECKING:
+        t: float
+        sensitivity: float
+
+        @property
+        def intrinsic_sensitivity(self) -> float: ...
+
     def _rdp(self, alpha):
         return linear_rdp(alpha, self.intrinsic_sensitivity, self.sensitivity > 0)
 
@@ -72,7 +79,7 @@ class _Diffusion(Mechanism):
 
     def advance(self, s: float):
         """P_s o M_t = M_{t+s}: post-processing by the semigroup adds time."""
-        return dataclasses.replace(self, t=self.t + V.positive("s", s))
+        return dataclasses.replace(self, t=self.t + V.positive("s", s))  # type: ignore[type-var]  # subclasses are dataclasses
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +207,7 @@ class OrnsteinUhlenbeck(_Diffusion):
     def mse_ratio(self, radius: float, dimension: int = 1) -> float:
         """max over ||f(D)|| <= R of E_OU / E_GM = E_OU(R) / E_GM (E_OU grows with ||f||)."""
         R = V.nonnegative("radius", radius)
-        return self.mse(R, dimension) / self.gaussian_mse(dimension)
+        return float(self.mse(R, dimension)) / self.gaussian_mse(dimension)
 
     def dominates_gaussian(self, radius: float, dimension: int = 1) -> bool:
         """002 Thm 8 (1): theta R^2 <= 4 d rho^2 guarantees E_OU / E_GM <= 1 at every t."""

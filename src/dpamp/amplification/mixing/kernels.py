@@ -237,6 +237,13 @@ class _NoiseKernel(MixingKernel):
     high: float
     lipschitz: float
 
+    if TYPE_CHECKING:
+        # each noise's: D over its scale, and its closed-form log privacy profile
+        @property
+        def _ratio(self) -> float: ...
+        @staticmethod
+        def _log_profile(mu, eps, upper): ...
+
     def _validate_domain(self):
         lo = V.real("low", self.low, allow_inf=True)
         hi = V.real("high", self.high, allow_inf=True)
