@@ -25,7 +25,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "pld/polygon_batch.py:_halves_2d": "to be split",
     "pld/engine.py:_compose_kind": "to be split",
     "pld/polygon.py:_half_core": "to be split",
-    "io/sweep.py:sweep": "to be split",
 }
 
 
