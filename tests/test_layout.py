@@ -24,13 +24,7 @@ MAX_FUNCTION_LINES = 80
 LONG_FUNCTIONS: dict[str, str] = {
     "pld/polygon_batch.py:_halves_2d": "to be split",
     "pld/engine.py:_compose_kind": "to be split",
-    "amplification/bernoulli/_cell_bounds.py:_cell_bound": "to be split",
-    "amplification/bernoulli/_d1_search.py:certify_d1": "to be split",
     "pld/polygon.py:_half_core": "to be split",
-    "io/sweep.py:sweep": "to be split",
-    "amplification/bernoulli/_local_search.py:local_search": "to be split",
-    "amplification/bernoulli/_cell_bounds.py:_tighten_masses": "to be split",
-    "amplification/bernoulli/_d1_boxes.py:_polygon_candidates": "to be split",
 }
 
 

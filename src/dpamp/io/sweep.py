@@ -141,23 +141,8 @@ def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathL
     rows = _rows_of(grid)
     keys = [row_key(r) for r in rows]
     position = {k: i for i, k in enumerate(keys)}
-    if chunk_size is not None and (isinstance(chunk_size, bool) or
-                                   not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"chunk_size must be an integer >= 1 (got {chunk_size!r})")
-    if not (isinstance(chunk_seconds, (int, float)) and chunk_seconds > 0):
-        raise ValueError(f"chunk_seconds must be a positive number (got {chunk_seconds!r})")
-
-    done: dict[str, dict] = {}
-    if output is not None:
-        from . import results as R
-        fmt = R.format_of(output, format)
-        if resume:
-            for key, row in R.latest_rows(R.read_results(output, fmt, missing_ok=True)).items():
-                if key in position and not (retry_errors and row.get("error")):
-                    done[key] = row
-    elif format is not None:
-        raise ValueError("format needs an output file")
-
+    _check_chunking(chunk_size, chunk_seconds)
+    done, fmt = _rows_done(output, format, resume, retry_errors, position)
     skipped = len(done)
     todo = [r for r, k in zip(rows, keys) if k not in done]
     from ..accounting.sweep_backends import make_backend
@@ -173,12 +158,51 @@ def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathL
         out.output = None if output is None else os.fspath(output)
         return out
 
+    try:
+        _run_chunks(backend, chunks, len(todo), done, output, fmt, resume, progress)
+    except KeyboardInterrupt:
+        raise SweepInterrupted(result()) from None
+    return result()
+
+
+def _check_chunking(chunk_size, chunk_seconds):
+    if chunk_size is not None and (isinstance(chunk_size, bool) or
+                                   not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be an integer >= 1 (got {chunk_size!r})")
+    if not (isinstance(chunk_seconds, (int, float)) and chunk_seconds > 0):
+        raise ValueError(f"chunk_seconds must be a positive number (got {chunk_seconds!r})")
+
+
+def _rows_done(output, format, resume: bool, retry_errors: bool, position: dict) -> tuple:
+    """(rows already in ``output`` by key, the file's format): with ``resume``, the rows of
+    this grid found there (less those with an error when ``retry_errors``); ({}, None)
+    without an output file."""
+    done: dict[str, dict] = {}
+    if output is None:
+        if format is not None:
+            raise ValueError("format needs an output file")
+        return done, None
+    from . import results as R
+    fmt = R.format_of(output, format)
+    if resume:
+        for key, row in R.latest_rows(R.read_results(output, fmt, missing_ok=True)).items():
+            if key in position and not (retry_errors and row.get("error")):
+                done[key] = row
+    return done, fmt
+
+
+def _run_chunks(backend, chunks, total: int, done: dict, output, fmt, resume: bool,
+                progress):
+    """Run ``chunks`` on ``backend``: every finished row appended to ``output`` (if any) at
+    once and kept in ``done`` by key. The writer and the progress bar are closed however it
+    ends (Ctrl-C included: the rows written so far are complete lines)."""
     writer = bar = None
     try:
         with backend:
             if output is not None:
+                from . import results as R
                 writer = R.ResultWriter(output, fmt, append=resume)
-            bar = _progress_bar(len(todo), progress)
+            bar = _progress_bar(total, progress)
             finishing = backend.results(chunks)
             try:
                 for finished in finishing:
@@ -190,11 +214,8 @@ def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathL
                         bar.update(len(finished))
             finally:
                 finishing.close()  # at once, even on Ctrl-C: a chunk in this process lets go
-    except KeyboardInterrupt:
-        raise SweepInterrupted(result()) from None
     finally:
         if bar is not None:
             bar.close()
         if writer is not None:
             writer.close()
-    return result()

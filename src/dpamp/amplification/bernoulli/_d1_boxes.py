@@ -149,9 +149,21 @@ def _polygon_candidates(x0, x1, y0, y1, a, b, cc):
     Nearly parallel cut pairs would make the intersections ill-conditioned, so the later cut
     of such a pair is dropped first (fewer cuts, a larger polygon: still valid).
     Returns (px, py, valid) of shape (m, P)."""
-    m, nc = a.shape
-    a, b, cc = a.copy(), b.copy(), cc.copy()
     norm = np.abs(a) + np.abs(b)
+    cc, skip = _drop_parallel_cuts(x0, x1, y0, y1, a, b, cc.copy(), norm)
+    on = np.isfinite(cc)
+    a, b = np.where(on, a, 0.0), np.where(on, b, 0.0)
+    with np.errstate(all="ignore"):
+        ex, ey, ev = _edge_points(x0, x1, y0, y1, a, b, cc, on, norm)
+        cx, cy, cv = _crossing_points(x0, x1, y0, y1, a, b, cc, on, norm, skip)
+    return np.stack(ex + cx, 1), np.stack(ey + cy, 1), np.stack(ev + cv, 1)
+
+
+def _drop_parallel_cuts(x0, x1, y0, y1, a, b, cc, norm) -> tuple:
+    """(cc, skip) for :func:`_polygon_candidates`: of two nearly parallel cuts, the pair
+    marked in ``skip`` where they face apart and cannot cross inside the box, else one of them
+    dropped (cc = inf, in ``cc`` itself; a larger polygon, still valid)."""
+    m, nc = a.shape
     corners_x = np.stack([x0, x1, x1, x0], 1)
     corners_y = np.stack([y0, y0, y1, y1], 1)
     skip = np.zeros((m, nc, nc), dtype=bool)
@@ -183,50 +195,61 @@ def _polygon_candidates(x0, x1, y0, y1, a, b, cc):
                 drop_j = drop & ~drop_i
                 cc[:, i] = np.where(drop_i, np.inf, cc[:, i])
                 cc[:, j] = np.where(drop_j, np.inf, cc[:, j])
-    on = np.isfinite(cc)
-    a, b = np.where(on, a, 0.0), np.where(on, b, 0.0)
+    return cc, skip
+
+
+def _edge_points(x0, x1, y0, y1, a, b, cc, on, norm) -> tuple:
+    """Lists (x, y, valid) of the candidates on the box's edges: on each edge the ends of the
+    sub-segment that satisfies all cuts (an interval in the edge parameter, widened)."""
     pts_x, pts_y, valid = [], [], []
     edges = [(x0, y0, x1 - x0, 0.0 * x0), (x1, y0, 0.0 * x0, y1 - y0),
              (x0, y1, x1 - x0, 0.0 * x0), (x0, y0, 0.0 * x0, y1 - y0)]
-    with np.errstate(all="ignore"):
-        for px0, py0, dx, dy in edges:
-            s = a * dx[:, None] + b * dy[:, None]
-            rhs = cc - (a * px0[:, None] + b * py0[:, None])
-            tiny = np.abs(s) <= 1e-13 * norm * (np.abs(dx) + np.abs(dy))[:, None]
-            t_up = np.where(on & (s > 0) & ~tiny, rhs / s, np.inf)
-            t_dn = np.where(on & (s < 0) & ~tiny, rhs / s, -np.inf)
-            # a cut nearly constant along the edge excludes all of it only if violated at
-            # both ends whatever the tiny slope
-            dead = (on & tiny & (rhs < -np.abs(s))).any(axis=1)
-            t_hi = np.minimum(1.0, t_up.min(axis=1))
-            t_lo = np.maximum(0.0, t_dn.max(axis=1))
-            t_hi = np.minimum(1.0, t_hi + 1e-9)
-            t_lo = np.maximum(0.0, t_lo - 1e-9)
-            ok = ~dead & (t_lo <= t_hi)
-            for t in (t_lo, t_hi):
-                # one coordinate is the edge's own (exact); the other moves along the edge
-                pts_x.append(np.where(dx == 0, px0, np.minimum(px0 + t * dx, x1)))
-                pts_y.append(np.where(dy == 0, py0, np.minimum(py0 + t * dy, y1)))
-                valid.append(ok)
-        tol_x = 1e-9 * (x1 - x0) + 1e-15
-        tol_y = 1e-9 * (y1 - y0) + 1e-15
-        for i in range(nc):
-            for j in range(i + 1, nc):
-                det = a[:, i] * b[:, j] - a[:, j] * b[:, i]
-                both = on[:, i] & on[:, j] & ~skip[:, i, j]
-                ix = (cc[:, i] * b[:, j] - cc[:, j] * b[:, i]) / det
-                iy = (a[:, i] * cc[:, j] - a[:, j] * cc[:, i]) / det
-                ok = (both & np.isfinite(ix) & np.isfinite(iy)
-                      & (ix >= x0 - tol_x) & (ix <= x1 + tol_x)
-                      & (iy >= y0 - tol_y) & (iy <= y1 + tol_y))
-                ix, iy = np.clip(ix, x0, x1), np.clip(iy, y0, y1)
-                viol = a * ix[:, None] + b * iy[:, None] - cc
-                slack = 1e-9 * (np.abs(cc) + norm)
-                ok &= ~((viol > slack) & on).any(axis=1)
-                pts_x.append(np.where(ok, ix, x0))
-                pts_y.append(np.where(ok, iy, y0))
-                valid.append(ok)
-    return np.stack(pts_x, 1), np.stack(pts_y, 1), np.stack(valid, 1)
+    for px0, py0, dx, dy in edges:
+        s = a * dx[:, None] + b * dy[:, None]
+        rhs = cc - (a * px0[:, None] + b * py0[:, None])
+        tiny = np.abs(s) <= 1e-13 * norm * (np.abs(dx) + np.abs(dy))[:, None]
+        t_up = np.where(on & (s > 0) & ~tiny, rhs / s, np.inf)
+        t_dn = np.where(on & (s < 0) & ~tiny, rhs / s, -np.inf)
+        # a cut nearly constant along the edge excludes all of it only if violated at
+        # both ends whatever the tiny slope
+        dead = (on & tiny & (rhs < -np.abs(s))).any(axis=1)
+        t_hi = np.minimum(1.0, t_up.min(axis=1))
+        t_lo = np.maximum(0.0, t_dn.max(axis=1))
+        t_hi = np.minimum(1.0, t_hi + 1e-9)
+        t_lo = np.maximum(0.0, t_lo - 1e-9)
+        ok = ~dead & (t_lo <= t_hi)
+        for t in (t_lo, t_hi):
+            # one coordinate is the edge's own (exact); the other moves along the edge
+            pts_x.append(np.where(dx == 0, px0, np.minimum(px0 + t * dx, x1)))
+            pts_y.append(np.where(dy == 0, py0, np.minimum(py0 + t * dy, y1)))
+            valid.append(ok)
+    return pts_x, pts_y, valid
+
+
+def _crossing_points(x0, x1, y0, y1, a, b, cc, on, norm, skip) -> tuple:
+    """Lists (x, y, valid) of the pairwise crossings of cut lines inside the box (with
+    tolerance) that satisfy the other cuts (with tolerance), except the pairs in ``skip``."""
+    nc = a.shape[1]
+    pts_x, pts_y, valid = [], [], []
+    tol_x = 1e-9 * (x1 - x0) + 1e-15
+    tol_y = 1e-9 * (y1 - y0) + 1e-15
+    for i in range(nc):
+        for j in range(i + 1, nc):
+            det = a[:, i] * b[:, j] - a[:, j] * b[:, i]
+            both = on[:, i] & on[:, j] & ~skip[:, i, j]
+            ix = (cc[:, i] * b[:, j] - cc[:, j] * b[:, i]) / det
+            iy = (a[:, i] * cc[:, j] - a[:, j] * cc[:, i]) / det
+            ok = (both & np.isfinite(ix) & np.isfinite(iy)
+                  & (ix >= x0 - tol_x) & (ix <= x1 + tol_x)
+                  & (iy >= y0 - tol_y) & (iy <= y1 + tol_y))
+            ix, iy = np.clip(ix, x0, x1), np.clip(iy, y0, y1)
+            viol = a * ix[:, None] + b * iy[:, None] - cc
+            slack = 1e-9 * (np.abs(cc) + norm)
+            ok &= ~((viol > slack) & on).any(axis=1)
+            pts_x.append(np.where(ok, ix, x0))
+            pts_y.append(np.where(ok, iy, y0))
+            valid.append(ok)
+    return pts_x, pts_y, valid
 
 
 def _polygon_bound(x0, x1, y0, y1, alpha, eps, e_hi, c, k):

@@ -92,90 +92,26 @@ def certify_d1(eps, alpha, c, k, best0, cap, rtol, atol, max_cells, max_levels=4
     pruned_up = np.full(n_inst, -np.inf)
     leftover = np.full(n_inst, -np.inf)
     tol_abs = (alpha - 1.0) * atol
-
-    g = np.linspace(0.0, 0.5, _NX + 1)
-    h = np.linspace(0.0, 1.0, 2 * _NX + 1)
-    X0, Y0 = (v.ravel() for v in np.meshgrid(g[:-1], h[:-1], indexing="ij"))
-    X1, Y1 = (v.ravel() for v in np.meshgrid(g[1:], h[1:], indexing="ij"))
-    inst = np.repeat(np.arange(n_inst), X0.size)
-    x0, x1, y0, y1 = (np.tile(v, n_inst) for v in (X0, X1, Y0, Y1))
+    inst, x0, x1, y0, y1 = _initial_boxes(n_inst)
     processed = np.zeros(n_inst, dtype=np.int64)
 
     for level in range(max_levels):
         if inst.size == 0:
             break
-        a = alpha[inst]
-        # --- shrink each box to one that still holds all its feasible points --------------
-        x0, x1, y0, y1 = _tighten(x0, x1, y0, y1, a, e_hi[inst])
-        infeasible = (x0 > x1) | (y0 > y1)
-        # constraint minimum over the box (at the corner nearest the diagonal) above eps
-        below, above = x0 >= y1, x1 <= y0
-        px = np.where(below, x0, np.where(above, x1, 0.5))
-        py = np.where(below, y1, np.where(above, y0, 0.5))
-        h1, e1, h2, e2 = _constraints(px, py, a)
-        infeasible |= (below | above) & ((h1 - e1 > e_hi[inst]) | (h2 - e2 > e_hi[inst]))
-        keep = ~infeasible
-        inst, x0, x1, y0, y1, a = (v[keep] for v in (inst, x0, x1, y0, y1, a))
-        m = inst.size
-        if m == 0:
+        inst, x0, x1, y0, y1, a = _feasible_boxes(inst, x0, x1, y0, y1, alpha, e_hi)
+        if inst.size == 0:
             break
         processed += np.bincount(inst, minlength=n_inst)
-        # --- vertex values: objective and proven-feasible candidates ----------------------
-        tx = np.stack([x0, x1, x1, x0], 1)
-        ty = np.stack([y0, y0, y1, y1], 1)
-        va = np.repeat(a, 4)
-        vi = np.repeat(inst, 4)
-        gv, ge = _objective(tx.ravel(), ty.ravel(), va, c, k)
-        f1, fe1, f2, fe2 = _constraints(tx.ravel(), ty.ravel(), va)
-        ok = (f1 + fe1 <= e_lo[vi]) & (f2 + fe2 <= e_lo[vi])
-        if ok.any():
-            np.maximum.at(best, vi[ok], gv[ok] - ge[ok])
-        gup = (gv + ge).reshape(m, 4)
-        gmax = gup.max(axis=1)
-        # --- tangent cuts at the centre and the dual LP bound ------------------------------
-        zx, zy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
-        c1, ce1, c2, ce2 = _constraints(zx, zy, a)
-        g1x, g1y, d1x, d1y = _grad_h(zx, zy, a)
-        g2y, g2x, d2y, d2x = _grad_h(zy, zx, a)       # H2(x, y) = H(y, x)
-        rx, ry = 0.5 * (x1 - x0), 0.5 * (y1 - y0)
-        with np.errstate(over="ignore", invalid="ignore"):
-            r1 = np.expm1(np.minimum(e_hi[inst] - (c1 - ce1), 700.0))
-            r2 = np.expm1(np.minimum(e_hi[inst] - (c2 - ce2), 700.0))
-            r1 = r1 + np.abs(r1) * 1e-14 + d1x * rx + d1y * ry
-            r2 = r2 + np.abs(r2) * 1e-14 + d2x * rx + d2y * ry
-            A = g1x[:, None] * (tx - zx[:, None]) + g1y[:, None] * (ty - zy[:, None])
-            B = g2x[:, None] * (tx - zx[:, None]) + g2y[:, None] * (ty - zy[:, None])
-        usable = (np.isfinite(A).all(1) & np.isfinite(B).all(1) & np.isfinite(r1)
-                  & np.isfinite(r2))
-        F = np.exp(gup - gmax[:, None])
-        phi, empty = _dual_bound(F, np.where(usable[:, None], A, 0.0),
-                                 np.where(usable[:, None], B, 0.0),
-                                 np.where(usable, r1, 1.0), np.where(usable, r2, 1.0))
-        with np.errstate(divide="ignore"):
-            lp = gmax + np.log(np.maximum(phi, 0.0))
-        lp = np.where(usable, lp, gmax)
-        up = np.minimum(np.minimum(gmax, lp), cap[inst])
-        gone = usable & (empty | (phi <= 0.0))
+        tx, ty, gup = _vertex_values(inst, x0, x1, y0, y1, a, c, k, e_lo, best)
+        up, gone = _dual_lp_bound(inst, x0, x1, y0, y1, a, tx, ty, gup, e_hi, cap)
         tol = tol_abs[inst] + rtol * np.maximum(best[inst], 0.0)
-        # second stage, only where the first did not settle the box: vertices of the box
-        # cut by tangent planes (resolves the thin band of small epsilon)
+        # second stage, only where the first did not settle the box
         open_ = ~gone & (up > best[inst] + tol)
         if open_.any():
-            pb, pe, cx, cy = _polygon_bound(x0[open_], x1[open_], y0[open_], y1[open_],
-                                            a[open_], eps[inst[open_]], e_hi[inst[open_]],
-                                            c, k)
-            up[open_] = np.minimum(up[open_], pb)
-            gone[open_] |= pe
-            # incumbent: near-boundary points proven feasible
-            ci = np.repeat(inst[open_], cy.shape[1])
-            ca = np.repeat(a[open_], cy.shape[1])
-            cxr = np.repeat(cx, cy.shape[1])
-            f1, fe1, f2, fe2 = _constraints(cxr, cy.ravel(), ca)
-            okc = (f1 + fe1 <= e_lo[ci]) & (f2 + fe2 <= e_lo[ci])
-            if okc.any():
-                gc, gce = _objective(cxr[okc], cy.ravel()[okc], ca[okc], c, k)
-                np.maximum.at(best, ci[okc], gc - gce)
-                tol = tol_abs[inst] + rtol * np.maximum(best[inst], 0.0)
+            _polygon_stage(open_, inst, x0, x1, y0, y1, a, eps, e_hi, e_lo, c, k, up, gone,
+                           best)
+            # (the incumbent may have risen)
+            tol = tol_abs[inst] + rtol * np.maximum(best[inst], 0.0)
         done = ~gone & (up <= best[inst] + tol)
         if done.any():
             np.maximum.at(pruned_up, inst[done], up[done])
@@ -192,14 +128,111 @@ def certify_d1(eps, alpha, c, k, best0, cap, rtol, atol, max_cells, max_levels=4
             inst, x0, x1, y0, y1 = (v[~stop] for v in (inst, x0, x1, y0, y1))
             if inst.size == 0:
                 break
-        # --- split each live box in two along its relatively wider side -------------------
-        split_x = _rel_width(x0, x1) >= _rel_width(y0, y1)
-        sx, sy = _split(x0, x1), _split(y0, y1)
-        inst = np.concatenate([inst, inst])
-        x0, x1 = (np.concatenate([x0, np.where(split_x, sx, x0)]),
-                  np.concatenate([np.where(split_x, sx, x1), x1]))
-        y0, y1 = (np.concatenate([y0, np.where(split_x, y0, sy)]),
-                  np.concatenate([np.where(split_x, y1, sy), y1]))
+        inst, x0, x1, y0, y1 = _split_boxes(inst, x0, x1, y0, y1)
     upper = np.maximum(np.maximum(pruned_up, leftover), best)
     certified = ~np.isfinite(leftover)
     return best, upper, certified
+
+
+def _initial_boxes(n_inst: int) -> tuple:
+    """(inst, x0, x1, y0, y1): the boxes of the initial grid (``_NX`` by 2 ``_NX`` squares
+    over [0, 1/2] x [0, 1]) for every instance."""
+    g = np.linspace(0.0, 0.5, _NX + 1)
+    h = np.linspace(0.0, 1.0, 2 * _NX + 1)
+    X0, Y0 = (v.ravel() for v in np.meshgrid(g[:-1], h[:-1], indexing="ij"))
+    X1, Y1 = (v.ravel() for v in np.meshgrid(g[1:], h[1:], indexing="ij"))
+    inst = np.repeat(np.arange(n_inst), X0.size)
+    x0, x1, y0, y1 = (np.tile(v, n_inst) for v in (X0, X1, Y0, Y1))
+    return inst, x0, x1, y0, y1
+
+
+def _feasible_boxes(inst, x0, x1, y0, y1, alpha, e_hi) -> tuple:
+    """(inst, x0, x1, y0, y1, a): each box shrunk to one that still holds all its feasible
+    points (propagation), without the boxes proven to hold none: empty, or off the diagonal
+    with a constraint above e^E at the corner nearest it (its minimum over the box)."""
+    a = alpha[inst]
+    x0, x1, y0, y1 = _tighten(x0, x1, y0, y1, a, e_hi[inst])
+    infeasible = (x0 > x1) | (y0 > y1)
+    below, above = x0 >= y1, x1 <= y0
+    px = np.where(below, x0, np.where(above, x1, 0.5))
+    py = np.where(below, y1, np.where(above, y0, 0.5))
+    h1, e1, h2, e2 = _constraints(px, py, a)
+    infeasible |= (below | above) & ((h1 - e1 > e_hi[inst]) | (h2 - e2 > e_hi[inst]))
+    keep = ~infeasible
+    return tuple(v[keep] for v in (inst, x0, x1, y0, y1, a))
+
+
+def _vertex_values(inst, x0, x1, y0, y1, a, c, k, e_lo, best) -> tuple:
+    """(tx, ty, gup): the boxes' corners ((m, 4) each) and the objective there, rounded up;
+    the corners proven feasible raise the incumbent ``best`` (in place)."""
+    tx = np.stack([x0, x1, x1, x0], 1)
+    ty = np.stack([y0, y0, y1, y1], 1)
+    va = np.repeat(a, 4)
+    vi = np.repeat(inst, 4)
+    gv, ge = _objective(tx.ravel(), ty.ravel(), va, c, k)
+    f1, fe1, f2, fe2 = _constraints(tx.ravel(), ty.ravel(), va)
+    ok = (f1 + fe1 <= e_lo[vi]) & (f2 + fe2 <= e_lo[vi])
+    if ok.any():
+        np.maximum.at(best, vi[ok], gv[ok] - ge[ok])
+    return tx, ty, (gv + ge).reshape(inst.size, 4)
+
+
+def _dual_lp_bound(inst, x0, x1, y0, y1, a, tx, ty, gup, e_hi, cap) -> tuple:
+    """(up, gone): stage 1's bound on each box (tangent cuts at its centre, the Lagrange dual
+    of the interpolation LP over its corners, the cap) and the boxes it shows to hold no
+    feasible point."""
+    gmax = gup.max(axis=1)
+    zx, zy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
+    c1, ce1, c2, ce2 = _constraints(zx, zy, a)
+    g1x, g1y, d1x, d1y = _grad_h(zx, zy, a)
+    g2y, g2x, d2y, d2x = _grad_h(zy, zx, a)       # H2(x, y) = H(y, x)
+    rx, ry = 0.5 * (x1 - x0), 0.5 * (y1 - y0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r1 = np.expm1(np.minimum(e_hi[inst] - (c1 - ce1), 700.0))
+        r2 = np.expm1(np.minimum(e_hi[inst] - (c2 - ce2), 700.0))
+        r1 = r1 + np.abs(r1) * 1e-14 + d1x * rx + d1y * ry
+        r2 = r2 + np.abs(r2) * 1e-14 + d2x * rx + d2y * ry
+        A = g1x[:, None] * (tx - zx[:, None]) + g1y[:, None] * (ty - zy[:, None])
+        B = g2x[:, None] * (tx - zx[:, None]) + g2y[:, None] * (ty - zy[:, None])
+    usable = (np.isfinite(A).all(1) & np.isfinite(B).all(1) & np.isfinite(r1)
+              & np.isfinite(r2))
+    F = np.exp(gup - gmax[:, None])
+    phi, empty = _dual_bound(F, np.where(usable[:, None], A, 0.0),
+                             np.where(usable[:, None], B, 0.0),
+                             np.where(usable, r1, 1.0), np.where(usable, r2, 1.0))
+    with np.errstate(divide="ignore"):
+        lp = gmax + np.log(np.maximum(phi, 0.0))
+    lp = np.where(usable, lp, gmax)
+    up = np.minimum(np.minimum(gmax, lp), cap[inst])
+    gone = usable & (empty | (phi <= 0.0))
+    return up, gone
+
+
+def _polygon_stage(sel, inst, x0, x1, y0, y1, a, eps, e_hi, e_lo, c, k, up, gone, best):
+    """Stage 2 on the boxes ``sel``: the vertices of each box cut by tangent planes (resolves
+    the thin band of small epsilon) lower ``up`` and may show it empty (``gone``), and its
+    near-boundary points proven feasible raise the incumbent ``best`` (all in place)."""
+    pb, pe, cx, cy = _polygon_bound(x0[sel], x1[sel], y0[sel], y1[sel], a[sel],
+                                    eps[inst[sel]], e_hi[inst[sel]], c, k)
+    up[sel] = np.minimum(up[sel], pb)
+    gone[sel] |= pe
+    ci = np.repeat(inst[sel], cy.shape[1])
+    ca = np.repeat(a[sel], cy.shape[1])
+    cxr = np.repeat(cx, cy.shape[1])
+    f1, fe1, f2, fe2 = _constraints(cxr, cy.ravel(), ca)
+    okc = (f1 + fe1 <= e_lo[ci]) & (f2 + fe2 <= e_lo[ci])
+    if okc.any():
+        gc, gce = _objective(cxr[okc], cy.ravel()[okc], ca[okc], c, k)
+        np.maximum.at(best, ci[okc], gc - gce)
+
+
+def _split_boxes(inst, x0, x1, y0, y1) -> tuple:
+    """Each box split in two along its relatively wider side (at :func:`_split`)."""
+    split_x = _rel_width(x0, x1) >= _rel_width(y0, y1)
+    sx, sy = _split(x0, x1), _split(y0, y1)
+    inst = np.concatenate([inst, inst])
+    x0, x1 = (np.concatenate([x0, np.where(split_x, sx, x0)]),
+              np.concatenate([np.where(split_x, sx, x1), x1]))
+    y0, y1 = (np.concatenate([y0, np.where(split_x, y0, sy)]),
+              np.concatenate([np.where(split_x, y1, sy), y1]))
+    return inst, x0, x1, y0, y1

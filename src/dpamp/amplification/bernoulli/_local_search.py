@@ -24,59 +24,85 @@ def local_search(eps: float, alpha: float, c: float, d: int, k: int, starts: int
     logw = statistic_channel(c, d, k)
     nc = 2 ** d
     E = (alpha - 1.0) * eps
+    constraint = {"type": "ineq", "fun": lambda v: _margins(v, nc, alpha, E),
+                  "jac": lambda v: _margins_jacobian(v, nc, alpha)}
+    best = 0.0
+    for v0 in _starting_points(eps, alpha, nc, starts, seed):
+        try:
+            with np.errstate(all="ignore"):
+                res = minimize(lambda v: _negated_objective(v, logw, nc, alpha), v0, jac=True,
+                               method="SLSQP", constraints=[constraint],
+                               options={"maxiter": 200, "ftol": 1e-12})
+            v = res.x
+        except (ValueError, FloatingPointError):  # pragma: no cover - solver breakdown
+            v = v0
+        for cand in (v, v0):
+            lx, ly = _split(cand, nc)
+            best = max(best, _verified(lx, ly, logw, alpha, E))
+    return best
 
-    def split(v):
-        return log_softmax(v[:nc]), log_softmax(v[nc:])
 
-    # softmax parameters v = (a, b), x = softmax(a), y = softmax(b); analytic gradients:
-    # dG/da_j = alpha (sum_m pi_m post^x_{mj} - x_j), dG/db_j = (1-alpha)(sum_m pi_m
-    # post^y_{mj} - y_j), pi = the alpha-tilted outcome weights, post = corner posteriors;
-    # for the constraint h1 = log sum_i x_i^a y_i^(1-a): dh1/da = alpha (rho - x),
-    # dh1/db = (1-alpha)(rho - y), rho = the tilted corner weights.
-    def obj(v):
-        lx, ly = split(v)
-        lxb = _lse(logw + lx, axis=1)
-        lyb = _lse(logw + ly, axis=1)
-        z = lyb + alpha * (lxb - lyb)
-        g = _lse(z)
-        pi = np.exp(z - g)
-        post_x = np.exp(logw + lx - lxb[:, None])
-        post_y = np.exp(logw + ly - lyb[:, None])
-        ga = alpha * (pi @ post_x - np.exp(lx))
-        gb = (1.0 - alpha) * (pi @ post_y - np.exp(ly))
-        return -g, -np.concatenate([ga, gb])
+def _split(v, nc: int) -> tuple:
+    """(log x, log y) of the softmax parameters v = (a, b): x = softmax(a), y = softmax(b)."""
+    return log_softmax(v[:nc]), log_softmax(v[nc:])
 
-    def cons(v):
-        lx, ly = split(v)
-        z1 = ly + alpha * (lx - ly)
-        z2 = lx + alpha * (ly - lx)
-        h1, h2 = _lse(z1), _lse(z2)
-        return np.array([E - h1, E - h2])
 
-    def cons_jac(v):
-        lx, ly = split(v)
-        z1 = ly + alpha * (lx - ly)
-        z2 = lx + alpha * (ly - lx)
-        r1, r2 = np.exp(z1 - _lse(z1)), np.exp(z2 - _lse(z2))
-        x, y = np.exp(lx), np.exp(ly)
-        j1 = np.concatenate([alpha * (r1 - x), (1.0 - alpha) * (r1 - y)])
-        j2 = np.concatenate([(1.0 - alpha) * (r2 - x), alpha * (r2 - y)])
-        return -np.stack([j1, j2])
+# analytic gradients: dG/da_j = alpha (sum_m pi_m post^x_{mj} - x_j), dG/db_j = (1-alpha)
+# (sum_m pi_m post^y_{mj} - y_j), pi = the alpha-tilted outcome weights, post = corner
+# posteriors; for the constraint h1 = log sum_i x_i^a y_i^(1-a): dh1/da = alpha (rho - x),
+# dh1/db = (1-alpha)(rho - y), rho = the tilted corner weights.
+def _negated_objective(v, logw, nc: int, alpha: float) -> tuple:
+    """(-G, -grad G) at the softmax parameters v (G the log-moment objective)."""
+    lx, ly = _split(v, nc)
+    lxb = _lse(logw + lx, axis=1)
+    lyb = _lse(logw + ly, axis=1)
+    z = lyb + alpha * (lxb - lyb)
+    g = _lse(z)
+    pi = np.exp(z - g)
+    post_x = np.exp(logw + lx - lxb[:, None])
+    post_y = np.exp(logw + ly - lyb[:, None])
+    ga = alpha * (pi @ post_x - np.exp(lx))
+    gb = (1.0 - alpha) * (pi @ post_y - np.exp(ly))
+    return -g, -np.concatenate([ga, gb])
 
-    def verified(lx, ly):
-        """Proven value of the pair, after mixing x towards y until provably feasible."""
-        for t in np.concatenate([[0.0], np.geomspace(1e-12, 1.0, 60)]):
-            with np.errstate(divide="ignore"):
-                mx = np.logaddexp(np.log1p(-t) + lx, np.log(t) + ly) if t > 0 else lx
-            h1, e1 = _pair_moment(mx, ly, alpha)
-            h2, e2 = _pair_moment(ly, mx, alpha)
-            if h1[0] + e1[0] <= E * (1 - 4e-16) and h2[0] + e2[0] <= E * (1 - 4e-16):
-                g, ge = _moment_general(mx, ly, logw, alpha)
-                return float(g[0] - ge[0])
-        return 0.0
 
+def _margins(v, nc: int, alpha: float, E: float):
+    """E - h1, E - h2: both >= 0 where the pair meets its two constraints."""
+    lx, ly = _split(v, nc)
+    z1 = ly + alpha * (lx - ly)
+    z2 = lx + alpha * (ly - lx)
+    h1, h2 = _lse(z1), _lse(z2)
+    return np.array([E - h1, E - h2])
+
+
+def _margins_jacobian(v, nc: int, alpha: float):
+    lx, ly = _split(v, nc)
+    z1 = ly + alpha * (lx - ly)
+    z2 = lx + alpha * (ly - lx)
+    r1, r2 = np.exp(z1 - _lse(z1)), np.exp(z2 - _lse(z2))
+    x, y = np.exp(lx), np.exp(ly)
+    j1 = np.concatenate([alpha * (r1 - x), (1.0 - alpha) * (r1 - y)])
+    j2 = np.concatenate([(1.0 - alpha) * (r2 - x), alpha * (r2 - y)])
+    return -np.stack([j1, j2])
+
+
+def _verified(lx, ly, logw, alpha: float, E: float) -> float:
+    """Proven value of the pair, after mixing x towards y until provably feasible."""
+    for t in np.concatenate([[0.0], np.geomspace(1e-12, 1.0, 60)]):
+        with np.errstate(divide="ignore"):
+            mx = np.logaddexp(np.log1p(-t) + lx, np.log(t) + ly) if t > 0 else lx
+        h1, e1 = _pair_moment(mx, ly, alpha)
+        h2, e2 = _pair_moment(ly, mx, alpha)
+        if h1[0] + e1[0] <= E * (1 - 4e-16) and h2[0] + e2[0] <= E * (1 - 4e-16):
+            g, ge = _moment_general(mx, ly, logw, alpha)
+            return float(g[0] - ge[0])
+    return 0.0
+
+
+def _starting_points(eps: float, alpha: float, nc: int, starts: int, seed: int) -> list:
+    """The pair of eqs. 3-4 (mass p on the all-c corner and 1-p on the all-(1-c) corner) and
+    ``starts`` random pairs, as softmax parameters."""
     rng = np.random.default_rng(seed)
-    # the pair of eqs. 3-4 (mass p on the all-c corner and 1-p on the all-(1-c) corner)
     t = float(_feasible_log_odds(np.array([eps]), np.array([alpha]))[0])
     lp, lq = -np.logaddexp(0.0, t), -np.logaddexp(0.0, -t)
     x0 = np.full(nc, -60.0)
@@ -88,17 +114,4 @@ def local_search(eps: float, alpha: float, c: float, d: int, k: int, starts: int
         x = rng.dirichlet(np.ones(nc))
         y = rng.dirichlet(np.ones(nc))
         inits.append(np.log(np.concatenate([x, y]) + 1e-12))
-    best = 0.0
-    for v0 in inits:
-        try:
-            with np.errstate(all="ignore"):
-                res = minimize(obj, v0, jac=True, method="SLSQP",
-                               constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
-                               options={"maxiter": 200, "ftol": 1e-12})
-            v = res.x
-        except (ValueError, FloatingPointError):  # pragma: no cover - solver breakdown
-            v = v0
-        for cand in (v, v0):
-            lx, ly = split(cand)
-            best = max(best, verified(lx, ly))
-    return best
+    return inits
