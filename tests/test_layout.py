@@ -22,17 +22,14 @@ LAYERS = {"core": 0, "mechanisms": 1, "rdp": 2, "pld": 2, "profiles": 2, "theore
 MAX_FUNCTION_LINES = 80
 #: functions allowed over MAX_FUNCTION_LINES, each with why it is one piece
 LONG_FUNCTIONS: dict[str, str] = {
-    "pld/polygon_batch.py:_halves_2d": "to be split",
     "amplification/allocation/fft2.py:compose2": "to be split",
     "pld/engine.py:_compose_kind": "to be split",
     "amplification/bernoulli/_cell_bounds.py:_cell_bound": "to be split",
     "amplification/bernoulli/_d1_search.py:certify_d1": "to be split",
-    "pld/polygon.py:_half_core": "to be split",
     "accounting/sweep.py:sweep": "to be split",
     "amplification/bernoulli/_local_search.py:local_search": "to be split",
     "amplification/bernoulli/_cell_bounds.py:_tighten_masses": "to be split",
     "amplification/bernoulli/_d1_boxes.py:_polygon_candidates": "to be split",
-    "pld/loss.py:cell_masses": "to be split",
     "amplification/allocation/fft2.py:_power_spectra": "to be split",
 }
 

@@ -2,7 +2,7 @@
 
 Each part gets its own window [jlo, jhi] from its quantiles (a pessimistic-only pass from its
 tail functions alone, see :func:`_range`); the loss distributions' halves (two per part) are
-then built together by :func:`.polygon_batch.halves`, joined part by part
+then built together by :func:`.polygon.halves`, joined part by part
 (:func:`.discretize._combine`), and their optimistic PMFs' rounding-level negative masses
 cancelled in one pass over all of them (:func:`cancel_negatives_many`): bit for bit what the
 part-by-part :func:`.discretize.discretize` gives (tests/test_pld_batch.py). The other sources
@@ -22,7 +22,7 @@ from .cells import Cells, Side
 from .discretize import _combine, cells_of, half_args
 from .engine import MAX_N, PartPMF
 from .loss_batch import evaluate_flat, quantile_ranges, shape, tail_points_many
-from .polygon_batch import halves
+from .polygon import halves
 from .sources import discretize_source
 
 #: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)

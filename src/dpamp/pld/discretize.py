@@ -27,7 +27,7 @@ whether or not it is the curve of a genuine pair of distributions.
   G_j = dx_j beta_j (dB_j - beta_j) / dB_j, at lambda_j = beta_j / dB_j of the way, so lowering the
   cell's knots such that (1 - lambda_j) e_j + lambda_j e_{j+1} >= G_j puts the polygon below V.
   For a loss distribution the tangent at the cell's midpoint joins them (from the masses of the
-  half cells, see ``_half``), which halves the lowering. After
+  half cells, see ``polygon._mid_line``), which halves the lowering. After
   the last grid point the polygon must be flat, so the last knot goes down to F(inf) (the true
   mass at +inf: the tail is kept as mass at t_jhi with its Q-mass, a rounding down); before the
   first it follows the tangent (the P-mass below t_jlo is dropped: a defective measure, which the
@@ -48,7 +48,7 @@ import numpy as np
 from ..core.hull import lower_hull
 from .cells import Cells, coarsen, with_halves
 from .loss import LossDistribution
-from .polygon import Floor, Half, HalfArgs, _half, _half_from_values
+from .polygon import Floor, Half, HalfArgs, _half_from_values, halves
 
 _U = 2.0 ** -53
 #: relative raise of a profile's upper values before the hull (:func:`discretize_profile`)
@@ -91,7 +91,7 @@ def cells_of(loss: LossDistribution, h: float, jlo: int, jhi: int,
         raise ValueError("the grid must have points on both sides of 0")
     if not optimistic:
         return loss.cells(jlo, jhi, h)
-    # the half cells' masses give every cell a third tangent, at its midpoint (see _half)
+    # the half cells' masses give every cell a third tangent, at its midpoint (polygon._mid_line)
     fine = loss.cells(2 * jlo, 2 * jhi, 0.5 * h)
     if not np.isfinite(loss.atom_loss).any():
         return coarsen(fine)
@@ -105,16 +105,16 @@ def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float
     LossDistribution.cell_masses); p_inf = P[L = inf], q_ninf = Q[L = -inf] (the swapped pair's
     mass at +inf; 0 is always safe for the bounds). The measures may be defective (total masses
     below 1): the perspective between the halves is F(x) = P_tot - x Q_tot + x F_rev(1/x) for
-    x <= 1. The sides' half cells (if any) give the midpoint tangents (see _half)."""
+    x <= 1. The sides' half cells (if any) give the midpoint tangents (polygon._mid_line)."""
     if isinstance(c, dict):
         c = Cells.from_dict(c)
     fwd, rev, p_tot, q_tot = half_args(c, h, p_inf, totals, q_ninf, optimistic)
-    return _combine(_half(fwd), _half(rev), h, jlo, jhi, p_tot, q_tot, p_inf)
+    return _combine(*halves([fwd, rev]), h, jlo, jhi, p_tot, q_tot, p_inf)
 
 
 def half_args(c: Cells, h: float, p_inf: float, totals: tuple | None = None,
               q_ninf: float = 0.0, optimistic: bool = True):
-    """The arguments of :func:`.polygon._half` for the eps >= 0 half and for the swapped
+    """The arguments of :func:`.polygon.halves` for the eps >= 0 half and for the swapped
     pair's half, and the total masses (p_tot, q_tot) (see :func:`discretize_cells`)."""
     if totals is None:
         p_tot = c.below_p + c.left.p.sum() + c.zero_p + c.right.p.sum() + c.above_p
