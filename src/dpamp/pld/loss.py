@@ -25,10 +25,10 @@ import math
 from typing import Callable
 
 import numpy as np
-from scipy.special import ndtr, ndtri_exp
 
 from .cells import Cells, Side
-from .loss_batch import quantile_ranges
+from .loss_batch import (gaussian_pair, gaussian_tail, poisson_base_loss, poisson_loss,
+                         poisson_mix, quantile_ranges)
 
 Pair = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -234,22 +234,10 @@ class LossDistribution:
         (Zhu, Dong and Wang show this pair and its swap dominate the subsampled mechanism.)"""
         if q >= 1.0:
             return self
-        log1mq = math.log1p(-q)
-        logq = math.log(q)
-
-        def fwd(loss):  # L -> L'
-            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                return np.where(loss > 0, loss + np.log(q + (1 - q) * np.exp(-loss)),
-                                np.logaddexp(log1mq, logq + loss))
-
-        def inv(t):     # g(t) = log((e^t - (1-q))/q) for t > log(1-q), else -inf
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                # e^t - 1 + q = expm1(t) + q, accurate near t = log(1-q) only through expm1
-                inner = np.expm1(t) + q
-                return np.where(inner > 0, np.log(np.maximum(inner, 1e-320)) - logq, -np.inf)
-
+        log1mq, logq = math.log1p(-q), math.log(q)
+        fwd = lambda loss: poisson_loss(loss, q, 1 - q, log1mq, logq)  # noqa: E731 (L -> L')
         atoms_l = fwd(self.atom_loss)
-        atoms_p = (1 - q) * self.atom_q + q * self.atom_p
+        atoms_p = poisson_mix(self.atom_p, self.atom_q, q, 1 - q)[0]
         atoms_q = self.atom_q.copy()
         # an atom of the base at -inf (P-mass 0) becomes an atom at log(1-q)
         cdf = sf = None
@@ -258,14 +246,12 @@ class LossDistribution:
             base_cdf, base_sf = self.cdf, self.sf
 
             def cdf(t):
-                g = inv(np.asarray(t, dtype=float))
-                bp, bq = base_cdf(g)
-                return (1 - q) * bq + q * bp, bq
+                bp, bq = base_cdf(poisson_base_loss(np.asarray(t, dtype=float), q, logq))
+                return poisson_mix(bp, bq, q, 1 - q)
 
             def sf(t):
-                g = inv(np.asarray(t, dtype=float))
-                bp, bq = base_sf(g)
-                return (1 - q) * bq + q * bp, bq
+                bp, bq = base_sf(poisson_base_loss(np.asarray(t, dtype=float), q, logq))
+                return poisson_mix(bp, bq, q, 1 - q)
             support = tuple(float(x) for x in fwd(np.array(self.support)))
         mean, var, swap = _mixture_moments(self, q) if moments is None else moments
         # L' is increasing in L and P', Q' are mixtures of P, Q: the base's tail points map over
@@ -377,17 +363,10 @@ def gaussian(mu: float) -> LossDistribution:
         return LossDistribution(np.array([0.0]), np.array([1.0]), np.array([1.0]),
                                 symmetric=True, name="gaussian(0)")
     half = 0.5 * mu * mu
-
-    def cdf(t):
-        return ndtr((t - half) / mu), ndtr((t + half) / mu)
-
-    def sf(t):
-        return ndtr((half - t) / mu), ndtr((-half - t) / mu)
-    def upper(tail):   # P is the larger in the upper tail: N(half, mu^2)
-        return half + mu * float(ndtri_exp(math.log(tail)) * -1.0)
-
-    def lower(tail):   # Q is the larger in the lower tail: N(-half, mu^2)
-        return -half + mu * float(ndtri_exp(math.log(tail)))
+    cdf = lambda t: gaussian_pair(t, mu, half, "cdf")  # noqa: E731
+    sf = lambda t: gaussian_pair(t, mu, half, "sf")  # noqa: E731
+    upper = lambda tail: float(gaussian_tail(math.log(tail), mu, half, True))  # noqa: E731
+    lower = lambda tail: float(gaussian_tail(math.log(tail), mu, half, False))  # noqa: E731
     return LossDistribution(_EMPTY, _EMPTY, _EMPTY, cdf, sf, (-math.inf, math.inf), True,
                             half, mu * mu, f"gaussian({mu:g})", upper, lower, mu,
                             family=("gaussian", mu))
