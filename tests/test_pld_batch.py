@@ -7,7 +7,8 @@ import pytest
 
 import dpamp as dp
 from dpamp.pld import batch, engine, polygon, query
-from dpamp.pld.discretize import _cancel_negatives, cells_of, half_args
+from dpamp.pld.cells import cells_many, cells_of
+from dpamp.pld.discretize import _cancel_negatives, cancel_negatives_many, half_args
 
 
 def _plan(n, seed=0):
@@ -120,7 +121,7 @@ def test_cancel_negatives_many_matches_one_by_one():
     for _ in range(50):
         ms = [rng.normal(0.3, 1.0, rng.integers(1, 30)) * 10.0 ** rng.integers(-30, 0)
               for _ in range(rng.integers(1, 8))]
-        for (a, sa), m in zip(batch.cancel_negatives_many(ms), ms):
+        for (a, sa), m in zip(cancel_negatives_many(ms), ms):
             b, sb = _cancel_negatives(m)
             assert np.array_equal(a, b) and sa == sb
 
@@ -249,12 +250,13 @@ def test_tail_points_many_are_each_parts_own(upper):
 
 @pytest.mark.parametrize("optimistic", [True, False])
 def test_cells_many_are_each_parts_own_cells(optimistic):
-    """batch.cells_many (all atomless family parts' cells laid end to end) against cells_of
-    part by part: every array of every cell dict, and the half cells, bit for bit."""
-    srcs = [s for s in _families() if batch._flat(s)]
+    """cells.cells_many (all parts' cells laid end to end: families, parts of their own
+    functions, atoms) against cells_of part by part: every array of every cell dict, and the
+    half cells, bit for bit."""
+    srcs = _families()
     h = 0.0037
     grids = [(-(3 + i), 40 + 17 * i) for i in range(len(srcs))]
-    got = batch.cells_many(srcs, grids, h, optimistic)
+    got = cells_many(srcs, grids, h, optimistic)
     for src, (jlo, jhi), cells in zip(srcs, grids, got):
         ref = cells_of(src, h, jlo, jhi, optimistic)
         c, c_ref = cells.as_dict(), ref.as_dict()

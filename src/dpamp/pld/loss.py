@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from .cells import Cells, Side
+from .cells import Cells, cells_many
 from .loss_batch import (gaussian_pair, gaussian_tail, poisson_base_loss, poisson_loss,
                          poisson_mix, quantile_ranges)
 
@@ -86,81 +86,8 @@ class LossDistribution:
 
     def cells(self, jlo: int, jhi: int, h: float) -> Cells:
         """Masses of P and Q in the cells of the grid t_j = j h, jlo <= 0 <= jhi (the cells of
-        :mod:`.cells`), with each side's continuous masses alone (``cont_p``, ``cont_q``) and
-        ``beta``: the atoms' share of the discretiser's beta = sum (P e^{-t_start} - Q) / (e^h - 1) over the
-        cell (t_start being the cell's end nearer 0, in the half's own coordinates), computed
-        per atom as Q expm1(u h) / expm1(h) with u in (0, 1] its offset in the cell; exactly Q
-        for an atom on the cell's far grid point, so that such atoms cost nothing; and
-        ``end``: the Q-mass (again in the half's coordinates) of atoms exactly on
-        the cell's far grid point, for the left tangent there. Cells are
-        closed on the side away from 0. Continuous masses are differences of the CDF on the
-        left half and of the survival function on the right half."""
-        t_left = h * np.arange(jlo, 1)        # t_jlo .. 0
-        t_right = h * np.arange(0, jhi + 1)   # 0 .. t_jhi
-        zero2 = lambda n: (np.zeros(n), np.zeros(n))  # noqa: E731
-        left_pc, left_qc = zero2(-jlo)
-        right_pc, right_qc = zero2(jhi)
-        left_p, left_q = zero2(-jlo)
-        right_p, right_q = zero2(jhi)
-        left_b, right_b = np.zeros(-jlo), np.zeros(jhi)
-        left_e, right_e = np.zeros(-jlo), np.zeros(jhi)   # Q-mass of atoms on the far end
-        below = [0.0, 0.0]
-        above = [0.0, 0.0]
-        zero = [0.0, 0.0]
-        em1 = math.expm1(h)
-        if self.cdf is not None:
-            cp, cq = self.cdf(t_left)
-            left_pc += np.maximum(np.diff(cp), 0.0)
-            left_qc += np.maximum(np.diff(cq), 0.0)
-            below[0] += float(cp[0])
-            below[1] += float(cq[0])
-            sp, sq = self.sf(t_right)
-            right_pc += np.maximum(-np.diff(sp), 0.0)
-            right_qc += np.maximum(-np.diff(sq), 0.0)
-            above[0] += float(sp[-1])
-            above[1] += float(sq[-1])
-        if self.atom_loss.size:
-            loss = self.atom_loss
-            neg, pos, at0 = loss < 0, loss > 0, loss == 0
-            zero[0] += float(self.atom_p[at0].sum())
-            zero[1] += float(self.atom_q[at0].sum())
-            # left cells [t_{j-1}, t_j): index k for the cell [t_{k+jlo}, t_{k+jlo+1})
-            ln = loss[neg]
-            fl = _grid_floor(ln / h)
-            k = fl - jlo
-            inl = (ln >= t_left[0]) & np.isfinite(ln)
-            pn, qn = self.atom_p[neg], self.atom_q[neg]
-            below[0] += float(pn[~inl].sum())
-            below[1] += float(qn[~inl].sum())
-            kk = np.clip(k[inl], 0, -jlo - 1)
-            left_p += np.bincount(kk, pn[inl], -jlo)
-            left_q += np.bincount(kk, qn[inl], -jlo)
-            # seen from the swap (loss -l, P and Q exchanged), the cell ends at -(fl+1) h near 0:
-            # offset u = (-l)/h + fl + 1 in (0, 1], 1 for an atom on t_fl
-            onl = fl[inl] * h == ln[inl]
-            u = np.clip(np.where(onl, 1.0, -ln[inl] / h + fl[inl] + 1), 0, 1)
-            left_b += np.bincount(kk, pn[inl] * np.expm1(u * h) / em1, -jlo)
-            left_e += np.bincount(kk, pn[inl] * onl, -jlo)
-            # right cells (t_j, t_{j+1}]: index j, offset u = l/h - j in (0, 1]
-            lp = loss[pos]
-            j = -_grid_floor(-lp / h) - 1          # ceil(l/h) - 1: cell (t_j, t_{j+1}]
-            inr = (lp <= t_right[-1]) & np.isfinite(lp)
-            pp, qp = self.atom_p[pos], self.atom_q[pos]
-            above[0] += float(pp[~inr].sum())
-            above[1] += float(qp[~inr].sum())
-            jj = np.clip(j[inr], 0, jhi - 1)
-            right_p += np.bincount(jj, pp[inr], jhi)
-            right_q += np.bincount(jj, qp[inr], jhi)
-            on = (j[inr] + 1) * h == lp[inr]
-            u = np.clip(np.where(on, 1.0, lp[inr] / h - j[inr]), 0, 1)
-            right_b += np.bincount(jj, qp[inr] * np.expm1(u * h) / em1, jhi)
-            right_e += np.bincount(jj, qp[inr] * on, jhi)
-        return Cells(below[0], below[1],
-                     Side(left_p + left_pc, left_q + left_qc, left_pc, left_qc, left_b, left_e),
-                     zero[0], zero[1],
-                     Side(right_p + right_pc, right_q + right_qc, right_pc, right_qc, right_b,
-                          right_e),
-                     above[0], above[1])
+        :mod:`.cells`, with the atoms' shares of beta: :func:`.cells.cells_many`)."""
+        return cells_many([self], [(jlo, jhi)], h, optimistic=False)[0]
 
     def quantile_range(self, tail: float) -> tuple[float, float]:
         """A range [a, b] of finite losses outside which both P and Q have mass <= tail on each
@@ -263,17 +190,6 @@ class LossDistribution:
                                 (lambda tail: fwd1(lo(tail))) if lo else None,
                                 swap_moments=swap,
                                 family=("poisson", q, self.family) if self.family else None)
-
-
-def _grid_floor(u: np.ndarray) -> np.ndarray:
-    """floor(u), treating values within 4 ulps of an integer as that integer, so that an atom
-    placed on a grid point in floating point (its loss / h rounded) lands in the cell that
-    starts there. Only rounding-level: a wider snap (it was 1e-9) moves an atom just above a
-    grid point down onto it, which the pessimistic side must never do."""
-    u = np.where(np.isfinite(u), u, 0.0)
-    r = np.rint(u)
-    on = np.abs(u - r) <= 4 * 2.0 ** -52 * np.maximum(1.0, np.abs(r))
-    return np.where(on, r, np.floor(u)).astype(np.int64)
 
 
 def _bisect(f, a, b, iters=80):

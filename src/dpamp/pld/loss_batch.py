@@ -106,17 +106,26 @@ def evaluate_many(srcs, ts, which: str) -> list:
 
 def evaluate_flat(srcs, sizes, t, which: str):
     """(P, Q) of the parts' ``which`` ("cdf" or "sf") at their points laid end to end (``t``,
-    ``sizes[i]`` points for part i), every part of a family (:func:`shape` not None), laid
-    out the same way: :func:`evaluate_many` without splitting its values part by part."""
+    ``sizes[i]`` points for part i), laid out the same way: :func:`evaluate_many` without
+    splitting its values part by part (every part has the function; one of no family is
+    evaluated by it, on its own points)."""
+    if len(srcs) == 1:
+        # (its own function: the family's formulas on its own parameters, the same bits)
+        return getattr(srcs[0], which)(t)
     sizes = np.asarray(sizes, dtype=np.int64)
     groups = defaultdict(list)
     for i, src in enumerate(srcs):
         groups[shape(src.family)].append(i)
-    if len(groups) == 1:
+    if len(groups) == 1 and None not in groups:
         return _evaluate([s.family for s in srcs], sizes, t, which)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     p, q = np.empty_like(t), np.empty_like(t)
-    for idx in groups.values():
+    for key, idx in groups.items():
+        if key is None:
+            for i in idx:
+                a, b = starts[i], starts[i + 1]
+                p[a:b], q[a:b] = getattr(srcs[i], which)(t[a:b])
+            continue
         where = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in idx])
         a, b = _evaluate([srcs[i].family for i in idx], sizes[idx], t[where], which)
         p[where], q[where] = a, b
