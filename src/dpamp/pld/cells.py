@@ -98,32 +98,64 @@ def cells_many(srcs, grids, h: float, optimistic: bool = True) -> list[Cells]:
     a part with finite atoms, whose atoms' shares of beta do not add up over half cells: its
     cells of step h are computed directly."""
     if not optimistic:
-        return _split(_laid(srcs, grids, h))
+        laid = _laid(srcs, grids, h)
+        return [laid.part(i) for i in range(len(srcs))]
     fine = _laid(srcs, [(2 * a, 2 * b) for a, b in grids], 0.5 * h)
-    out = _split(_coarse(fine), fine)
+    coarse = _coarse(fine)
+    out = [coarse.part(i, fine, i) for i in range(len(srcs))]
     atomic = [i for i, s in enumerate(srcs) if np.isfinite(s.atom_loss).any()]
     if atomic:
-        direct = _split(_laid([srcs[i] for i in atomic], [grids[i] for i in atomic], h))
-        for i, c in zip(atomic, direct):
-            halves = out[i]
-            out[i] = dataclasses.replace(
-                c, left=dataclasses.replace(c.left, half_p=halves.left.half_p,
-                                            half_q=halves.left.half_q),
-                right=dataclasses.replace(c.right, half_p=halves.right.half_p,
-                                          half_q=halves.right.half_q))
+        direct = _laid([srcs[i] for i in atomic], [grids[i] for i in atomic], h)
+        for k, i in enumerate(atomic):
+            out[i] = direct.part(k, fine, i)
     return out
 
 
 @dataclasses.dataclass(slots=True)
+class _LaidSide:
+    """One side's cells of many parts laid end to end (part i's: the columns off[i]:off[i + 1]),
+    P and Q in the rows of ``mass`` and ``cont``."""
+    off: np.ndarray
+    mass: np.ndarray       # (2, cells)
+    cont: np.ndarray       # (2, cells): the continuous part's alone
+    beta: np.ndarray       # (cells,)
+    end: np.ndarray        # (cells,)
+
+    @staticmethod
+    def zeros(sizes) -> "_LaidSide":
+        off = np.array([0, *itertools.accumulate(sizes)], dtype=np.int64)
+        n = int(off[-1])
+        return _LaidSide(off, np.zeros((2, n)), np.zeros((2, n)), np.zeros(n), np.zeros(n))
+
+    def cols(self, i: int) -> slice:
+        return slice(int(self.off[i]), int(self.off[i + 1]))
+
+    def side(self, i: int, halves=(None, None)) -> Side:
+        c = self.cols(i)
+        return Side(*self.mass[:, c], *self.cont[:, c], self.beta[c], self.end[c], *halves)
+
+
+@dataclasses.dataclass(slots=True)
 class _Laid:
-    """The cells of many parts laid end to end: part i's left cells are the columns
-    off_l[i]:off_l[i + 1] of ``left``, its right cells likewise; column i of ``ends`` holds its
-    masses below, at zero and above."""
-    off_l: np.ndarray
-    off_r: np.ndarray
-    left: np.ndarray       # (6, cells): p, q, cont_p, cont_q, beta, end
-    right: np.ndarray      # (6, cells)
-    ends: np.ndarray       # (6, parts): below_p, below_q, zero_p, zero_q, above_p, above_q
+    """The cells of many parts laid end to end, and per part (columns) the masses of P and Q
+    (rows) below the grid, at zero and above it."""
+    left: _LaidSide
+    right: _LaidSide
+    below: np.ndarray      # (2, parts)
+    zero: np.ndarray       # (2, parts)
+    above: np.ndarray      # (2, parts)
+
+    def part(self, i: int, fine: "_Laid | None" = None, j: int = 0) -> Cells:
+        """Part i's Cells, with the masses of its half cells farther from 0 from part j of
+        ``fine`` (the cells of step h/2), if given."""
+        hl = hr = (None, None)
+        if fine is not None:
+            lc, rc = fine.left.cols(j), fine.right.cols(j)
+            hl = tuple(fine.left.mass[:, lc][:, 0::2])          # [t_{2k}, t_{2k+1}) of h/2
+            hr = tuple(fine.right.mass[:, rc][:, 1::2])         # (t_{2k+1}, t_{2k+2}]
+        return Cells(float(self.below[0, i]), float(self.below[1, i]), self.left.side(i, hl),
+                     float(self.zero[0, i]), float(self.zero[1, i]), self.right.side(i, hr),
+                     float(self.above[0, i]), float(self.above[1, i]))
 
 
 def _laid(srcs, grids, step: float) -> _Laid:
@@ -131,27 +163,24 @@ def _laid(srcs, grids, step: float) -> _Laid:
     added part by part."""
     lo = np.array([g[0] for g in grids], dtype=np.int64)
     hi = np.array([g[1] for g in grids], dtype=np.int64)
-    off_l = np.array([0, *itertools.accumulate(-lo)], dtype=np.int64)
-    off_r = np.array([0, *itertools.accumulate(hi)], dtype=np.int64)
-    left, right = np.zeros((6, off_l[-1])), np.zeros((6, off_r[-1]))
-    ends = np.zeros((6, len(srcs)))
+    n = len(srcs)
+    laid = _Laid(_LaidSide.zeros(-lo), _LaidSide.zeros(hi), np.zeros((2, n)), np.zeros((2, n)),
+                 np.zeros((2, n)))
     cont = [i for i, s in enumerate(srcs) if s.cdf is not None]
-    if len(cont) == len(srcs):
-        cl, cr, below, above = _continuous(srcs, lo, hi, step)
-        left[0:2] = left[2:4] = cl
-        right[0:2] = right[2:4] = cr
-        ends[0:2], ends[4:6] = below, above
+    if len(cont) == n:
+        cl, cr, laid.below, laid.above = _continuous(srcs, lo, hi, step)
+        laid.left.mass[:] = laid.left.cont[:] = cl
+        laid.right.mass[:] = laid.right.cont[:] = cr
     elif cont:
         cl, cr, below, above = _continuous([srcs[i] for i in cont], lo[cont], hi[cont], step)
-        cols_l, cols_r = _spans(off_l, cont), _spans(off_r, cont)
-        left[0:2, cols_l] = left[2:4, cols_l] = cl
-        right[0:2, cols_r] = right[2:4, cols_r] = cr
-        ends[0:2, cont], ends[4:6, cont] = below, above
+        cols_l, cols_r = _spans(laid.left.off, cont), _spans(laid.right.off, cont)
+        laid.left.mass[:, cols_l] = laid.left.cont[:, cols_l] = cl
+        laid.right.mass[:, cols_r] = laid.right.cont[:, cols_r] = cr
+        laid.below[:, cont], laid.above[:, cont] = below, above
     for i, src in enumerate(srcs):
         if src.atom_loss.size:
-            _add_atoms(src, int(lo[i]), int(hi[i]), step, left[:, off_l[i]:off_l[i + 1]],
-                       right[:, off_r[i]:off_r[i + 1]], ends[:, i])
-    return _Laid(off_l, off_r, left, right, ends)
+            _add_atoms(src, int(lo[i]), int(hi[i]), step, laid, i)
+    return laid
 
 
 def _spans(off, idx):
@@ -160,10 +189,10 @@ def _spans(off, idx):
 
 
 def _continuous(srcs, lo, hi, step: float):
-    """The continuous parts' masses: (left (2, cells), right (2, cells), below (2, parts), above
-    (2, parts)), P and Q. Differences of the CDF at t_jlo .. 0 on the left, of the survival
-    function at 0 .. t_jhi on the right (each part's inside its own points: the one after a
-    part's last point would straddle into the next part), clipped at 0 (rounding only)."""
+    """The continuous parts' masses, P and Q in rows: (left cells, right cells, below,
+    above). Differences of the CDF at t_jlo .. 0 on the left, of the survival function at
+    0 .. t_jhi on the right (each part's inside its own points: the one after a part's last
+    point would straddle into the next part), clipped at 0 (rounding only)."""
     def laid(first, n):
         """first_i + 0, 1, ..., n_i - 1 for every part, end to end, and the starts."""
         if n.size == 1:
@@ -183,79 +212,69 @@ def _continuous(srcs, lo, hi, step: float):
     left = [np.maximum(np.diff(v)[inl], 0.0) + 0.0 for v in (cp, cq)]
     right = [np.maximum(-np.diff(v)[inr], 0.0) + 0.0 for v in (sp, sq)]
     last = np.concatenate([sr[1:], [sp.size]]) - 1
-    return left, right, (0.0 + cp[sl], 0.0 + cq[sl]), (0.0 + sp[last], 0.0 + sq[last])
+    return left, right, np.array([0.0 + cp[sl], 0.0 + cq[sl]]), \
+        np.array([0.0 + sp[last], 0.0 + sq[last]])
 
 
-def _add_atoms(src, jlo: int, jhi: int, h: float, left, right, ends):
-    """Add one part's atoms to its cells (``left``, ``right``: its columns, in place) and to
-    its masses below, at zero and above (``ends``): the cells' P- and Q-masses; ``beta``, the
-    atoms' share of the discretiser's beta = sum (P e^{-t_start} - Q) / (e^h - 1) over the cell
-    (t_start being the cell's end nearer 0, in the half's own coordinates), computed per atom as
-    Q expm1(u h) / expm1(h) with u in (0, 1] its offset in the cell: exactly Q for an atom on the
-    cell's far grid point, so that such atoms cost nothing; and ``end``, the Q-mass (again in
-    the half's coordinates) of atoms exactly on the cell's far grid point, for the left tangent
-    there. The continuous part's masses (rows 2, 3) are already in place."""
+def _add_atoms(src, jlo: int, jhi: int, h: float, laid: _Laid, i: int):
+    """Add part i's atoms to its cells and to its masses below, at zero and above (in place):
+    the cells' P- and Q-masses; ``beta``, the atoms' share of the discretiser's beta =
+    sum (P e^{-t_start} - Q) / (e^h - 1) over the cell (t_start being the cell's end nearer 0,
+    in the half's own coordinates), computed per atom as Q expm1(u h) / expm1(h) with u in
+    (0, 1] its offset in the cell: exactly Q for an atom on the cell's far grid point, so that
+    such atoms cost nothing; and ``end``, the Q-mass (again in the half's coordinates) of atoms
+    exactly on the cell's far grid point, for the left tangent there. The continuous part's
+    masses are already in place."""
     loss, ap, aq = src.atom_loss, src.atom_p, src.atom_q
     neg, pos, at0 = loss < 0, loss > 0, loss == 0
     em1 = math.expm1(h)
-    ends[2] += float(ap[at0].sum())
-    ends[3] += float(aq[at0].sum())
+    laid.zero[0, i] += float(ap[at0].sum())
+    laid.zero[1, i] += float(aq[at0].sum())
     # left cells [t_{j-1}, t_j): index k for the cell [t_{k+jlo}, t_{k+jlo+1})
     ln, pn, qn = loss[neg], ap[neg], aq[neg]
     fl = _grid_floor(ln / h)
     inl = (ln >= h * jlo) & np.isfinite(ln)
-    ends[0] += float(pn[~inl].sum())
-    ends[1] += float(qn[~inl].sum())
+    laid.below[0, i] += float(pn[~inl].sum())
+    laid.below[1, i] += float(qn[~inl].sum())
     kk = np.clip((fl - jlo)[inl], 0, -jlo - 1)
     # seen from the swap (loss -l, P and Q exchanged), the cell ends at -(fl+1) h near 0:
     # offset u = (-l)/h + fl + 1 in (0, 1], 1 for an atom on t_fl
     on = fl[inl] * h == ln[inl]
     u = np.clip(np.where(on, 1.0, -ln[inl] / h + fl[inl] + 1), 0, 1)
-    _add_cells(left, kk, pn[inl], qn[inl], pn[inl] * np.expm1(u * h) / em1, pn[inl] * on)
+    _add_cells(laid.left, i, kk, pn[inl], qn[inl], pn[inl] * np.expm1(u * h) / em1, pn[inl] * on)
     # right cells (t_j, t_{j+1}]: index j, offset u = l/h - j in (0, 1]
     lp, pp, qp = loss[pos], ap[pos], aq[pos]
     j = -_grid_floor(-lp / h) - 1          # ceil(l/h) - 1: cell (t_j, t_{j+1}]
     inr = (lp <= h * jhi) & np.isfinite(lp)
-    ends[4] += float(pp[~inr].sum())
-    ends[5] += float(qp[~inr].sum())
+    laid.above[0, i] += float(pp[~inr].sum())
+    laid.above[1, i] += float(qp[~inr].sum())
     jj = np.clip(j[inr], 0, jhi - 1)
     on = (j[inr] + 1) * h == lp[inr]
     u = np.clip(np.where(on, 1.0, lp[inr] / h - j[inr]), 0, 1)
-    _add_cells(right, jj, pp[inr], qp[inr], qp[inr] * np.expm1(u * h) / em1, qp[inr] * on)
+    _add_cells(laid.right, i, jj, pp[inr], qp[inr], qp[inr] * np.expm1(u * h) / em1, qp[inr] * on)
 
 
-def _add_cells(side, idx, p, q, beta, end):
-    """The atoms (cell index, P, Q, share of beta, mass on the far end) summed per cell into a
-    part's columns ``side``: masses = atoms' + continuous part's."""
-    n = side.shape[1]
-    atoms = np.zeros((4, n))
-    for row, w in enumerate((p, q, beta, end)):
-        atoms[row] += np.bincount(idx, w, n)
-    side[0:2] = atoms[0:2] + side[2:4]
-    side[4:6] = atoms[2:4]
+def _add_cells(side: _LaidSide, i: int, idx, p, q, beta, end):
+    """The atoms (cell index, P, Q, share of beta, mass on the far end) summed per cell into
+    part i's columns of ``side``: masses = atoms' + continuous part's."""
+    c = side.cols(i)
+    n = c.stop - c.start
+    atoms = np.zeros((2, n))
+    atoms[0] += np.bincount(idx, p, n)
+    atoms[1] += np.bincount(idx, q, n)
+    side.mass[:, c] = atoms + side.cont[:, c]
+    side.beta[c] += np.bincount(idx, beta, n)
+    side.end[c] += np.bincount(idx, end, n)
 
 
 def _coarse(fine: _Laid) -> _Laid:
     """The cells of step h from those of step h/2 (every part has an even number of half
     cells on either side: the pairs never straddle two parts)."""
-    return _Laid(fine.off_l // 2, fine.off_r // 2, fine.left[:, 0::2] + fine.left[:, 1::2],
-                 fine.right[:, 0::2] + fine.right[:, 1::2], fine.ends)
-
-
-def _split(laid: _Laid, fine: _Laid | None = None) -> list[Cells]:
-    """Each part's Cells (with the masses of its half cells farther from 0 from ``fine``, the
-    cells of step h/2)."""
-    out = []
-    for i in range(laid.ends.shape[1]):
-        a, b, c, d = laid.off_l[i], laid.off_l[i + 1], laid.off_r[i], laid.off_r[i + 1]
-        hl = hr = (None, None)
-        if fine is not None:
-            hl = tuple(fine.left[0:2, 2 * a:2 * b:2])            # [t_{2k}, t_{2k+1}) of h/2
-            hr = tuple(fine.right[0:2, 2 * c + 1:2 * d:2])       # (t_{2k+1}, t_{2k+2}]
-        e = [float(v) for v in laid.ends[:, i]]
-        out.append(Cells(e[0], e[1], Side(*laid.left[:, a:b], *hl), e[2], e[3],
-                         Side(*laid.right[:, c:d], *hr), e[4], e[5]))
-    return out
+    def pairs(s: _LaidSide) -> _LaidSide:
+        return _LaidSide(s.off // 2, s.mass[:, 0::2] + s.mass[:, 1::2],
+                         s.cont[:, 0::2] + s.cont[:, 1::2], s.beta[0::2] + s.beta[1::2],
+                         s.end[0::2] + s.end[1::2])
+    return _Laid(pairs(fine.left), pairs(fine.right), fine.below, fine.zero, fine.above)
 
 
 def _grid_floor(u: np.ndarray) -> np.ndarray:
