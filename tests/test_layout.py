@@ -22,9 +22,6 @@ LAYERS = {"core": 0, "mechanisms": 1, "rdp": 2, "pld": 2, "profiles": 2, "theore
 MAX_FUNCTION_LINES = 80
 #: functions allowed over MAX_FUNCTION_LINES, each with why it is one piece
 LONG_FUNCTIONS: dict[str, str] = {
-    "pld/polygon_batch.py:_halves_2d": "to be split",
-    "pld/engine.py:_compose_kind": "to be split",
-    "pld/polygon.py:_half_core": "to be split",
 }
 
 

@@ -1,4 +1,4 @@
-"""The batched discretisation of many parts (dpamp.pld.batch, dpamp.pld.polygon_batch) against
+"""The batched discretisation of many parts (dpamp.pld.batch, dpamp.pld.polygon) against
 the part-by-part one it replaces: bit-for-bit equal PMFs (upper, lower, masses at +inf, slack),
 on heterogeneous plans of Poisson-subsampled Gaussians (both directions, optimistic and
 pessimistic-only), and on parts with atoms (subsampled Laplace, randomized response)."""
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import dpamp as dp
-from dpamp.pld import batch, engine, polygon, polygon_batch, query
-from dpamp.pld.discretize import _cancel_negatives, cells_of, half_args
+from dpamp.pld import batch, engine, polygon, query
+from dpamp.pld.cells import cells_many, cells_of
+from dpamp.pld.discretize import _cancel_negatives, cancel_negatives_many, half_args
 
 
 def _plan(n, seed=0):
@@ -50,24 +51,25 @@ def test_batched_equals_per_part_with_atoms():
                   batch.discretize_parts(d, h, 1e-12, batched=False))
 
 
-@pytest.mark.parametrize("rounds", [0, 1, 200])
-def test_halves_fall_back_row_by_row(monkeypatch, rounds):
-    """A row the 2-D loop leaves unsettled (with 0 or 1 rounds: those with deficits left) is
-    redone by polygon._half: the result still equals the per-half one."""
-    monkeypatch.setattr(polygon_batch, "ROUNDS", rounds)
+@pytest.mark.parametrize("rounds", [1, 2, 200])
+def test_unsettled_rows_get_their_second_attempt_in_the_batch(monkeypatch, rounds):
+    """A row the 2-D loop leaves unsettled (with 1 or 2 rounds: those with deficits left) gets
+    its second attempt, on the hard floors where it got stuck, within the batch: every half
+    still equals the half alone."""
+    monkeypatch.setattr(polygon, "ROUNDS", rounds)
     args = []
     for src, _ in query._directions(_plan(4))[0]:
         c = cells_of(src, 0.01, -3, 250)
         fwd, rev, _, _ = half_args(c, 0.01, src.inf_mass, None, src.neg_inf_mass, True)
         args += [fwd, rev]
-    calls = []
-    real = polygon_batch._half
-    monkeypatch.setattr(polygon_batch, "_half", lambda *a: calls.append(1) or real(*a))
-    got = polygon_batch.halves(args)
-    if rounds != 1:
-        assert (len(calls) > 0) == (rounds == 0)
+    settled = []
+    real = polygon._lower_knots
+    monkeypatch.setattr(polygon, "_lower_knots",
+                        lambda *a: (lambda r: settled.append(r[1]) or r)(real(*a)))
+    got = polygon.halves(args)
+    assert (False in settled) == (rounds != 200)
     for a, g in zip(args, got):
-        ref = polygon._half(a)
+        ref = polygon.half(a)
         for f in ("f", "m_up", "e", "m_lo"):
             assert np.array_equal(getattr(ref, f), getattr(g, f))
 
@@ -79,7 +81,9 @@ def test_end_chord_keeps_the_knots_below_and_convex():
     f = np.array([1.0, 0.8, 0.62, 0.46, 0.32, 0.2, 0.1, 0.05])
     e = np.zeros(8)
     e[-1] = f[-1]                         # the last knot on F(inf) = 0: concave kink at 6
-    out = polygon._end_chord(x, f, e)
+    rows = polygon._value_rows(f, 0.01, True, polygon.Floor(0.0, 0.0, 0.0), 0.0)
+    assert np.array_equal(rows.x, x)
+    out = polygon._end_chord(rows, e[None, :].copy())[0]
     assert np.all(out >= e)
     g = f - out
     slopes = np.diff(g) / np.diff(x)
@@ -117,7 +121,7 @@ def test_cancel_negatives_many_matches_one_by_one():
     for _ in range(50):
         ms = [rng.normal(0.3, 1.0, rng.integers(1, 30)) * 10.0 ** rng.integers(-30, 0)
               for _ in range(rng.integers(1, 8))]
-        for (a, sa), m in zip(batch.cancel_negatives_many(ms), ms):
+        for (a, sa), m in zip(cancel_negatives_many(ms), ms):
             b, sb = _cancel_negatives(m)
             assert np.array_equal(a, b) and sa == sb
 
@@ -246,12 +250,13 @@ def test_tail_points_many_are_each_parts_own(upper):
 
 @pytest.mark.parametrize("optimistic", [True, False])
 def test_cells_many_are_each_parts_own_cells(optimistic):
-    """batch.cells_many (all atomless family parts' cells laid end to end) against cells_of
-    part by part: every array of every cell dict, and the half cells, bit for bit."""
-    srcs = [s for s in _families() if batch._flat(s)]
+    """cells.cells_many (all parts' cells laid end to end: families, parts of their own
+    functions, atoms) against cells_of part by part: every array of every cell dict, and the
+    half cells, bit for bit."""
+    srcs = _families()
     h = 0.0037
     grids = [(-(3 + i), 40 + 17 * i) for i in range(len(srcs))]
-    got = batch.cells_many(srcs, grids, h, optimistic)
+    got = cells_many(srcs, grids, h, optimistic)
     for src, (jlo, jhi), cells in zip(srcs, grids, got):
         ref = cells_of(src, h, jlo, jhi, optimistic)
         c, c_ref = cells.as_dict(), ref.as_dict()

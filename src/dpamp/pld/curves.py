@@ -63,9 +63,10 @@ def curves(mechanism, eps=None, budget: float | None = None, gap: float = GAP,
         if math.isfinite(pure):        # (an infinite one says nothing about eps = inf)
             up = np.where(eps >= pure, 0.0, up)
         if best is not None:
-            up = np.minimum(up, best[1])
+            _, best_up, best_low, _ = best
+            up = np.minimum(up, best_up)
             if low is not None:
-                low = np.maximum(low, best[2])
+                low = np.maximum(low, best_low)
         best = (eps, up, low, h)
         if low is None or float(np.max(up - low)) <= gap or time.monotonic() > deadline:
             break

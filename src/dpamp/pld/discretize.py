@@ -27,7 +27,7 @@ whether or not it is the curve of a genuine pair of distributions.
   G_j = dx_j beta_j (dB_j - beta_j) / dB_j, at lambda_j = beta_j / dB_j of the way, so lowering the
   cell's knots such that (1 - lambda_j) e_j + lambda_j e_{j+1} >= G_j puts the polygon below V.
   For a loss distribution the tangent at the cell's midpoint joins them (from the masses of the
-  half cells, see ``_half``), which halves the lowering. After
+  half cells, see ``polygon._mid_line``), which halves the lowering. After
   the last grid point the polygon must be flat, so the last knot goes down to F(inf) (the true
   mass at +inf: the tail is kept as mass at t_jhi with its Q-mass, a rounding down); before the
   first it follows the tangent (the P-mass below t_jlo is dropped: a defective measure, which the
@@ -42,13 +42,14 @@ to convex), and the two halves meet at x = 1.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 
 from ..core.hull import lower_hull
-from .cells import Cells, coarsen, with_halves
+from .cells import Cells, cells_many
 from .loss import LossDistribution
-from .polygon import Floor, Half, HalfArgs, _half, _half_from_values
+from .polygon import Floor, Half, HalfArgs, _half_from_values, halves
 
 _U = 2.0 ** -53
 #: relative raise of a profile's upper values before the hull (:func:`discretize_profile`)
@@ -78,24 +79,30 @@ def discretize(loss: LossDistribution, h: float, jlo: int, jhi: int,
                optimistic: bool = True) -> Discretized:
     """Pessimistic and optimistic discretisations of ``loss`` on t_j = j h, jlo < 0 < jhi
     (optimistic=False: the pessimistic one only, ``lower`` all zeros: a valid, useless bound)."""
-    c = cells_of(loss, h, jlo, jhi, optimistic)
-    return discretize_cells(c, h, jlo, jhi, loss.inf_mass, q_ninf=loss.neg_inf_mass,
-                            optimistic=optimistic)
+    return discretize_many([loss], [(jlo, jhi)], h, optimistic)[0]
 
 
-def cells_of(loss: LossDistribution, h: float, jlo: int, jhi: int,
-             optimistic: bool = True) -> Cells:
-    """The cell masses (and, optimistic, the half cells' masses) that :func:`discretize` feeds
-    to :func:`discretize_cells`."""
-    if not (jlo < 0 < jhi):
+def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Discretized]:
+    """:func:`discretize` of each loss distribution on its grid (jlo, jhi), all at once: their
+    cells laid end to end (:func:`.cells.cells_many`), their halves built together
+    (:func:`.polygon.halves`), joined part by part and their optimistic PMFs' rounding-level
+    negative masses cancelled in one pass over all of them (:func:`cancel_negatives_many`);
+    each part's PMFs are the same bits as alone."""
+    if not all(jlo < 0 < jhi for jlo, jhi in grids):
         raise ValueError("the grid must have points on both sides of 0")
-    if not optimistic:
-        return loss.cells(jlo, jhi, h)
-    # the half cells' masses give every cell a third tangent, at its midpoint (see _half)
-    fine = loss.cells(2 * jlo, 2 * jhi, 0.5 * h)
-    if not np.isfinite(loss.atom_loss).any():
-        return coarsen(fine)
-    return with_halves(loss.cells(jlo, jhi, h), fine)
+    args, totals = [], []
+    for loss, c in zip(losses, cells_many(losses, grids, h, optimistic)):
+        fwd, rev, p_tot, q_tot = half_args(c, h, loss.inf_mass, None, loss.neg_inf_mass,
+                                           optimistic)
+        args += [fwd, rev]
+        totals.append((p_tot, q_tot))
+    done = halves(args)
+    out = [_combine(done[2 * k], done[2 * k + 1], h, jlo, jhi, p_tot, q_tot, loss.inf_mass,
+                    cancel=False)
+           for k, (loss, (jlo, jhi), (p_tot, q_tot)) in enumerate(zip(losses, grids, totals))]
+    for d, (m, slack) in zip(out, cancel_negatives_many([d.lower for d in out])):
+        d.lower, d.lower_slack = m, slack
+    return out
 
 
 def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float,
@@ -105,16 +112,16 @@ def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float
     LossDistribution.cell_masses); p_inf = P[L = inf], q_ninf = Q[L = -inf] (the swapped pair's
     mass at +inf; 0 is always safe for the bounds). The measures may be defective (total masses
     below 1): the perspective between the halves is F(x) = P_tot - x Q_tot + x F_rev(1/x) for
-    x <= 1. The sides' half cells (if any) give the midpoint tangents (see _half)."""
+    x <= 1. The sides' half cells (if any) give the midpoint tangents (polygon._mid_line)."""
     if isinstance(c, dict):
         c = Cells.from_dict(c)
     fwd, rev, p_tot, q_tot = half_args(c, h, p_inf, totals, q_ninf, optimistic)
-    return _combine(_half(fwd), _half(rev), h, jlo, jhi, p_tot, q_tot, p_inf)
+    return _combine(*halves([fwd, rev]), h, jlo, jhi, p_tot, q_tot, p_inf)
 
 
 def half_args(c: Cells, h: float, p_inf: float, totals: tuple | None = None,
               q_ninf: float = 0.0, optimistic: bool = True):
-    """The arguments of :func:`.polygon._half` for the eps >= 0 half and for the swapped
+    """The arguments of :func:`.polygon.halves` for the eps >= 0 half and for the swapped
     pair's half, and the total masses (p_tot, q_tot) (see :func:`discretize_cells`)."""
     if totals is None:
         p_tot = c.below_p + c.left.p.sum() + c.zero_p + c.right.p.sum() + c.above_p
@@ -168,27 +175,47 @@ def _combine(fwd: Half, rev: Half, h, jlo, jhi, p_tot, q_tot, p_inf,
 
 
 def _cancel_negatives(m: np.ndarray, passes: int = 20):
-    """Rounding-level negative masses of an optimistic PMF, cancelled against the next bin
-    up: that moves mass to a lower loss, which only lowers the curve F (every term
-    (1 - x e^{-t})_+ decreases as t decreases), so the PMF stays a lower bound. What cannot be
-    placed (at the top end) is returned as slack for the caller's error budget."""
-    m = m.copy()
-    neg = np.nonzero(m < 0)[0]
+    """:func:`cancel_negatives_many` of one PMF: (masses, slack)."""
+    return cancel_negatives_many([m], passes)[0]
+
+
+def cancel_negatives_many(ms, passes: int = 20):
+    """Rounding-level negative masses of optimistic PMFs, cancelled against the next bin up:
+    that moves mass to a lower loss, which only lowers the curve F (every term
+    (1 - x e^{-t})_+ decreases as t decreases), so each PMF stays a lower bound. What cannot be
+    placed (at a PMF's top end: the PMF then stops after that pass) is returned as its slack,
+    for the caller's error budget: [(masses, slack)]. The passes run on all PMFs at once, laid
+    end to end (a PMF's top bin passes nothing on); only the bins that received mass can have
+    turned negative (the ones emptied are 0, the rest unchanged): each pass looks there, not at
+    the whole PMFs again."""
+    sizes = np.array([m.size for m in ms], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(sizes)])
+    flat = np.concatenate(ms) if ms else np.zeros(0)
+    is_top = np.zeros(flat.size, dtype=bool)
+    is_top[offs[1:][sizes > 0] - 1] = True
+    owner = np.repeat(np.arange(len(ms)), sizes)
+    stopped = np.zeros(len(ms), dtype=bool)
+    neg = np.nonzero(flat < 0)[0]
     for _ in range(passes):
         if neg.size == 0:
-            return m, 0.0
-        inner = neg[neg < m.size - 1]
-        amount = -m[inner]
-        m[inner] = 0.0
-        m[inner + 1] -= amount            # (the indices are distinct)
-        if inner.size != neg.size:
             break
-        # only the bins that received mass can have turned negative (the ones emptied are 0,
-        # the rest unchanged): the next pass looks there, not at the whole PMF again
+        top = is_top[neg]
+        inner = neg[~top]
+        amount = -flat[inner]
+        flat[inner] = 0.0
+        flat[inner + 1] -= amount             # (distinct indices, none past its PMF's top)
+        stopped[owner[neg[top]]] = True
         cand = inner + 1
-        neg = cand[m[cand] < 0]
-    slack = float(-np.minimum(m, 0.0).sum())
-    return np.maximum(m, 0.0), slack
+        cand = cand[~stopped[owner[cand]]]
+        neg = cand[flat[cand] < 0]
+    out = []
+    for a, b in itertools.pairwise(offs):
+        m = flat[a:b]
+        if (m < 0).any():
+            out.append((np.maximum(m, 0.0), float(-np.minimum(m, 0.0).sum())))
+        else:
+            out.append((m, 0.0))
+    return out
 
 
 def _half_hull(half: Half, h: float, g0: float):

@@ -349,12 +349,21 @@ def _single(part, h, bound):
     return out
 
 
-def _compose_kind(parts, h, lam, bound, target, max_n=MAX_N):
+def _compose_kind(parts, h, lam, bound, target, max_n=MAX_N) -> GridPMF:
+    """The composed PMF of one bound (see the module docstring for the steps)."""
     if len(parts) == 1 and parts[0].count == 1 and parts[0].d.jlo + parts[0].d.upper.size > 0:
         return _single(parts[0], h, bound)
-    upper = bound is Bound.UPPER
     # the normalised tilted PMFs first: the window is chosen from them
     ws, ts, lMs = _tilted(parts, h, lam, bound)
+    iA, N, tail_bound = _window(parts, ws, ts, lMs, h, lam, target, max_n)
+    prod = _spectrum_product(parts, ws, lMs, N, bound)
+    res, ebin = _inverse(prod, N)
+    return _untilted(parts, h, lam, bound, iA, N, res, ebin, prod, tail_bound)
+
+
+def _window(parts, ws, ts, lMs, h, lam, target, max_n):
+    """(first loss index iA, length N, tail bound) of the circular convolution's window
+    (:func:`tilted_window`); MemoryError where N exceeds max_n."""
     # aliasing costs e^{log_tail + K(lam) - lam t} at t: at most 1e-7 delta at the target (the
     # tolerance is ~1e-3; what it costs is charged to the lower bound either way)
     K_lam = sum(p.count * lM for p, lM in zip(parts, lMs) if math.isfinite(lM))
@@ -367,139 +376,182 @@ def _compose_kind(parts, h, lam, bound, target, max_n=MAX_N):
     N = sfft.next_fast_len(max(iB - iA + 1, widest, 16), real=True)
     if N > max_n:
         raise MemoryError(N)
-    L = max(1.0, math.log2(N))
+    return iA, N, tail_bound
+
+
+@dataclasses.dataclass(slots=True)
+class _Product:
+    """The running product of the parts' spectra (:func:`_spectrum_product`): the frequencies
+    still kept (``act``), the product's coefficients there and a bound on each one's error, the
+    bound on the dropped ones' sum, the log of the untilting scale sum_j c_j lM_j, and the logs
+    of the total mass and of its finite share."""
+    act: np.ndarray
+    spec: np.ndarray
+    spec_err: np.ndarray
+    dropped: float = 0.0
+    log_scale: float = 0.0
+    # log of the total mass and log of the finite share of it, per part c log(fin / (fin +
+    # inf)) = c log1p(-inf / (fin + inf)): a ratio, so an inf mass far below fin's ulp counts
+    frac_log: float = 0.0
+    tot_log: float = 0.0
+
+
+def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
+    """prod_j F_j^{c_j} of the parts' normalised tilted PMFs' spectra (004 Thm 9: the
+    composition is a product of Fourier transforms), with its error bounds."""
     nfreq = N // 2 + 1
     # the spectrum is kept only on the frequencies that can still matter (``act``): a power
     # |F|^c with c in the thousands is below any useful size except near the few lowest
-    # frequencies, and dropping a coefficient is an error bounded like every other (below)
-    act = np.arange(nfreq)
-    spec = np.ones(nfreq, dtype=complex)
-    spec_err = np.zeros(nfreq)
-    dropped = 0.0                                # sum of the dropped coefficients' bounds
-    log_scale = 0.0
-    # log of the total mass and log of the finite share of it, per part c log(fin / (fin + inf))
-    # = c log1p(-inf / (fin + inf)): a ratio, so an inf mass far below fin's ulp still counts
-    frac_log, tot_log = 0.0, 0.0
+    # frequencies, and dropping a coefficient is an error bounded like every other
+    prod = _Product(np.arange(nfreq), np.ones(nfreq, dtype=complex), np.zeros(nfreq))
+    L = max(1.0, math.log2(N))
     eF = _C_FFT * L * _U * (1.0 + 1e-12)         # componentwise FFT bound, ||w||_1 = 1
     spectra = _spectra(parts, ws, lMs, N)
-    for p, w, lM in zip(parts, ws, lMs):
+    for p, lM in zip(parts, lMs):
         m = p.mass(bound)
         c = p.count
         fin = float(m.sum())
         inf = p.inf(bound)
-        tot_log = tot_log + c * math.log(fin + inf) if fin + inf > 0 else -math.inf
+        prod.tot_log = prod.tot_log + c * math.log(fin + inf) if fin + inf > 0 else -math.inf
         if inf > 0:
-            frac_log = frac_log + c * math.log1p(-inf / (fin + inf)) if fin > 0 else -math.inf
+            prod.frac_log = prod.frac_log + c * math.log1p(-inf / (fin + inf)) if fin > 0 \
+                else -math.inf
         if not math.isfinite(lM):
-            spec[:] = 0.0
+            prod.spec[:] = 0.0
             continue
-        log_scale += c * lM
-        F = next(spectra)[act]
-        aF = np.abs(F)
-        # |true F| <= aF + eF, and every later factor has |true F| <= ||w||_1 = 1: where
-        # (aF + eF)^c <= DROP the true coefficient of the product is <= DROP (|true spec| <= 1
-        # so far), and it is set to 0 with that error (the threshold is rounded down so that
-        # the c-th power of anything below it is <= DROP (1 + 1e-9))
-        thr = math.exp(_LOG_DROP / c) * (1.0 - 1e-12)
-        keep = aF + eF > thr
-        if not keep.all():
-            gone = ~keep
-            dropped += float(np.sum(np.abs(spec[gone]) + spec_err[gone])) * _DROP * (1 + 1e-9)
-            act, F, aF = act[keep], F[keep], aF[keep]
-            spec, spec_err = spec[keep], spec_err[keep]
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
-            log_aF = np.log(aF)
-            if c > 1:
-                # polar form |F|^c e^{i c arg F}: within the error bound below and far
-                # cheaper than complex pow
-                S = np.exp(c * log_aF) * np.exp(1j * (c * np.angle(F)))
-            else:
-                S = F
-            aS = np.abs(S)
-            # |(F + d)^c - F^c| <= c |d| max(|F|, |F + d|)^{c-1}; |F| <= ||w||_1 = 1
-            growth = np.power(np.minimum(aF + eF, 1.0 + 1e-12), c - 1)
-            log_abs = np.where(aF > 0, -log_aF, 0.0)
-        # the polar power's rounding, relative: the modulus exp(fl(c fl(log fl|F|))) is off
-        # by c u (2 |log|F|| + 2) from the abs and the log, c u |log|F|| from the product and
-        # 2u from exp; the angle by 2 pi u (atan2) times c, and c pi u from the product, and
-        # e^{i psi} by 3u; their product by 1.5u: <= c u (3 |log|F|| + 12) + 8u, on |S| (a
-        # first-order bound: a kept coefficient has c |log|F|| <= -log DROP, so the
-        # neglected second-order terms are far below the 1e-6 of slack)
-        rel = (c * _U * (3.0 * log_abs + 12.0) + 8 * _U) * (1 + 1e-6) if c > 1 else 0.0
-        err_pow = c * eF * growth + rel * aS
-        # |S - true S| <= |S| + |true S| <= |S| + 1: a larger or undefined bound is that one
-        # (fmin drops a NaN; one pass, where nan_to_num took three)
-        err_pow = np.fmin(err_pow, aS + (1.0 + 1e-9))
-        new_spec = spec * S
-        spec_err = spec_err * (aS + err_pow) + np.abs(spec) * err_pow + 2 * _U * np.abs(new_spec)
-        spec = new_spec
+        prod.log_scale += c * lM
+        _multiply(prod, next(spectra), c, eF)
+    return prod
+
+
+def _multiply(prod: _Product, F, c: int, eF: float):
+    """prod times F^c, in place: the coefficients of F^c proven negligible dropped first."""
+    F = F[prod.act]
+    aF = np.abs(F)
+    # |true F| <= aF + eF, and every later factor has |true F| <= ||w||_1 = 1: where
+    # (aF + eF)^c <= DROP the true coefficient of the product is <= DROP (|true spec| <= 1
+    # so far), and it is set to 0 with that error (the threshold is rounded down so that
+    # the c-th power of anything below it is <= DROP (1 + 1e-9))
+    thr = math.exp(_LOG_DROP / c) * (1.0 - 1e-12)
+    keep = aF + eF > thr
+    if not keep.all():
+        gone = ~keep
+        prod.dropped += float(np.sum(np.abs(prod.spec[gone]) + prod.spec_err[gone])) \
+            * _DROP * (1 + 1e-9)
+        prod.act, F, aF = prod.act[keep], F[keep], aF[keep]
+        prod.spec, prod.spec_err = prod.spec[keep], prod.spec_err[keep]
+    S, aS, err_pow = _power(F, aF, c, eF)
+    new_spec = prod.spec * S
+    prod.spec_err = prod.spec_err * (aS + err_pow) + np.abs(prod.spec) * err_pow \
+        + 2 * _U * np.abs(new_spec)
+    prod.spec = new_spec
+
+
+def _power(F, aF, c: int, eF: float):
+    """(F^c, |F^c|, a bound on its error) from coefficients F (|F| = aF) known within eF."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
+        log_aF = np.log(aF)
+        if c > 1:
+            # polar form |F|^c e^{i c arg F}: within the error bound below and far
+            # cheaper than complex pow
+            S = np.exp(c * log_aF) * np.exp(1j * (c * np.angle(F)))
+        else:
+            S = F
+        aS = np.abs(S)
+        # |(F + d)^c - F^c| <= c |d| max(|F|, |F + d|)^{c-1}; |F| <= ||w||_1 = 1
+        growth = np.power(np.minimum(aF + eF, 1.0 + 1e-12), c - 1)
+        log_abs = np.where(aF > 0, -log_aF, 0.0)
+    # the polar power's rounding, relative: the modulus exp(fl(c fl(log fl|F|))) is off
+    # by c u (2 |log|F|| + 2) from the abs and the log, c u |log|F|| from the product and
+    # 2u from exp; the angle by 2 pi u (atan2) times c, and c pi u from the product, and
+    # e^{i psi} by 3u; their product by 1.5u: <= c u (3 |log|F|| + 12) + 8u, on |S| (a
+    # first-order bound: a kept coefficient has c |log|F|| <= -log DROP, so the
+    # neglected second-order terms are far below the 1e-6 of slack)
+    rel = (c * _U * (3.0 * log_abs + 12.0) + 8 * _U) * (1 + 1e-6) if c > 1 else 0.0
+    err_pow = c * eF * growth + rel * aS
+    # |S - true S| <= |S| + |true S| <= |S| + 1: a larger or undefined bound is that one
+    # (fmin drops a NaN; one pass, where nan_to_num took three)
+    return S, aS, np.fmin(err_pow, aS + (1.0 + 1e-9))
+
+
+def _inverse(prod: _Product, N: int):
+    """The inverse transform of the product (the tilted composed PMF on the circle of N
+    points) and the error bound of each of its bins."""
+    nfreq = N // 2 + 1
     full_spec = np.zeros(nfreq, dtype=complex)
-    full_spec[act] = spec
+    full_spec[prod.act] = prod.spec
     res = sfft.irfft(full_spec, N, workers=FFT_WORKERS)
     # each rfft coefficient but the first (and the last for even N) stands for two of the full
     # transform; the inverse transform spreads every coefficient's error evenly over the bins
-    twice = np.where((act == 0) | ((N % 2 == 0) & (act == nfreq - 1)), 1.0, 2.0)
-    ebin = (float(np.sum(twice * spec_err)) + _C_FFT * L * _U * float(np.sum(twice * np.abs(spec)))
-            + 2.0 * dropped) / N
-    # window bins: loss index iA + i  <->  circular index (iA + i) mod N; only t >= 0 is kept
-    # (queries are at eps >= 0, where bins below eps do not count)
+    twice = np.where((prod.act == 0) | ((N % 2 == 0) & (prod.act == nfreq - 1)), 1.0, 2.0)
+    L = max(1.0, math.log2(N))
+    ebin = (float(np.sum(twice * prod.spec_err))
+            + _C_FFT * L * _U * float(np.sum(twice * np.abs(prod.spec)))
+            + 2.0 * prod.dropped) / N
+    return res, ebin
+
+
+def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound) -> GridPMF:
+    """The composed PMF of the window's bins t >= 0 (queries are at eps >= 0, where bins below
+    eps do not count), untilted, with its error budgets, its mass at +inf, and the margin for
+    the parts' mass rounding."""
+    upper = bound is Bound.UPPER
+    # window bins: loss index iA + i  <->  circular index (iA + i) mod N
     start = max(iA, 0) if iA + N > 0 else iA
     nkeep = iA + N - start
-    idx = (start + np.arange(nkeep)) % N
     t = h * (start + np.arange(nkeep))
     with np.errstate(over="ignore"):
-        factor = np.exp(np.minimum(log_scale - lam * t, 700.0))
-    mass = res[idx] * factor
+        factor = np.exp(np.minimum(prod.log_scale - lam * t, 700.0))
+    mass = res[(start + np.arange(nkeep)) % N] * factor
     log_above, log_below = tail_bound(h * (iA - 1), t[-1] + h)
     alias = math.exp(log_above) + math.exp(log_below)   # tilted mass that may wrap around
-    # error budget of each suffix k: sum_{i >= k} (per-bin FFT error) * untilting factor_i, and
-    # for the lower bound the mass that may have wrapped around into the window: a total, which
-    # weighs at most the largest factor of the suffix (the first, the factor falling with t)
-    with np.errstate(over="ignore", invalid="ignore"):
-        err = ebin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
-        if not upper:
-            err = err + alias * np.concatenate([np.maximum.accumulate(factor[::-1])[::-1], [0.0]])
-    err = np.where(np.isnan(err), np.inf, err)
+    # the mass the parts' discretisations added by clipping rounding noise, charged to the lower
+    # PMF (each unit of added mass in one step moves delta by at most 1, times the growth of
+    # the other steps)
+    slack = 0.0 if upper else \
+        sum(p.count * p.d.lower_slack for p in parts) * math.exp(max(prod.tot_log, 0.0))
+    err, bin_err = _budgets(ebin, factor, alias, slack, upper)
     if upper and start > 0:
         # a window starting above 0 leaves out the losses in [0, t_0): a query at eps < t_0
         # must count their mass, at most the tilted mass below the window untilted by the
         # largest factor for losses >= 0, e^{log_scale}
-        err[0] += math.exp(min(log_below + log_scale, 700.0))
+        err[0] += math.exp(min(log_below + prod.log_scale, 700.0))
+    # mass at +inf: prod (fin+inf)^c - prod fin^c = tot (1 - prod (fin/(fin+inf))^c)
+    inf = math.exp(prod.tot_log) * (-math.expm1(min(prod.frac_log, 0.0))) \
+        if math.isfinite(prod.tot_log) else 0.0
+    rel = mass_margin(parts, h)
     if upper:
         mass = np.maximum(mass, 0.0)    # clipping noise up only adds mass: still an upper bound
-    else:
-        # the lower PMF keeps its signed values: |computed - exact| per bin is within the budget
-        # either way, and clipping would charge the noise of every bin again. The mass the parts'
-        # discretisations added by clipping rounding noise is charged here (each unit of added
-        # mass in one step moves delta by at most 1, times the growth of the other steps).
-        growth = math.exp(max(tot_log, 0.0))
-        err = err + sum(p.count * p.d.lower_slack for p in parts) * growth
-    # mass at +inf: prod (fin+inf)^c - prod fin^c = tot (1 - prod (fin/(fin+inf))^c)
-    if math.isfinite(tot_log):
-        inf = math.exp(tot_log) * (-math.expm1(min(frac_log, 0.0)))
-    else:
-        inf = 0.0
-    if upper:
         # untilted mass above the window: tilted bound times the largest untilting factor there
-        inf += math.exp(min(log_above + log_scale - lam * (t[-1] + h), 700.0))
-        rel = mass_margin(parts, h)
+        inf += math.exp(min(log_above + prod.log_scale - lam * (t[-1] + h), 700.0))
         mass = mass * (1 + rel)
         inf = min(inf * (1 + rel) * (1 + 4 * _U), 1.0)
     else:
-        rel = mass_margin(parts, h)
+        # the lower PMF keeps its signed values: |computed - exact| per bin is within the budget
+        # either way, and clipping would charge the noise of every bin again
         mass = mass * max(1 - rel, 0.0)
         inf = inf * max(1 - rel, 0.0)
     out = GridPMF(h, start, mass, inf, err, upper)
-    # the budget of each bin alone (``err`` is that of each suffix): the FFT's error of the
-    # bin, and for the lower PMF the mass that may have wrapped around into it and the parts'
-    # clipped slack (read by dpamp.amplification.allocation, which needs masses bin by bin)
+    out.bin_err = bin_err
+    return out
+
+
+def _budgets(ebin, factor, alias, slack, upper: bool):
+    """The error budget of each suffix k of the bins and of each bin alone (read by
+    dpamp.amplification.allocation, which needs masses bin by bin): the FFT's per-bin error
+    times the untilting factors, and for the lower PMF the mass that may have wrapped around
+    into the window (for a suffix: a total, which weighs at most the largest factor of the
+    suffix, the first, the factor falling with t) and the parts' clipped ``slack``."""
     with np.errstate(over="ignore", invalid="ignore"):
+        err = ebin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
         bin_err = ebin * factor
         if not upper:
-            bin_err = bin_err + alias * factor + sum(p.count * p.d.lower_slack
-                                                     for p in parts) * math.exp(max(tot_log, 0.0))
-    out.bin_err = np.where(np.isnan(bin_err), np.inf, bin_err)
-    return out
+            err = err + alias * np.concatenate([np.maximum.accumulate(factor[::-1])[::-1], [0.0]])
+            bin_err = bin_err + alias * factor + slack
+    err = np.where(np.isnan(err), np.inf, err)
+    if not upper:
+        err = err + slack
+    return err, np.where(np.isnan(bin_err), np.inf, bin_err)
 
 
 def mass_margin(parts, h: float) -> float:

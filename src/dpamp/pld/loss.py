@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
-from scipy.special import ndtr, ndtri_exp
 
-from .cells import Cells, Side
-from .loss_batch import quantile_ranges
+from .cells import Cells, cells_many
+from .loss_batch import (gaussian_pair, gaussian_tail, poisson_base_loss, poisson_loss,
+                         poisson_mix, quantile_ranges)
 
 Pair = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -86,82 +86,8 @@ class LossDistribution:
 
     def cells(self, jlo: int, jhi: int, h: float) -> Cells:
         """Masses of P and Q in the cells of the grid t_j = j h, jlo <= 0 <= jhi (the cells of
-        :mod:`.cells`), with each side's continuous masses alone (``cont_p``, ``cont_q``) and
-        ``beta``: the atoms' share of the discretiser's beta = sum (P e^{-t_start} - Q) / (e^h - 1) over the
-        cell (t_start being the cell's end nearer 0, in the half's own coordinates), computed
-        per atom as Q expm1(u h) / expm1(h) with u in (0, 1] its offset in the cell; exactly Q
-        for an atom on the cell's far grid point, so that such atoms cost nothing; and
-        ``end``: the Q-mass (again in the half's coordinates) of atoms exactly on
-        the cell's far grid point, for the left tangent there. Cells are
-        closed on the side away from 0. Continuous masses are differences of the CDF on the
-        left half and of the survival function on the right half."""
-        t_left = h * np.arange(jlo, 1)        # t_jlo .. 0
-        t_right = h * np.arange(0, jhi + 1)   # 0 .. t_jhi
-        zero2 = lambda n: (np.zeros(n), np.zeros(n))  # noqa: E731
-        left_pc, left_qc = zero2(-jlo)
-        right_pc, right_qc = zero2(jhi)
-        left_p, left_q = zero2(-jlo)
-        right_p, right_q = zero2(jhi)
-        left_b, right_b = np.zeros(-jlo), np.zeros(jhi)
-        left_e, right_e = np.zeros(-jlo), np.zeros(jhi)   # Q-mass of atoms on the far end
-        below = [0.0, 0.0]
-        above = [0.0, 0.0]
-        zero = [0.0, 0.0]
-        em1 = math.expm1(h)
-        if self.cdf is not None:
-            assert self.sf is not None       # a continuous part has both
-            cp, cq = self.cdf(t_left)
-            left_pc += np.maximum(np.diff(cp), 0.0)
-            left_qc += np.maximum(np.diff(cq), 0.0)
-            below[0] += float(cp[0])
-            below[1] += float(cq[0])
-            sp, sq = self.sf(t_right)
-            right_pc += np.maximum(-np.diff(sp), 0.0)
-            right_qc += np.maximum(-np.diff(sq), 0.0)
-            above[0] += float(sp[-1])
-            above[1] += float(sq[-1])
-        if self.atom_loss.size:
-            loss = self.atom_loss
-            neg, pos, at0 = loss < 0, loss > 0, loss == 0
-            zero[0] += float(self.atom_p[at0].sum())
-            zero[1] += float(self.atom_q[at0].sum())
-            # left cells [t_{j-1}, t_j): index k for the cell [t_{k+jlo}, t_{k+jlo+1})
-            ln = loss[neg]
-            fl = _grid_floor(ln / h)
-            k = fl - jlo
-            inl = (ln >= t_left[0]) & np.isfinite(ln)
-            pn, qn = self.atom_p[neg], self.atom_q[neg]
-            below[0] += float(pn[~inl].sum())
-            below[1] += float(qn[~inl].sum())
-            kk = np.clip(k[inl], 0, -jlo - 1)
-            left_p += np.bincount(kk, pn[inl], -jlo)
-            left_q += np.bincount(kk, qn[inl], -jlo)
-            # seen from the swap (loss -l, P and Q exchanged), the cell ends at -(fl+1) h near 0:
-            # offset u = (-l)/h + fl + 1 in (0, 1], 1 for an atom on t_fl
-            onl = fl[inl] * h == ln[inl]
-            u = np.clip(np.where(onl, 1.0, -ln[inl] / h + fl[inl] + 1), 0, 1)
-            left_b += np.bincount(kk, pn[inl] * np.expm1(u * h) / em1, -jlo)
-            left_e += np.bincount(kk, pn[inl] * onl, -jlo)
-            # right cells (t_j, t_{j+1}]: index j, offset u = l/h - j in (0, 1]
-            lp = loss[pos]
-            j = -_grid_floor(-lp / h) - 1          # ceil(l/h) - 1: cell (t_j, t_{j+1}]
-            inr = (lp <= t_right[-1]) & np.isfinite(lp)
-            pp, qp = self.atom_p[pos], self.atom_q[pos]
-            above[0] += float(pp[~inr].sum())
-            above[1] += float(qp[~inr].sum())
-            jj = np.clip(j[inr], 0, jhi - 1)
-            right_p += np.bincount(jj, pp[inr], jhi)
-            right_q += np.bincount(jj, qp[inr], jhi)
-            on = (j[inr] + 1) * h == lp[inr]
-            u = np.clip(np.where(on, 1.0, lp[inr] / h - j[inr]), 0, 1)
-            right_b += np.bincount(jj, qp[inr] * np.expm1(u * h) / em1, jhi)
-            right_e += np.bincount(jj, qp[inr] * on, jhi)
-        return Cells(below[0], below[1],
-                     Side(left_p + left_pc, left_q + left_qc, left_pc, left_qc, left_b, left_e),
-                     zero[0], zero[1],
-                     Side(right_p + right_pc, right_q + right_qc, right_pc, right_qc, right_b,
-                          right_e),
-                     above[0], above[1])
+        :mod:`.cells`, with the atoms' shares of beta: :func:`.cells.cells_many`)."""
+        return cells_many([self], [(jlo, jhi)], h, optimistic=False)[0]
 
     def quantile_range(self, tail: float) -> tuple[float, float]:
         """A range [a, b] of finite losses outside which both P and Q have mass <= tail on each
@@ -176,13 +102,9 @@ class LossDistribution:
         a = max(a, self.mean - 60 * sd - 1.0)
         b = min(b, self.mean + 60 * sd + 1.0)
         if upper:
-            sf = self.sf
-            assert sf is not None                # called only with a continuous part
-            f = lambda t: tail - max(float(v[0]) for v in sf(np.array([t])))  # noqa: E731
+            f = lambda t: tail - max(float(v[0]) for v in self.sf(np.array([t])))  # noqa: E731
         else:
-            cdf = self.cdf
-            assert cdf is not None
-            f = lambda t: max(float(v[0]) for v in cdf(np.array([t]))) - tail  # noqa: E731
+            f = lambda t: max(float(v[0]) for v in self.cdf(np.array([t]))) - tail  # noqa: E731
         return _bisect(f, a, b)
 
     # --- transformations -------------------------------------------------------------------
@@ -239,22 +161,10 @@ class LossDistribution:
         (Zhu, Dong and Wang show this pair and its swap dominate the subsampled mechanism.)"""
         if q >= 1.0:
             return self
-        log1mq = math.log1p(-q)
-        logq = math.log(q)
-
-        def fwd(loss):  # L -> L'
-            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                return np.where(loss > 0, loss + np.log(q + (1 - q) * np.exp(-loss)),
-                                np.logaddexp(log1mq, logq + loss))
-
-        def inv(t):     # g(t) = log((e^t - (1-q))/q) for t > log(1-q), else -inf
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                # e^t - 1 + q = expm1(t) + q, accurate near t = log(1-q) only through expm1
-                inner = np.expm1(t) + q
-                return np.where(inner > 0, np.log(np.maximum(inner, 1e-320)) - logq, -np.inf)
-
+        log1mq, logq = math.log1p(-q), math.log(q)
+        fwd = lambda loss: poisson_loss(loss, q, 1 - q, log1mq, logq)  # noqa: E731 (L -> L')
         atoms_l = fwd(self.atom_loss)
-        atoms_p = (1 - q) * self.atom_q + q * self.atom_p
+        atoms_p = poisson_mix(self.atom_p, self.atom_q, q, 1 - q)[0]
         atoms_q = self.atom_q.copy()
         # an atom of the base at -inf (P-mass 0) becomes an atom at log(1-q)
         cdf = sf = None
@@ -263,15 +173,13 @@ class LossDistribution:
             base_cdf, base_sf = self.cdf, self.sf
 
             def cdf(t):
-                g = inv(np.asarray(t, dtype=float))
-                bp, bq = base_cdf(g)
-                return (1 - q) * bq + q * bp, bq
+                bp, bq = base_cdf(poisson_base_loss(np.asarray(t, dtype=float), q, logq))
+                return poisson_mix(bp, bq, q, 1 - q)
 
             def sf(t):
-                g = inv(np.asarray(t, dtype=float))
-                bp, bq = base_sf(g)
-                return (1 - q) * bq + q * bp, bq
-            support = tuple(float(x) for x in fwd(np.array(self.support)))  # type: ignore[assignment]  # two ends
+                bp, bq = base_sf(poisson_base_loss(np.asarray(t, dtype=float), q, logq))
+                return poisson_mix(bp, bq, q, 1 - q)
+            support = tuple(float(x) for x in fwd(np.array(self.support)))
         mean, var, swap = _mixture_moments(self, q) if moments is None else moments
         # L' is increasing in L and P', Q' are mixtures of P, Q: the base's tail points map over
         up, lo = self.upper_tail, self.lower_tail
@@ -282,17 +190,6 @@ class LossDistribution:
                                 (lambda tail: fwd1(lo(tail))) if lo else None,
                                 swap_moments=swap,
                                 family=("poisson", q, self.family) if self.family else None)
-
-
-def _grid_floor(u: np.ndarray) -> np.ndarray:
-    """floor(u), treating values within 4 ulps of an integer as that integer, so that an atom
-    placed on a grid point in floating point (its loss / h rounded) lands in the cell that
-    starts there. Only rounding-level: a wider snap (it was 1e-9) moves an atom just above a
-    grid point down onto it, which the pessimistic side must never do."""
-    u = np.where(np.isfinite(u), u, 0.0)
-    r = np.rint(u)
-    on = np.abs(u - r) <= 4 * 2.0 ** -52 * np.maximum(1.0, np.abs(r))
-    return np.where(on, r, np.floor(u)).astype(np.int64)
 
 
 def _bisect(f, a, b, iters=80):
@@ -319,9 +216,6 @@ def _mixture_moments(base: LossDistribution, q: float):
     <= 1e-5 on subsampled Gaussians down to sigma 0.1, where the former 4000-cell midpoint rule
     was off by up to 3e-4, at an eighth of the CDF evaluations)."""
     lo, hi = base.quantile_range(1e-12)
-    t: np.ndarray | None
-    cp: np.ndarray | None
-    cq: np.ndarray | None
     if base.cdf is not None and hi > lo:
         t = np.linspace(lo, hi, 513)
         cp, cq = base.cdf(t)
@@ -330,7 +224,6 @@ def _mixture_moments(base: LossDistribution, q: float):
     fine = _mixture_nodes(base, q, t, cp, cq)
     if t is None:
         return fine
-    assert cp is not None and cq is not None
     coarse = _mixture_nodes(base, q, t[::2], cp[::2], cq[::2])
     out = []
     for f, c in ((fine[:2], coarse[:2]), (fine[2], coarse[2])):
@@ -386,17 +279,10 @@ def gaussian(mu: float) -> LossDistribution:
         return LossDistribution(np.array([0.0]), np.array([1.0]), np.array([1.0]),
                                 symmetric=True, name="gaussian(0)")
     half = 0.5 * mu * mu
-
-    def cdf(t):
-        return ndtr((t - half) / mu), ndtr((t + half) / mu)
-
-    def sf(t):
-        return ndtr((half - t) / mu), ndtr((-half - t) / mu)
-    def upper(tail):   # P is the larger in the upper tail: N(half, mu^2)
-        return half + mu * float(ndtri_exp(math.log(tail)) * -1.0)
-
-    def lower(tail):   # Q is the larger in the lower tail: N(-half, mu^2)
-        return -half + mu * float(ndtri_exp(math.log(tail)))
+    cdf = lambda t: gaussian_pair(t, mu, half, "cdf")  # noqa: E731
+    sf = lambda t: gaussian_pair(t, mu, half, "sf")  # noqa: E731
+    upper = lambda tail: float(gaussian_tail(math.log(tail), mu, half, True))  # noqa: E731
+    lower = lambda tail: float(gaussian_tail(math.log(tail), mu, half, False))  # noqa: E731
     return LossDistribution(_EMPTY, _EMPTY, _EMPTY, cdf, sf, (-math.inf, math.inf), True,
                             half, mu * mu, f"gaussian({mu:g})", upper, lower, mu,
                             family=("gaussian", mu))
@@ -446,9 +332,9 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
     (the dominating pair of every eps-DP mechanism)."""
     p_plus = (1.0 - delta) / (1.0 + math.exp(-eps))
     p_minus = (1.0 - delta) / (1.0 + math.exp(eps)) if eps < 700 else 0.0
-    loss: Any = [eps, -eps]              # lists, then arrays
-    pm: Any = [p_plus, p_minus]
-    qm: Any = [p_minus, p_plus]
+    loss = [eps, -eps]
+    pm = [p_plus, p_minus]
+    qm = [p_minus, p_plus]
     if delta > 0:
         loss += [math.inf, -math.inf]
         pm += [delta, 0.0]

@@ -5,11 +5,12 @@ the cost).
 A :class:`~.loss.LossDistribution` built by :func:`~.loss.gaussian`, ``.poisson(q)`` and
 ``.swapped()`` carries ``family``, the nested steps it was built by: ("gaussian", mu),
 ("poisson", q, base), ("swap", base). Parts whose families have the same shape are evaluated in
-one pass, each parameter repeated over its own part's points: the same floating-point operations
-on the same values as the part's own ``cdf``/``sf`` (:func:`~.loss.gaussian`'s
-ndtr((t -+ mu^2/2) / mu); the Poisson pair's g(t) = log((e^t - 1 + q) / q) and
-(1 - q) Q + q P; the swap's (Q, P) at -t), so the results are bit for bit theirs
-(tests/test_pld_batch.py). Parts of any other kind are evaluated one by one.
+one pass, each parameter repeated over its own part's points. The formulas are written once
+(:func:`gaussian_pair`, :func:`gaussian_tail`, :func:`poisson_base_loss`, :func:`poisson_mix`,
+:func:`poisson_loss`), for a scalar parameter or one repeated per point alike: the parts' own
+``cdf``/``sf`` and tail functions (:mod:`.loss`) are these on one part, so the batched values
+are bit for bit theirs (tests/test_pld_batch.py). Parts of any other kind are evaluated one by
+one.
 """
 from __future__ import annotations
 
@@ -20,6 +21,47 @@ import numpy as np
 from scipy.special import ndtr, ndtri_exp
 
 _FLIP = {"cdf": "sf", "sf": "cdf"}
+
+
+# --- the families' formulas (parameters: scalars, or arrays like t) ---------------------------
+
+def gaussian_pair(t, mu, half, which: str):
+    """(P, Q) of the loss of N(mu, 1) vs N(0, 1), N(+-half, mu^2) with half = mu^2/2 (004 Prop. 3):
+    the ``which`` ("cdf" or "sf") of both at t."""
+    if which == "cdf":
+        return ndtr((t - half) / mu), ndtr((t + half) / mu)
+    return ndtr((half - t) / mu), ndtr((-half - t) / mu)
+
+
+def gaussian_tail(log_tail, mu, half, upper: bool):
+    """The Gaussian pair's tail point: P and Q both have mass <= tail above it (``upper``: P,
+    N(half, mu^2), is the larger there) or below it (Q, N(-half, mu^2), the larger there)."""
+    if upper:
+        return half + mu * (ndtri_exp(log_tail) * -1.0)
+    return -half + mu * ndtri_exp(log_tail)
+
+
+def poisson_base_loss(t, q, log_q):
+    """g(t) = log((e^t - (1 - q)) / q), the base pair's loss where the Poisson-subsampled pair's
+    is t (-inf for t <= log(1 - q)); e^t - 1 + q as expm1(t) + q, accurate near t = log(1 - q)
+    only that way."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inner = np.expm1(t) + q
+        if np.size(inner) and np.min(inner) >= 1e-320:
+            return np.log(inner) - log_q      # (the where and the floor below change nothing)
+        return np.where(inner > 0, np.log(np.maximum(inner, 1e-320)) - log_q, -np.inf)
+
+
+def poisson_mix(bp, bq, q, one_minus_q):
+    """(P', Q') = ((1 - q) Q + q P, Q) of the base's masses (P, Q) = (bp, bq)."""
+    return one_minus_q * bq + q * bp, bq
+
+
+def poisson_loss(loss, q, one_minus_q, log1mq, log_q):
+    """The Poisson-subsampled pair's loss L' = log(1 - q + q e^L) at the base's loss L."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(loss > 0, loss + np.log(q + one_minus_q * np.exp(-loss)),
+                        np.logaddexp(log1mq, log_q + loss))
 
 
 def shape(family) -> tuple | None:
@@ -64,17 +106,26 @@ def evaluate_many(srcs, ts, which: str) -> list:
 
 def evaluate_flat(srcs, sizes, t, which: str):
     """(P, Q) of the parts' ``which`` ("cdf" or "sf") at their points laid end to end (``t``,
-    ``sizes[i]`` points for part i), every part of a family (:func:`shape` not None), laid
-    out the same way: :func:`evaluate_many` without splitting its values part by part."""
+    ``sizes[i]`` points for part i), laid out the same way: :func:`evaluate_many` without
+    splitting its values part by part (every part has the function; one of no family is
+    evaluated by it, on its own points)."""
+    if len(srcs) == 1:
+        # (its own function: the family's formulas on its own parameters, the same bits)
+        return getattr(srcs[0], which)(t)
     sizes = np.asarray(sizes, dtype=np.int64)
     groups = defaultdict(list)
     for i, src in enumerate(srcs):
         groups[shape(src.family)].append(i)
-    if len(groups) == 1:
+    if len(groups) == 1 and None not in groups:
         return _evaluate([s.family for s in srcs], sizes, t, which)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     p, q = np.empty_like(t), np.empty_like(t)
-    for idx in groups.values():
+    for key, idx in groups.items():
+        if key is None:
+            for i in idx:
+                a, b = starts[i], starts[i + 1]
+                p[a:b], q[a:b] = getattr(srcs[i], which)(t[a:b])
+            continue
         where = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in idx])
         a, b = _evaluate([srcs[i].family for i in idx], sizes[idx], t[where], which)
         p[where], q[where] = a, b
@@ -86,27 +137,16 @@ def _evaluate(fams, sizes, t, which):
         return np.repeat(np.array(values, dtype=float), sizes)
     kind = fams[0][0]
     if kind == "gaussian":
-        mu = rep([f[1] for f in fams])
-        half = rep([0.5 * f[1] * f[1] for f in fams])
-        if which == "cdf":
-            return ndtr((t - half) / mu), ndtr((t + half) / mu)
-        return ndtr((half - t) / mu), ndtr((-half - t) / mu)
+        return gaussian_pair(t, rep([f[1] for f in fams]),
+                             rep([0.5 * f[1] * f[1] for f in fams]), which)
     if kind == "swap":
         p, q = _evaluate([f[1] for f in fams], sizes, -t, _FLIP[which])
         return q, p
-    # ("poisson", q, base): P' = (1 - q) Q + q P at the base's loss g(t) (see LossDistribution.
-    # poisson, whose inverse map this repeats operation for operation)
+    # ("poisson", q, base): P' = (1 - q) Q + q P at the base's loss g(t)
     q = rep([f[1] for f in fams])
-    log_q = rep([math.log(f[1]) for f in fams])
-    one_minus_q = rep([1 - f[1] for f in fams])
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        inner = np.expm1(t) + q
-        if inner.size and inner.min() >= 1e-320:
-            g = np.log(inner) - log_q     # (the where and the floor below change nothing then)
-        else:
-            g = np.where(inner > 0, np.log(np.maximum(inner, 1e-320)) - log_q, -np.inf)
+    g = poisson_base_loss(t, q, rep([math.log(f[1]) for f in fams]))
     bp, bq = _evaluate([f[2] for f in fams], sizes, g, which)
-    return one_minus_q * bq + q * bp, bq
+    return poisson_mix(bp, bq, q, rep([1 - f[1] for f in fams]))
 
 
 def tail_points_many(srcs, tails, upper: bool) -> list:
@@ -128,21 +168,13 @@ def _tail_points(fams, log_tail, upper):
         return np.array(values, dtype=float)
     kind = fams[0][0]
     if kind == "gaussian":
-        mu = col([f[1] for f in fams])
-        half = col([0.5 * f[1] * f[1] for f in fams])
-        if upper:
-            return half + mu * (ndtri_exp(log_tail) * -1.0)
-        return -half + mu * ndtri_exp(log_tail)
+        return gaussian_tail(log_tail, col([f[1] for f in fams]),
+                             col([0.5 * f[1] * f[1] for f in fams]), upper)
     if kind == "swap":
         return -_tail_points([f[1] for f in fams], log_tail, not upper)
-    q = col([f[1] for f in fams])
-    one_minus_q = col([1 - f[1] for f in fams])
-    log1mq = col([math.log1p(-f[1]) for f in fams])
-    log_q = col([math.log(f[1]) for f in fams])
     loss = _tail_points([f[2] for f in fams], log_tail, upper)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.where(loss > 0, loss + np.log(q + one_minus_q * np.exp(-loss)),
-                        np.logaddexp(log1mq, log_q + loss))
+    return poisson_loss(loss, col([f[1] for f in fams]), col([1 - f[1] for f in fams]),
+                        col([math.log1p(-f[1]) for f in fams]), col([math.log(f[1]) for f in fams]))
 
 
 def quantile_ranges(srcs, tails) -> list[tuple[float, float]]:

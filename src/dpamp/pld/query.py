@@ -316,21 +316,19 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
     return _not_met(best, max_rounds, f"{max_rounds} grid refinements did not reach tol")
 
 
-def _tighter(best, state):
-    """The tightest proven (upper, lower, h) over the rounds so far: the smallest upper bound
-    and the largest lower bound (each is proven on its own, whichever grid gave it)."""
+def _tighter(best: Bracket | None, state: QueryState) -> Bracket:
+    """The tightest proven bracket over the rounds so far: the smallest upper bound and the
+    largest lower bound (each is proven on its own, whichever grid gave it), and the finest h."""
     up, low = state.last
     if best is None:
-        return up, low, state.h
-    b_up, b_low, b_h = best
-    if low is not None and b_low is not None:
-        low = max(low, b_low)
-    return min(up, b_up), low, min(state.h, b_h)
+        return Bracket(up, low, state.h, 0)
+    if low is not None and best.lower is not None:
+        low = max(low, best.lower)
+    return Bracket(min(up, best.upper), low, min(state.h, best.h), 0)
 
 
-def _not_met(best, rounds, why) -> Bracket:
-    up, low, h = best
-    return Bracket(up, low, h, rounds, met=False, note=why)
+def _not_met(best: Bracket, rounds, why) -> Bracket:
+    return dataclasses.replace(best, rounds=rounds, met=False, note=why)
 
 
 def _gaussian_guess(direction_parts, delta):
