@@ -151,7 +151,7 @@ def rate_of(scheme: SamplingScheme | None) -> Fraction:
 def steps_per_run(scheme: SamplingScheme | None) -> int:
     """How many steps one run of a subsampled mechanism is: t for an epoch sampler
     (``RandomAllocation``, ``Shuffled``: the mechanism is a whole epoch), else 1."""
-    return int(scheme.steps) if getattr(scheme, "per_epoch", False) else 1
+    return int(getattr(scheme, "steps")) if getattr(scheme, "per_epoch", False) else 1
 
 
 def steps_of_epochs(epochs, rate) -> int:

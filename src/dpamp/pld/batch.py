@@ -70,7 +70,7 @@ def _ranges(parts, tails, h: float, scan: bool, batched: bool = True):
     loss distributions evaluated together (:func:`.loss_batch.quantile_ranges`)."""
     if not batched:
         return [_range(src, t, h, scan) for (src, _), t in zip(parts, tails)]
-    out = [None] * len(parts)
+    out: list[tuple[float, float] | None] = [None] * len(parts)
     many = [i for i, (src, _) in enumerate(parts) if type(src) is L.LossDistribution]
     srcs, ts = [parts[i][0] for i in many], [tails[i] for i in many]
     if scan:

@@ -132,7 +132,8 @@ class _LaidSide:
 
     def side(self, i: int, halves=(None, None)) -> Side:
         c = self.cols(i)
-        return Side(*self.mass[:, c], *self.cont[:, c], self.beta[c], self.end[c], *halves)
+        return Side(self.mass[0, c], self.mass[1, c], self.cont[0, c], self.cont[1, c],
+                    self.beta[c], self.end[c], *halves)
 
 
 @dataclasses.dataclass(slots=True)
@@ -203,7 +204,8 @@ def _continuous(srcs, lo, hi, step: float):
     jr, sr = laid(np.zeros_like(hi), hi + 1)
     cp, cq = evaluate_flat(srcs, 1 - lo, step * jl, "cdf")
     sp, sq = evaluate_flat(srcs, hi + 1, step * jr, "sf")
-    inl = inr = slice(None)                   # (one part: every difference is its own)
+    inl: slice | np.ndarray = slice(None)     # (one part: every difference is its own)
+    inr: slice | np.ndarray = slice(None)
     if len(srcs) > 1:
         inl = np.ones(cp.size - 1, dtype=bool)
         inl[sl[1:] - 1] = False

@@ -116,7 +116,8 @@ def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float
     if isinstance(c, dict):
         c = Cells.from_dict(c)
     fwd, rev, p_tot, q_tot = half_args(c, h, p_inf, totals, q_ninf, optimistic)
-    return _combine(*halves([fwd, rev]), h, jlo, jhi, p_tot, q_tot, p_inf)
+    h_fwd, h_rev = halves([fwd, rev])
+    return _combine(h_fwd, h_rev, h, jlo, jhi, p_tot, q_tot, p_inf)
 
 
 def half_args(c: Cells, h: float, p_inf: float, totals: tuple | None = None,

@@ -532,7 +532,7 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
         mass = mass * max(1 - rel, 0.0)
         inf = inf * max(1 - rel, 0.0)
     out = GridPMF(h, start, mass, inf, err, upper)
-    out.bin_err = bin_err
+    out.bin_err = bin_err  # type: ignore[attr-defined]  # read by allocation.sums
     return out
 
 

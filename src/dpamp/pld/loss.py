@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -102,9 +102,13 @@ class LossDistribution:
         a = max(a, self.mean - 60 * sd - 1.0)
         b = min(b, self.mean + 60 * sd + 1.0)
         if upper:
-            f = lambda t: tail - max(float(v[0]) for v in self.sf(np.array([t])))  # noqa: E731
+            sf = self.sf
+            assert sf is not None                # called only with a continuous part
+            f = lambda t: tail - max(float(v[0]) for v in sf(np.array([t])))  # noqa: E731
         else:
-            f = lambda t: max(float(v[0]) for v in self.cdf(np.array([t]))) - tail  # noqa: E731
+            cdf = self.cdf
+            assert cdf is not None
+            f = lambda t: max(float(v[0]) for v in cdf(np.array([t]))) - tail  # noqa: E731
         return _bisect(f, a, b)
 
     # --- transformations -------------------------------------------------------------------
@@ -179,7 +183,8 @@ class LossDistribution:
             def sf(t):
                 bp, bq = base_sf(poisson_base_loss(np.asarray(t, dtype=float), q, logq))
                 return poisson_mix(bp, bq, q, 1 - q)
-            support = tuple(float(x) for x in fwd(np.array(self.support)))
+            s_lo, s_hi = (float(x) for x in fwd(np.array(self.support)))
+            support = (s_lo, s_hi)
         mean, var, swap = _mixture_moments(self, q) if moments is None else moments
         # L' is increasing in L and P', Q' are mixtures of P, Q: the base's tail points map over
         up, lo = self.upper_tail, self.lower_tail
@@ -216,14 +221,11 @@ def _mixture_moments(base: LossDistribution, q: float):
     <= 1e-5 on subsampled Gaussians down to sigma 0.1, where the former 4000-cell midpoint rule
     was off by up to 3e-4, at an eighth of the CDF evaluations)."""
     lo, hi = base.quantile_range(1e-12)
-    if base.cdf is not None and hi > lo:
-        t = np.linspace(lo, hi, 513)
-        cp, cq = base.cdf(t)
-    else:
-        t = cp = cq = None
+    if base.cdf is None or not hi > lo:
+        return _mixture_nodes(base, q, None, None, None)
+    t = np.linspace(lo, hi, 513)
+    cp, cq = base.cdf(t)
     fine = _mixture_nodes(base, q, t, cp, cq)
-    if t is None:
-        return fine
     coarse = _mixture_nodes(base, q, t[::2], cp[::2], cq[::2])
     out = []
     for f, c in ((fine[:2], coarse[:2]), (fine[2], coarse[2])):
@@ -332,9 +334,9 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
     (the dominating pair of every eps-DP mechanism)."""
     p_plus = (1.0 - delta) / (1.0 + math.exp(-eps))
     p_minus = (1.0 - delta) / (1.0 + math.exp(eps)) if eps < 700 else 0.0
-    loss = [eps, -eps]
-    pm = [p_plus, p_minus]
-    qm = [p_minus, p_plus]
+    loss: Any = [eps, -eps]              # lists, then arrays
+    pm: Any = [p_plus, p_minus]
+    qm: Any = [p_minus, p_plus]
     if delta > 0:
         loss += [math.inf, -math.inf]
         pm += [delta, 0.0]

@@ -313,6 +313,8 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
                 return _not_met(best, rounds, f"the time budget ({budget:g} s) would be spent "
                                               "before the next grid's round ends")
             h = _align(dirs[0], h_fit)
+    if best is None:                  # every round ran out of memory
+        raise _too_fine(tol, h)
     return _not_met(best, max_rounds, f"{max_rounds} grid refinements did not reach tol")
 
 
