@@ -59,3 +59,18 @@ def test_answers_do_not_depend_on_what_was_asked_before():
         assert r.returncode == 0, r.stderr
         out[mode] = r.stdout
     assert out["fresh"] == out["after"]
+
+
+def test_a_budgeted_state_is_not_reused_without_a_budget():
+    """A time budget makes a query clock-dependent; its cached state must not be handed to the
+    same query asked without one (the key holds the budget)."""
+    import dpamp as dp
+    from dpamp.pld.query import _CACHE, _query_key
+    m = dp.Gaussian(1.1).subsample(dp.Poisson(0.01)) * 100
+    assert _query_key(m, "epsilon", 1e-5, None, 7, 0.001) != _query_key(m, "epsilon", 1e-5, None, 7)
+    _CACHE.store.clear()
+    fresh = m.epsilon(1e-5, method="pld", tol=1e-7)
+    _CACHE.store.clear()
+    m.epsilon(1e-5, method="pld", tol=1e-7, budget=1e-9)   # cut short by the clock, cached
+    again = m.epsilon(1e-5, method="pld", tol=1e-7)
+    assert (again.epsilon, again.lower) == (fresh.epsilon, fresh.lower)

@@ -207,7 +207,7 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
     pure = _pure_epsilon(mechanism)
     caps = [min(pure, c) for c in atomic_caps(dirs, delta)]
     return _proven(dirs, _refine(
-        dirs, _query_key(mechanism, "epsilon", delta, tol, max_rounds), tol,
+        dirs, _query_key(mechanism, "epsilon", delta, tol, max_rounds, budget), tol,
         (budget, max_rounds), "epsilon",
         lambda h, tilt, grid_tol: _compute_for_eps(dirs, delta, grid_tol, h, tail_total, tilt),
         lambda state: _evaluate(state, tol, lambda pmf, i: min(pmf.epsilon(delta), caps[i]),
@@ -230,11 +230,13 @@ def _proven(dirs, b: Bracket) -> Bracket:
     return b if _lower_proven(dirs) else dataclasses.replace(b, lower=None)
 
 
-def _query_key(mechanism, what: str, arg: float, tol, max_rounds: int):
+def _query_key(mechanism, what: str, arg: float, tol, max_rounds: int, budget=None):
     """The cache key of one query: the mechanism and every input of the query, so that a state
     is reused only by the same question, which then gets the same bits as in a fresh process
-    (a state composed for another delta would give another, equally proven, bracket)."""
-    return (_key(mechanism), what, float(arg), tol, max_rounds)
+    (a state composed for another delta would give another, equally proven, bracket). The
+    time ``budget`` is part of it: a state a clock cut short is never handed to a query
+    without one."""
+    return (_key(mechanism), what, float(arg), tol, max_rounds, budget)
 
 
 def _rounds(max_rounds) -> int:
@@ -470,7 +472,7 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None,
         return Bracket(0.0, 0.0, 0.0, 0)          # pure DP: the loss never exceeds pure eps
     dirs = _directions(mechanism)
     return _proven(dirs, _refine(
-        dirs, _query_key(mechanism, "delta", epsilon, tol, max_rounds), tol,
+        dirs, _query_key(mechanism, "delta", epsilon, tol, max_rounds, budget), tol,
         (budget, max_rounds), "delta",
         lambda h, tilt, grid_tol: _compute_for_delta(dirs, epsilon, grid_tol, h, tilt),
         lambda state: _evaluate(state, tol, lambda pmf, i: _delta_at(pmf, epsilon),
