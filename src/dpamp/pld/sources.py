@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from ..core.roots import bisect, expand
 from ..mechanisms.family import family_of
 from . import loss as L
 from .cache import ByIdentity, PLDCache
@@ -135,14 +136,10 @@ class ProfileSource:
             # which it never drops below; losses past 512 are capped (e^512 nears overflow)
             floor = float(self._rows(np.array([np.inf]))[row][0])
             floor = floor if 0.0 <= floor <= 1.0 else 0.0       # (a profile without a limit)
-            f = lambda e: float(self._rows(np.array([e]))[row][0]) - floor  # noqa: E731
-            lo, hi = 0.0, 1.0
-            while f(hi) > tail and hi < 512.0:
-                lo, hi = hi, 2 * hi
-            for _ in range(50):
-                mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if f(mid) > tail else (lo, mid)
-            out.append(hi)
+            def below(e, row=row, floor=floor):
+                return float(self._rows(np.array([e]))[row][0]) - floor <= tail
+            lo, hi = expand(below, 0.0, 1.0, limit=256.0)
+            out.append(bisect(below, lo, hi, iterations=50)[1])
         return -out[1], out[0]
 
     def _moment_estimate(self):
