@@ -24,9 +24,6 @@ from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, P
 from .mechanisms.eps_delta import EpsDelta
 from .mechanisms.discrete_laplace import DiscreteLaplace
 
-# how each family yields its representations (dpamp.mechanisms.family): declared on import
-from . import families  # noqa: E402, F401
-
 __version__ = "0.1.0"
 
 #: name -> (module, attribute; None for the module itself), imported on first access

@@ -2,7 +2,8 @@
 
 A mechanism's convenience methods (``m.epsilon(delta)``, ``m.delta(eps)``, ``m.profile(eps)``,
 ``m.to_json()``, the risk queries) are a user's shortcut to the query and present layers, which
-sit above the mechanisms and import them. Imports run down the layers, also inside functions
+sit above the mechanisms and import them; and the first lookup of a family's declaration loads
+the declarations (``dpamp.families``), which sit above the representations they call. Imports run down the layers, also inside functions
 (tests/test_layout.py), so the describe layer never imports those layers; it calls through this
 table instead, which names each target once. Nothing else in dpamp calls up.
 """
@@ -21,6 +22,8 @@ ROUTES = {
     "tpr_at_fpr": ("dpamp.accounting.risk", "tpr_at_fpr"),
     "gdp_mu": ("dpamp.accounting.risk", "gdp_mu"),
     "advantage": ("dpamp.accounting.risk", "advantage"),
+    # the declarations of dpamp's families (dpamp.mechanisms.family looks them up)
+    "declare_families": ("dpamp.families", "declared"),
 }
 
 

@@ -207,7 +207,22 @@ def declare_scheme(cls: type, amplification: Amplification | EpochAmplification)
     return amplification
 
 
+_declared = False
+
+
+def _ensure_declared() -> None:
+    """Load dpamp's own declarations (``dpamp.families``) on the first lookup, through the
+    door (they sit above the representation layers they call). Thread-safe: a second thread
+    waits on the import until the package has run."""
+    global _declared
+    if not _declared:
+        from ..core import door
+        door.call("declare_families")
+        _declared = True
+
+
 def _lookup(table: dict, cls: type):
+    _ensure_declared()
     for c in cls.__mro__:
         hit = table.get(c)
         if hit is not None:
@@ -226,10 +241,12 @@ def amplification_of(scheme: Any) -> Any:
 
 
 def families() -> Iterator[tuple[type, Family]]:
+    _ensure_declared()
     return iter(list(_FAMILIES.items()))
 
 
 def schemes() -> Iterator[tuple[type, Amplification | EpochAmplification]]:
+    _ensure_declared()
     return iter(list(_SCHEMES.items()))
 
 
