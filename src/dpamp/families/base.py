@@ -26,6 +26,24 @@ def closed_form_profile(name: str, source: str, binary: bool = False) -> Profile
                         symmetric=lambda m: True, source=f"{source} (privacy profile)")
 
 
+def noise_event(cls, event_name: str):
+    """dp-accounting's event of an additive-noise family (``GaussianDpEvent(z)``,
+    ``LaplaceDpEvent(z)``): the noise scale z relative to the sensitivity the reader chose
+    (1 under add/remove); z <= 0 is not private."""
+    def read(event, relation, sensitivity):
+        z = float(event.noise_multiplier)
+        if z <= 0:
+            raise ValueError(f"{event_name} with noise_multiplier {z:g} is not private")
+        return cls(z, sensitivity=sensitivity, relation=relation)
+    return read
+
+
+def sensitivity_group(m, k: int):
+    """The same mechanism on a group of k records: the query's sensitivity times k."""
+    import dataclasses
+    return dataclasses.replace(m, sensitivity=k * m.sensitivity)
+
+
 def noise_words(cls, scale_key: str):
     """The plan / command-line reader of an additive-noise family (Gaussian: ``sigma``,
     Laplace: ``scale``): a noise multiplier (noise relative to the clipping norm, the

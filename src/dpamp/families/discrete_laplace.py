@@ -13,6 +13,7 @@ import numpy as np
 from ..core import validate as V
 from ..mechanisms.discrete_laplace import DiscreteLaplace
 from ..mechanisms.family import Family, ProfileHooks, declare
+from .base import sensitivity_group
 
 #: atoms of the pair above which the PLD and the profile are refused (memory: a few arrays
 #: of this length per query)
@@ -56,7 +57,7 @@ def _from_event(event, relation, sensitivity):
 
 declare(DiscreteLaplace, Family(
     "DiscreteLaplace", loss=_loss,
-    group=lambda m, k: DiscreteLaplace(m.a, k * m.sensitivity, relation=m.relation),
+    group=sensitivity_group,
     profile=ProfileHooks(pair=lambda m, eps: _rows(m, eps, True),
                          lower=lambda m, eps: _rows(m, eps, False), symmetric=lambda m: True),
     word="discrete_laplace", keys=("a", "sensitivity"), from_words=_words,

@@ -4,13 +4,12 @@ Privacy-loss pair N(mu, 1) vs N(0, 1), mu = Delta / sigma (004 Cor. 8), closed-f
 (000 Thm 4), rho = Delta^2 / (2 sigma^2) (Bun & Steinke 2016, Lemma 2.4 / 004 Lemma 12)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, Rep, Support, declare
 from ..mechanisms.gaussian import Gaussian
-from .base import closed_form_profile, noise_words
+from .base import closed_form_profile, noise_event, noise_words, sensitivity_group
 
 
 def _loss(m: Gaussian):
@@ -27,20 +26,13 @@ def _has(m: Gaussian, rep: Rep) -> Support | None:
     return None
 
 
-def _from_event(event, relation, sensitivity):
-    z = float(event.noise_multiplier)
-    if z <= 0:
-        raise ValueError(f"GaussianDpEvent with noise_multiplier {z:g} is not private")
-    return Gaussian(z, sensitivity=sensitivity, relation=relation)
-
-
 declare(Gaussian, Family(
     "Gaussian", loss=_loss, profile=closed_form_profile("gaussian", "000 Thm 4"),
     zcdp=lambda m: ulps_up(m.rho, 4), gaussian_mu=lambda m: m.mu, has=_has,
     additive_noise=lambda m: ("gaussian", m.sigma, m.sensitivity),
-    group=lambda m, k: dataclasses.replace(m, sensitivity=k * m.sensitivity),
+    group=sensitivity_group,
     word="gaussian", keys=("noise_multiplier", "sigma", "sensitivity"),
     from_words=noise_words(Gaussian, "sigma"),
-    event="GaussianDpEvent", from_event=_from_event,
+    event="GaussianDpEvent", from_event=noise_event(Gaussian, "GaussianDpEvent"),
     example=lambda rel: Gaussian(1.0, relation=rel),
     describe=lambda m: f"Gaussian, σ = {m.sigma:g}, L2 sensitivity {m.sensitivity:g}"))

@@ -4,11 +4,9 @@ Privacy-loss pair of Laplace(0, b) vs Laplace(Delta, b), eps0 = Delta / b; close
 (000 Thm 3); pure eps0-DP, so rho = eps0^2 / 2 (derived from the pure epsilon)."""
 from __future__ import annotations
 
-import dataclasses
-
 from ..mechanisms.family import Family, declare
 from ..mechanisms.laplace import Laplace
-from .base import closed_form_profile, noise_words
+from .base import closed_form_profile, noise_event, noise_words, sensitivity_group
 
 
 def _loss(m: Laplace):
@@ -16,19 +14,12 @@ def _loss(m: Laplace):
     return L.laplace(m.eps0)
 
 
-def _from_event(event, relation, sensitivity):
-    z = float(event.noise_multiplier)
-    if z <= 0:
-        raise ValueError(f"LaplaceDpEvent with noise_multiplier {z:g} is not private")
-    return Laplace(z, sensitivity=sensitivity, relation=relation)
-
-
 declare(Laplace, Family(
     "Laplace", loss=_loss, profile=closed_form_profile("laplace", "000 Thm 3"),
     additive_noise=lambda m: ("laplace", m.scale, m.sensitivity),
-    group=lambda m, k: dataclasses.replace(m, sensitivity=k * m.sensitivity),
+    group=sensitivity_group,
     word="laplace", keys=("noise_multiplier", "scale", "sensitivity"),
     from_words=noise_words(Laplace, "scale"),
-    event="LaplaceDpEvent", from_event=_from_event,
+    event="LaplaceDpEvent", from_event=noise_event(Laplace, "LaplaceDpEvent"),
     example=lambda rel: Laplace(1.0, relation=rel),
     describe=lambda m: f"Laplace, scale {m.scale:g}, L1 sensitivity {m.sensitivity:g}"))
