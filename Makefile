@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: run lint test test-all bench docs clean
 
@@ -10,13 +11,19 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip >/dev/null
 
+# make test: the package with the test extra (peers, docs tools, linters)
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install -e ".[test]"
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
+# make run: the package and what its figure needs (the plot extra), nothing else
+$(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -e ".[plot]"
+	touch $(RUN_STAMP)
 
 # prints the report of the built-in plan (src/dpamp/data/default_plan.toml) and writes its
 # figure (epsilon against steps, every method) next to it: dpamp-report.png
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/dpamp report --plot dpamp-report.png
 
 # the linter and the type checker ([tool.ruff], [tool.mypy] in pyproject.toml): make test runs
