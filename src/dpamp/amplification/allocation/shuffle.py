@@ -120,10 +120,22 @@ def _pairs(relation: Relation, steps: int, batch_size, dataset_size):
     return [(2.0, 0.0, rho)]
 
 
+def _mpmath():
+    """mpmath, which the shuffled-batches lower bound evaluates its cells in (60 digits): an
+    optional dependency (dpamp's runtime needs numpy and scipy only). Without it the bound is
+    not computed: NotImplementedError, which the accounting reads as "no lower bound"."""
+    try:
+        import mpmath
+    except ImportError:
+        raise NotImplementedError("the shuffled-batches lower bound (Chua et al. 2024) needs "
+                                  "mpmath: pip install mpmath") from None
+    return mpmath
+
+
 def _cells(sigma: float, t: int, u: float, v: float, rho: float, n_cells: int):
     """Cell masses (p_lo, q_hi) of the largest coordinate under P and Q (module docstring),
     on cut points spanning the bulk of both laws; the two tail cells close the partition."""
-    import mpmath as mp
+    mp = _mpmath()
     cuts = _cut_points(sigma, t, u, v, n_cells)
     with mp.workdps(_DPS):
         s = mp.mpf(sigma)
@@ -227,7 +239,7 @@ class _LowerPair:
 def _cut_points(sigma, t, u, v, n_cells):
     """The cut points of :func:`_cells`: from where Phi(lo / sigma)^t = e^-120 (the cell below
     is nearly empty under both laws) to 12 sigma above the shifts."""
-    import mpmath as mp
+    mp = _mpmath()
     with mp.workdps(_DPS):
         z = mp.sqrt(2) * mp.erfinv(2 * mp.exp(-mp.mpf(120) / t) - 1)
     lo = min(u, v, 0.0) + sigma * float(z)
@@ -240,7 +252,7 @@ def _best_cube(pair: _LowerPair, eps: float) -> float:
     {max > C}, rounded down: the best cut point first (float cell sums), then a golden-section
     search in mpmath on its two neighbouring cells; the value is exact (60 digits) at whatever
     C the search ends, so a lower bound whether or not that C is the optimum."""
-    import mpmath as mp
+    mp = _mpmath()
     sigma, t, u, v, rho = pair.args
     cp, cq = pair.cdfs
     cuts = pair.cuts
