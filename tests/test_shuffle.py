@@ -221,3 +221,19 @@ def test_add_remove_uses_the_neighbour_with_one_record_fewer():
     plus = S._LowerPair(sigma, t, 1, 2.0, 0.0, 1 - t * b / (n + 1), 1000, 2e-3)
     d_minus, d_plus = (float(p.delta(np.array([1.0]))[0]) for p in (minus, plus))
     assert got == d_minus > d_plus
+
+
+def test_without_mpmath_the_lower_bound_is_omitted(monkeypatch):
+    """dpamp's runtime needs numpy and scipy only: without mpmath the shuffled-batches lower
+    bound (60-digit cells) is not computed, and the answer has no lower bound instead of
+    failing (a fresh `make run` installs no mpmath)."""
+    import sys
+
+    import dpamp as dp
+    from dpamp.accounting import sampler_lower
+    sampler_lower._lower.cache_clear()
+    monkeypatch.setitem(sys.modules, "mpmath", None)       # import mpmath -> ImportError
+    step = dp.Gaussian(1.0, sensitivity=2.0, relation=dp.SUBSTITUTION)
+    g = step.subsample(dp.Shuffled(100, 1050, relation=dp.SUBSTITUTION)).epsilon(1e-5)
+    assert g.lower is None and g.epsilon > 0
+    sampler_lower._lower.cache_clear()
