@@ -85,3 +85,37 @@ def test_cli_report_lists_methods_with_times(capsys):
     assert cli.main(["report"]) == 0
     out = capsys.readouterr().out
     assert "rdp" in out and "ms" in out
+
+
+def test_cli_errors_name_the_flag_before_heavy_imports():
+    """A bad --delta (negative, as written after the flag) or --method is refused when the
+    command line is read: one line naming the flag, and scipy is never imported."""
+    code = ("import sys\nfrom dpamp import cli as m\n"
+            "for argv in (['epsilon', '--sigma', '1', '--steps', '3', '--delta', '-1e-5'],\n"
+            "             ['epsilon', '--sigma', '1', '--steps', '3', '--delta', '1e-5',\n"
+            "              '--method', 'foo']):\n"
+            "    try:\n        m.main(argv)\n    except SystemExit as e:\n"
+            "        assert e.code == 2\n"
+            "print('scipy' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"
+    lines = r.stderr.strip().splitlines()
+    assert lines == ["dpamp epsilon: error: argument --delta: must be in [0, 1) (got -1e-5)",
+                     "dpamp epsilon: error: argument --method: invalid choice: 'foo' (choose "
+                     "from 'auto', 'mixing', 'profile', 'pld', 'rdp', 'rdp-classic', 'zcdp', "
+                     "'kov', 'advanced', 'basic')"]
+
+
+def test_the_method_names_the_cli_knows_are_the_registry_s():
+    from dpamp.accounting import registry
+    assert list(registry.METHOD_NAMES) == ["auto"] + sorted(
+        registry.available(), key=lambda n: registry._REGISTRY[n].rank)
+
+
+def test_delta_zero_is_the_pure_epsilon_everywhere(capsys):
+    """delta = 0 means the same on the command line, in plans and in Python: the pure epsilon
+    (infinite for the Gaussian)."""
+    from dpamp.io.plan import parse_plan_text
+    plan = parse_plan_text("delta = 0\n[[stage]]\nmechanism = 'laplace'\nscale = 2\nsteps = 3\n")
+    assert plan.delta == 0.0
+    assert (dp.Laplace(2.0) * 3).epsilon(0.0).epsilon == pytest.approx(1.5)

@@ -164,7 +164,7 @@ def test_broken_plan_names_stage_and_key(line, msg):
 
 @pytest.mark.parametrize("text, msg", [
     ("[[stage]]\nmechanism = 'gaussian'\nsigma = 1", "key 'delta': missing"),
-    ("delta = 2\n[[stage]]\nmechanism = 'gaussian'\nsigma = 1", "key 'delta': must be in (0, 1)"),
+    ("delta = 2\n[[stage]]\nmechanism = 'gaussian'\nsigma = 1", "key 'delta': must be in [0, 1)"),
     ("delta = 1e-5", "key 'stage': missing"),
     ("delta = 1e-5\nmethods = ['magic']\n[[stage]]\nmechanism = 'zcdp'\nrho = 1",
      "key 'methods': unknown method 'magic'"),

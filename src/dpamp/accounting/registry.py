@@ -36,6 +36,11 @@ class Method:
 
 _REGISTRY: dict[str, Method] = {}
 
+#: the names of the methods the plugins register, known without importing them (the command
+#: line checks ``--method`` before any heavy import; tests/test_cli check they agree)
+METHOD_NAMES = ("auto", "mixing", "profile", "pld", "rdp", "rdp-classic", "zcdp", "kov",
+                "advanced", "basic")
+
 
 def register(method: Method) -> Method:
     _REGISTRY[method.name] = method
@@ -117,8 +122,9 @@ def _pick(mechanism, method: str) -> Method:
         raise ValueError(f"method must be one of {['auto'] + available()} (got {method!r})")
     m = _REGISTRY[method]
     if not _safe_applies(m, mechanism):
-        raise ValueError(f"method {method!r} does not apply to {mechanism!r}; "
-                         f"applicable: {available(mechanism)}")
+        why = supports(mechanism, method).why
+        raise ValueError(f"method {method!r} does not apply to this {type(mechanism).__name__} "
+                         f"({why}); applicable: {', '.join(available(mechanism)) or 'none'}")
     return m
 
 

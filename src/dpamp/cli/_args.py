@@ -17,6 +17,7 @@ of a plan file's stage, so a word means one thing everywhere.
 from __future__ import annotations
 
 import argparse
+import math
 
 #: flag -> the plan file's key
 _WORDS = {"noise_multiplier": "noise_multiplier", "sigma": "sigma",
@@ -50,6 +51,28 @@ def _sampler_help() -> str:
             "an epoch)")
 
 
+def delta_type(text: str) -> float:
+    """``--delta``: a number in [0, 1) (0: the pure epsilon, as in plans and Python), checked
+    when the command line is read, so the error names the flag and comes before any heavy
+    import."""
+    return _number(text, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+
+
+def epsilon_type(text: str) -> float:
+    """``--epsilon``: a finite number >= 0, checked when the command line is read."""
+    return _number(text, lambda v: 0.0 <= v < math.inf, "a finite number >= 0")
+
+
+def _number(text: str, ok, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number {what} (got {text!r})") from None
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"must be {what} (got {text})")
+    return v
+
+
 def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool = True):
     g = p.add_argument_group("the plan (DP-SGD's words; docs/plans.md)")
     noise = g.add_mutually_exclusive_group()
@@ -74,8 +97,9 @@ def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool
     for old in ("--batch", "--population"):
         g.add_argument(old, action=_Retired, help=argparse.SUPPRESS)
     if method:
-        p.add_argument("--method", default="auto", help="accounting method (default: auto); "
-                       "see `dpamp methods`")
+        from ..accounting.registry import METHOD_NAMES
+        p.add_argument("--method", default="auto", choices=METHOD_NAMES, metavar="METHOD",
+                       help="accounting method (default: auto): " + ", ".join(METHOD_NAMES))
     p.add_argument("--tol", type=float, default=None,
                    help="target width of the [lower, epsilon] bracket (PLD method)")
     if json:

@@ -22,6 +22,8 @@ import json
 
 import numpy as np
 
+from ._args import delta_type, epsilon_type
+
 
 def bracket_rows(c, d, k, alphas, epsilons, *, exact=False, rtol=None, max_cells=None,
                  starts=8) -> list[dict]:
@@ -105,7 +107,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--d", type=int, default=1, help="dimension of theta (default 1)")
     p.add_argument("--k", type=int, default=1, help="samples per coordinate (default 1)")
     p.add_argument("--alpha", type=float, nargs="+", default=None, help="Rényi order(s) > 1")
-    p.add_argument("--epsilon", type=float, nargs="+", default=None,
+    p.add_argument("--epsilon", type=epsilon_type, nargs="+", default=None,
                    help="the base mechanism's RDP epsilon at each order (several: one row "
                         "each; with --figure1, the epsilon grid)")
     p.add_argument("--exact", action="store_true",
@@ -122,7 +124,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--figure1", metavar="PATH", default=None,
                    help="draw 001 Figure 1 (Post, lower bound, asymptote, post-processing "
                         "bound against epsilon) at the first --alpha to PATH")
-    p.add_argument("--delta", type=float, default=None,
+    p.add_argument("--delta", type=delta_type, default=None,
                    help="print the (epsilon, delta) guarantee of --steps runs of a Gaussian "
                         "(or --laplace) base mechanism followed by the sampling, with its lower "
                         "bound")

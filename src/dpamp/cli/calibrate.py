@@ -143,16 +143,16 @@ def cmd_calibrate(args):
 
 
 def add_parser(subparsers) -> None:
-    from ._args import add_plan_args
+    from ._args import add_plan_args, delta_type, epsilon_type
     p = subparsers.add_parser("calibrate", help="smallest noise multiplier / most steps or "
                                                 "epochs / largest rate or batch size for a "
                                                 "target (epsilon, delta)")
     p.add_argument("what", choices=WHAT, help="the parameter to calibrate (sigma and rate are "
                                               "the older names of noise-multiplier and "
                                               "sample-rate)")
-    p.add_argument("--epsilon", type=float, nargs="+", required=True,
+    p.add_argument("--epsilon", type=epsilon_type, nargs="+", required=True,
                    help="target epsilon (several values: one calibration each)")
-    p.add_argument("--delta", type=float, required=True, help="target delta")
+    p.add_argument("--delta", type=delta_type, required=True, help="target delta")
     add_plan_args(p)
     p.add_argument("--laplace", action="store_true",
                    help="Laplace noise (the noise multiplier is its scale) instead of Gaussian")

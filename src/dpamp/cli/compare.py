@@ -47,10 +47,10 @@ def cmd_compare(args):
 
 
 def add_parser(subparsers) -> None:
-    from ._args import add_plan_args as _add_plan_args
+    from ._args import add_plan_args as _add_plan_args, delta_type
     p = subparsers.add_parser("compare", help="epsilon for a target delta by every method")
     _add_plan_args(p)  # --method is accepted for symmetry with `dpamp epsilon` and ignored
-    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--delta", type=delta_type, required=True)
     p.add_argument("--markdown", action="store_true",
                    help="a Markdown block to paste into a paper (parameters, methods, theorems)")
     p.set_defaults(func=cmd_compare)

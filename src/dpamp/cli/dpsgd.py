@@ -39,10 +39,10 @@ def cmd_dpsgd(args):
 
 
 def add_parser(sub) -> None:
-    from ._args import add_plan_args
+    from ._args import add_plan_args, delta_type
     p = sub.add_parser("dpsgd", help="epsilon of a DP-SGD run: noise multiplier, batch size, "
                                      "dataset size, epochs, delta (like TF-Privacy's "
                                      "compute_dp_sgd_privacy)")
     add_plan_args(p)
-    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--delta", type=delta_type, required=True)
     p.set_defaults(func=cmd_dpsgd)

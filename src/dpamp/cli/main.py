@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 #: modules that add sub-commands, in the order `dpamp --help` lists them: each defines
@@ -24,9 +25,18 @@ SUBCOMMAND_MODULES = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Errors on one line, as every other input error of the command line: the command, the
+    flag and what it must be (``dpamp epsilon: error: argument --delta: must be in [0, 1)``),
+    exit status 2; ``--help`` shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
-    parser = argparse.ArgumentParser(prog="dpamp", description="Differential-privacy accounting")
+    parser = _Parser(prog="dpamp", description="Differential-privacy accounting")
     parser.add_argument("--version", action="version", version=f"dpamp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for mod in SUBCOMMAND_MODULES:
@@ -34,9 +44,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: a negative number, which argparse would read as an option (``--delta -1e-5``)
+_NEGATIVE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--flag -1e-5`` as ``--flag=-1e-5``, so that a negative value reaches the flag's own
+    check (which names the flag and the valid range) instead of argparse's "expected one
+    argument"."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--") and "=" not in a and i + 1 < len(argv) and \
+                _NEGATIVE.match(argv[i + 1]):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(a)
+            i += 1
+    return out
+
+
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None
+                                                         else argv)))
     try:
         args.func(args)
     except (ValueError, NotImplementedError) as e:

@@ -43,7 +43,7 @@ def cmd_plot(args):
     if args.results is not None:
         raise ValueError("a results file is for 'dpamp plot frontier RESULTS' only")
     from ..io.files import check_target
-    from ._args import build_stage, describe, inputs, plan_given, options as _options
+    from ._args import build_stage, describe, inputs, options as _options, plan_given
     from ..io.plot import check_output
     from ..io import plot
     out = check_target(check_output(args.output))
@@ -115,14 +115,14 @@ def _plot_samplers(args, out, options):
 
 
 def add_parser(subparsers) -> None:
-    from ._args import add_plan_args as _add_plan_args
+    from ._args import add_plan_args as _add_plan_args, delta_type
     p = subparsers.add_parser("plot", help="draw a figure of a plan (needs dpamp[plot])")
     p.add_argument("kind", choices=(*KINDS, "frontier"))  # frontier: a sweep's results
     p.add_argument("results", nargs="?", default=None, metavar="RESULTS",
                    help="frontier: the results file of `dpamp sweep` (.jsonl or .csv)")
     p.add_argument("--plan", metavar="PLAN.toml", default=None, help="a TOML plan")
     _add_plan_args(p)
-    p.add_argument("--delta", type=float, default=None,
+    p.add_argument("--delta", type=delta_type, default=None,
                    help="delta for epsilon-vs-steps (default: the plan's, else 1e-5)")
     p.add_argument("--methods", default=None,
                    help="comma-separated methods for epsilon-vs-steps (default: all)")

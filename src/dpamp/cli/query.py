@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import time
 
-from ._args import add_plan_args, build_stage, describe, fmt_delta, inputs, options
+from ._args import (add_plan_args, build_stage, delta_type, describe, epsilon_type, fmt_delta,
+                    inputs, options)
 
 
 def print_guarantee(g, args, stage, seconds: float, **query):
@@ -54,9 +55,9 @@ def cmd_delta(args):
 def add_parser(sub) -> None:
     p = sub.add_parser("epsilon", help="epsilon for a target delta")
     add_plan_args(p)
-    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--delta", type=delta_type, required=True)
     p.set_defaults(func=cmd_epsilon)
     p = sub.add_parser("delta", help="delta for a target epsilon")
     add_plan_args(p)
-    p.add_argument("--epsilon", type=float, required=True)
+    p.add_argument("--epsilon", type=epsilon_type, required=True)
     p.set_defaults(func=cmd_delta)

@@ -57,14 +57,14 @@ def cmd_report(args):
 
 
 def add_parser(sub) -> None:
-    from ._args import add_plan_args
+    from ._args import add_plan_args, delta_type
     p = sub.add_parser("report", help="privacy report of a plan: a TOML file, the flags of "
                                       "`dpamp epsilon`, or the built-in DP-SGD plan "
                                       "(docs/plans.md)")
     p.add_argument("plan", nargs="?", default=None, metavar="PLAN.toml",
                    help="the plan file (default: the built-in DP-SGD plan)")
     add_plan_args(p, method=False, json=False)
-    p.add_argument("--delta", type=float, default=None,
+    p.add_argument("--delta", type=delta_type, default=None,
                    help="delta, with the plan's flags (default 1e-5)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object")

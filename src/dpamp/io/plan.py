@@ -232,7 +232,7 @@ def parse_plan(data: dict, origin: str = "<plan>") -> Plan:
 
 def _check_delta(r, value):
     try:
-        return V.delta(value)
+        return V.delta(value, allow_zero=True)     # delta 0: the pure epsilon, as in Python
     except ValueError as e:
         r.fail(None, "delta", str(e)[len("delta "):])
 

@@ -6,6 +6,7 @@ import math
 
 from ...core.guarantee import Guarantee
 from ...theorems.zcdp import delta_improved, epsilon_improved, rho_of
+from ...mechanisms.family import Support
 from ..registry import Method, register
 
 _SOURCE = "004 Thm 13 (rho adds), Lemma 12 / Prop. 16 (rho of parts), Prop. 14 (conversion)"
@@ -13,6 +14,16 @@ _SOURCE = "004 Thm 13 (rho adds), Lemma 12 / Prop. 16 (rho of parts), Prop. 14 (
 
 def _applies(mechanism) -> bool:
     return rho_of(mechanism) is not None
+
+
+def _supports(mechanism) -> Support:
+    """Every part has a rho (its family's, or eps0^2 / 2 from a finite pure epsilon): a
+    formula of the parameters, nothing is built."""
+    for part, count in mechanism.parts():
+        if count > 0 and rho_of(part) is None:
+            return Support.no(f"zcdp: {type(part).__name__} has no zCDP rho (neither a "
+                              "declared one nor a finite pure epsilon)")
+    return Support.yes()
 
 
 def _epsilon(mechanism, delta, **_):
@@ -33,5 +44,5 @@ def _delta(mechanism, epsilon, **_):
     return Guarantee(epsilon, d, None, "zcdp", _SOURCE, "delta")
 
 
-register(Method("zcdp", _epsilon, _delta, _applies, rank=70,
+register(Method("zcdp", _epsilon, _delta, _applies, rank=70, supports=_supports,
                 summary="zero-concentrated DP: rho adds, improved conversion (004 Prop. 14)"))
