@@ -272,7 +272,7 @@ def test_report_of_a_plan_file_all_formats(tmp_path, capsys):
                key=lambda g: g.epsilon)
     assert f"**ε = {report.round_up(best.epsilon)}**" in md and "**δ = 1e-5**" in md
     assert "| method | ε (upper bound) | lower bound | δ | source |" in md
-    assert "004 Lemma 33 item 8" in md  # the theorem
+    assert "Steinke 2022, Lemma 33 item 8" in md  # the theorem, by authors and year
     assert "| stage 2 | Gaussian, noise multiplier 2, L2 sensitivity 1 | poisson, rate 0.02 | " \
         "10 steps |" in md
 

@@ -25,13 +25,17 @@ SUBCOMMAND_MODULES = (
 )
 
 
+class _UsageError(Exception):
+    """A flag the command line cannot read: printed on one line by :func:`main`."""
+
+
 class _Parser(argparse.ArgumentParser):
     """Errors on one line, as every other input error of the command line: the command, the
     flag and what it must be (``dpamp epsilon: error: argument --delta: must be in [0, 1)``),
     exit status 2; ``--help`` shows the usage."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        raise _UsageError(f"{self.prog}: error: {message}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,8 +71,12 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None
-                                                         else argv)))
+    try:
+        args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None
+                                                             else argv)))
+    except _UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
     try:
         args.func(args)
     except (ValueError, NotImplementedError) as e:

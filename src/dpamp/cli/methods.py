@@ -10,9 +10,10 @@ def cmd_methods(args):
         caps = capabilities()
         print(caps.markdown() if args.markdown else caps)
         return
+    from ..core.citations import cite
     methods._load_plugins()
     for name in methods.available():
-        print(f"{name:14s} {methods._REGISTRY[name].summary}")
+        print(f"{name:14s} {cite(methods._REGISTRY[name].summary)}")
 
 
 def add_parser(sub) -> None:

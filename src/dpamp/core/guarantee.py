@@ -37,6 +37,11 @@ class Guarantee:
     tol_why: str = ""
 
     def __post_init__(self):
+        # sources in authors-and-year words, whatever the method wrote (core.citations)
+        from .citations import cite
+        object.__setattr__(self, "source", cite(self.source))
+        object.__setattr__(self, "note", cite(self.note))
+        object.__setattr__(self, "tol_why", cite(self.tol_why))
         # plain Python floats in the fields (numpy scalars leak from the methods' arithmetic)
         for name in ("epsilon", "delta", "lower"):
             v = getattr(self, name)

@@ -1,0 +1,30 @@
+"""Sources in the words a paper's reader knows: authors, year and result.
+
+The docstrings cite the five papers dpamp implements by their file numbers (``004 Prop. 7``,
+docs/papers/index.md maps them); everything a user reads — a Guarantee's ``source`` and
+``note``, the method list, reports, JSON — names them by authors and year instead
+(``Steinke 2022, Prop. 7``). :func:`cite` does the translation, in one place.
+"""
+from __future__ import annotations
+
+import re
+
+#: the papers by the number the code cites them by, and the other short keys it uses
+PAPERS = {
+    "000": "Balle, Barthe & Gaboardi 2018",
+    "001": "Imola & Chaudhuri 2021",
+    "002": "Balle, Barthe, Gaboardi & Geumlek 2019",
+    "003": "Wang, Balle & Kasiviswanathan 2019",
+    "004": "Steinke 2022",
+}
+
+# a paper number as a word; what follows it (a result's name) is joined with a comma
+_NUMBER = re.compile(r"(?<![\w.])(00[0-4])(?![\w.])(\s+(?=[A-Za-z]))?")
+
+
+def cite(text: str) -> str:
+    """``text`` with every paper number replaced by its authors and year: ``"004 Prop. 7"`` ->
+    ``"Steinke 2022, Prop. 7"``, ``"(000)"`` -> ``"(Balle, Barthe & Gaboardi 2018)"``."""
+    if not text or "00" not in text:
+        return text
+    return _NUMBER.sub(lambda m: PAPERS[m.group(1)] + (", " if m.group(2) else ""), text)
