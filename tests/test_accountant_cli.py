@@ -118,3 +118,16 @@ def test_delta_zero_is_the_pure_epsilon_everywhere(capsys):
     plan = parse_plan_text("delta = 0\n[[stage]]\nmechanism = 'laplace'\nscale = 2\nsteps = 3\n")
     assert plan.delta == 0.0
     assert (dp.Laplace(2.0) * 3).epsilon(0.0).epsilon == pytest.approx(1.5)
+
+
+def test_dpamp_methods_lists_without_importing_the_methods():
+    """`dpamp methods` is answered from the registry's table of names and summaries, in the
+    order auto tries them, without importing the methods (nor scipy)."""
+    code = ("import sys\nfrom dpamp import cli\nassert cli.main(['methods']) == 0\n"
+            "print('scipy' in sys.modules, 'dpamp.pld' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = r.stdout.strip().splitlines()
+    assert lines[-1] == "False False"
+    from dpamp.accounting import registry
+    assert [ln.split()[0] for ln in lines[:-1]] == registry.available()
+    assert all(registry._REGISTRY[n].summary == registry.SUMMARIES[n] for n in registry.available())

@@ -41,8 +41,23 @@ _REGISTRY: dict[str, Method] = {}
 METHOD_NAMES = ("auto", "mixing", "profile", "pld", "rdp", "rdp-classic", "zcdp", "kov",
                 "advanced", "basic")
 
+#: one line on each method, known without importing it (``dpamp methods`` prints them)
+SUMMARIES = {
+    "mixing": "amplification by post-processing with a mixing kernel (002 Thm 1)",
+    "profile": "exact privacy profile of one mechanism (000 Thms 3-4, 8-14)",
+    "pld": "privacy-loss distributions: certified tight bracket (004 Sec. 3-4)",
+    "rdp": "Rényi DP, improved conversion (004 Lemma 33.8)",
+    "rdp-classic": "Rényi DP, classic conversion (003 Lemma 6)",
+    "zcdp": "zero-concentrated DP: rho adds, improved conversion (004 Prop. 14)",
+    "kov": "optimal homogeneous (eps, delta) composition (004 Sec. 7, KOV15)",
+    "advanced": "advanced composition (004 Thms 18, 22)",
+    "basic": "basic composition (004 Thm 1)",
+}
+
 
 def register(method: Method) -> Method:
+    if not method.summary:
+        method = dataclasses.replace(method, summary=SUMMARIES.get(method.name, ""))
     _REGISTRY[method.name] = method
     return method
 

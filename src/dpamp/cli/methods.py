@@ -11,9 +11,9 @@ def cmd_methods(args):
         print(caps.markdown() if args.markdown else caps)
         return
     from ..core.citations import cite
-    methods._load_plugins()
-    for name in methods.available():
-        print(f"{name:14s} {cite(methods._REGISTRY[name].summary)}")
+    # the names and summaries are known without importing the methods (nor scipy)
+    for name in methods.METHOD_NAMES[1:]:
+        print(f"{name:14s} {cite(methods.SUMMARIES[name])}")
 
 
 def add_parser(sub) -> None:

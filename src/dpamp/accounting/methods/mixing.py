@@ -69,5 +69,4 @@ def _epsilon(mechanism, delta, **_):
     return Guarantee(eps, delta, None, "mixing", _SOURCE, "epsilon")
 
 
-register(Method("mixing", _epsilon, _delta, _applies, rank=9,
-                summary="amplification by post-processing with a mixing kernel (002 Thm 1)"))
+register(Method("mixing", _epsilon, _delta, _applies, rank=9))

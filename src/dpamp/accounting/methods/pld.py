@@ -40,5 +40,4 @@ def _delta(mechanism, epsilon, tol=None, budget=None, max_rounds=None):
 
 register(Method("pld", _epsilon, _delta, has_pld, rank=20,
                 supports=lambda m: parts_support(m, Rep.LOSS, "pld"),
-                summary="privacy-loss distributions: certified tight bracket (004 Sec. 3-4)",
                 options=("tol", "budget", "max_rounds")))

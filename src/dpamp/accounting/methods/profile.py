@@ -60,5 +60,4 @@ def _delta(mechanism, epsilon, **_):
     return Guarantee(epsilon, d, low, "profile", _source(mechanism), "delta")
 
 
-register(Method("profile", _epsilon, _delta, _applies, rank=10, supports=_supports,
-                summary="exact privacy profile of one mechanism (000 Thms 3-4, 8-14)"))
+register(Method("profile", _epsilon, _delta, _applies, rank=10, supports=_supports))

@@ -50,8 +50,6 @@ def _delta(improved):
 
 
 register(Method("rdp", _eps(True), _delta(True), has_rdp, rank=50,
-                supports=lambda m: parts_support(m, Rep.RDP, "rdp"),
-                summary="Rényi DP, improved conversion (004 Lemma 33.8)"))
+                supports=lambda m: parts_support(m, Rep.RDP, "rdp")))
 register(Method("rdp-classic", _eps(False), _delta(False), has_rdp, rank=60,
-                supports=lambda m: parts_support(m, Rep.RDP, "rdp-classic"),
-                summary="Rényi DP, classic conversion (003 Lemma 6)"))
+                supports=lambda m: parts_support(m, Rep.RDP, "rdp-classic")))

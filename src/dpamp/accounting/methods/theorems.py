@@ -152,9 +152,6 @@ def _kov_delta(mechanism, epsilon, **_):
     return Guarantee(epsilon, C.kov_delta(e0, d0, k, epsilon), None, "kov", _KOV, "delta")
 
 
-register(Method("kov", _kov_eps, _kov_delta, _kov_applies, rank=80,
-                summary="optimal homogeneous (eps, delta) composition (004 Sec. 7, KOV15)"))
-register(Method("advanced", _adv_eps, _adv_delta, _applies, rank=85,
-                summary="advanced composition (004 Thms 18, 22)"))
-register(Method("basic", _basic_eps, _basic_delta, _applies, rank=90,
-                summary="basic composition (004 Thm 1)"))
+register(Method("kov", _kov_eps, _kov_delta, _kov_applies, rank=80))
+register(Method("advanced", _adv_eps, _adv_delta, _applies, rank=85))
+register(Method("basic", _basic_eps, _basic_delta, _applies, rank=90))

@@ -44,5 +44,4 @@ def _delta(mechanism, epsilon, **_):
     return Guarantee(epsilon, d, None, "zcdp", _SOURCE, "delta")
 
 
-register(Method("zcdp", _epsilon, _delta, _applies, rank=70, supports=_supports,
-                summary="zero-concentrated DP: rho adds, improved conversion (004 Prop. 14)"))
+register(Method("zcdp", _epsilon, _delta, _applies, rank=70, supports=_supports))
