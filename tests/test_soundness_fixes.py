@@ -124,3 +124,21 @@ def test_calibrate_steps_with_auto_chooses_per_plan():
     on it ended every calibration of steps with "method 'profile' does not apply"."""
     c = dp.calibrate.steps(epsilon=3.0, delta=1e-5, sigma=1.0, sampling=dp.Poisson(0.01))
     assert c.guarantee.epsilon <= 3.0 and c.value > 1000
+
+
+def test_an_atom_within_rounding_of_zero_loss_is_on_it():
+    """An atom of loss -1e-17 (log(1 - q + q e^0) in floating point: the discrete Laplace's
+    zero-loss atom after Poisson sampling) was laid in the cell [-h, 0) at its far end, read
+    as loss -h: the upper bound fell below the truth (and below the proven lower bound). The
+    exact value here enumerates the 3-atom pair's 2-fold product."""
+    import itertools
+
+    from dpamp.families.discrete_laplace import _loss
+    sub = _loss(dp.DiscreteLaplace(3.0, 2)).poisson(0.0625)
+    assert -1e-15 < sub.atom_loss[1] < 0          # the rounding this test is about
+    p, q = sub.atom_p, sub.atom_q
+    exact = sum(max(p[i] * p[j] - math.e * q[i] * q[j], 0.0)
+                for i, j in itertools.product(range(3), repeat=2))
+    g = (dp.DiscreteLaplace(3.0, 2).subsample(dp.Poisson(0.0625)) * 2).delta(1.0, method="pld")
+    assert g.lower <= exact * (1 + 1e-12) and exact <= g.delta
+    assert np.isfinite(g.delta) and g.delta - exact < 1e-9

@@ -228,7 +228,13 @@ def _add_atoms(src, jlo: int, jhi: int, h: float, laid: _Laid, i: int):
     exactly on the cell's far grid point, for the left tangent there. The continuous part's
     masses are already in place."""
     loss, ap, aq = src.atom_loss, src.atom_p, src.atom_q
-    neg, pos, at0 = loss < 0, loss > 0, loss == 0
+    # an atom within rounding of the grid point 0 is on it, as _grid_floor places atoms near
+    # every other grid point: its cell would otherwise be clipped into [-h, 0) or (0, h] with
+    # the offset of the cell's far end, moving its loss by a whole step (a loss of -1e-17,
+    # log(1 - q + q e^0) in floating point, was read as -h: an upper bound below the truth)
+    near0 = np.isfinite(loss) & (_grid_floor(np.where(np.isfinite(loss), loss / h, 0.0)) == 0) \
+        & (_grid_floor(np.where(np.isfinite(loss), -loss / h, 0.0)) == 0)
+    neg, pos, at0 = (loss < 0) & ~near0, (loss > 0) & ~near0, (loss == 0) | near0
     em1 = math.expm1(h)
     laid.zero[0, i] += float(ap[at0].sum())
     laid.zero[1, i] += float(aq[at0].sum())
