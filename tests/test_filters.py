@@ -597,3 +597,26 @@ def test_against_opendp_zcdp_filter():
         assert n_gdp >= n_odp and n_zcdp >= n_odp
         # every filter is sound: none allows more than the fixed plan proves
         assert (dp.Gaussian(sigma) * n_odp).epsilon(delta).lower <= eps
+
+
+# --- where users meet it: opacus-style accountant, the command line --------------------------
+
+
+def test_opacus_accountant_budget_refuses_a_step():
+    acc = dp.OpacusAccountant(budget=(2.0, 1e-5))
+    n = 0
+    while acc.try_step(noise_multiplier=1.0, sample_rate=0.01):
+        n += 1
+        assert n < 100_000
+    assert n > 100 and n == steps_allowed(dp.Filter(2.0, 1e-5), dp.Gaussian(1.0).subsample(
+        dp.Poisson(0.01)))
+    assert acc.history == [(1.0, 0.01, n)]
+    with pytest.raises(dp.BudgetExhausted, match="does not fit"):
+        acc.step(noise_multiplier=1.0, sample_rate=0.01)
+    assert acc.history == [(1.0, 0.01, n)]              # the refused step is not recorded
+    assert acc.get_epsilon(1e-5) <= 2.0
+    acc.step(noise_multiplier=50.0, sample_rate=0.01)   # a much cheaper step may still fit
+    with pytest.raises(ValueError, match="per-step"):
+        dp.OpacusAccountant(sampler="allocation", budget=(1.0, 1e-5))
+    with pytest.raises(ValueError, match="budget"):
+        dp.OpacusAccountant(budget=3.0)
