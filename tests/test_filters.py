@@ -620,3 +620,30 @@ def test_opacus_accountant_budget_refuses_a_step():
         dp.OpacusAccountant(sampler="allocation", budget=(1.0, 1e-5))
     with pytest.raises(ValueError, match="budget"):
         dp.OpacusAccountant(budget=3.0)
+
+
+def test_cli_filter_replays_a_log(tmp_path, capsys):
+    from dpamp.cli.main import main
+    log = tmp_path / "steps.jsonl"
+    log.write_text('# adaptive: the noise was lowered after 500 steps\n'
+                   '{"noise_multiplier": 1.2, "sample_rate": 0.004, "repeat": 500}\n'
+                   '\n'
+                   '{"noise_multiplier": 0.9, "sample_rate": 0.004, "repeat": 100000}\n'
+                   + dp.Laplace(50.0).to_json() + "\n")
+    assert main(["filter", str(log), "--epsilon", "2", "--delta", "1e-5", "--stop"]) == 0
+    out = capsys.readouterr().out
+    assert "the budget ran out at line 4" in out and "Feldman & Zrnic" in out
+    assert main(["filter", str(log), "--epsilon", "2", "--delta", "1e-5", "--json"]) == 0
+    import json
+    d = json.loads(capsys.readouterr().out)
+    f = dp.Filter(2.0, 1e-5)
+    n = sum(f.try_spend(dp.Gaussian(1.2).subsample(dp.Poisson(0.004))) for _ in range(500))
+    n += steps_allowed(f, dp.Gaussian(0.9).subsample(dp.Poisson(0.004)))
+    assert d["first_refused"]["line"] == 4 and d["accepted"] == n
+    assert main(["filter", str(log), "--epsilon", "2", "--delta", "1e-5",
+                 "--method", "pld"]) == 2
+    assert "not valid under full adaptivity" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"noise_multiplier": -1}\n')
+    assert main(["filter", str(bad), "--epsilon", "2", "--delta", "1e-5"]) == 2
+    assert "line 1" in capsys.readouterr().err

@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES = (
     "dpamp.cli.bernoulli",
     "dpamp.cli.sweep",
     "dpamp.cli.risk",
+    "dpamp.cli.filter",
 )
 
 
