@@ -6,7 +6,7 @@ mechanism's pure epsilon (delta_t = 0), an (epsilon, delta) mechanism's own pair
 ``eps_delta``), or, for anything else, the fixed-plan accountant's proven epsilon of that one
 step at ``step_delta`` (``mechanism.epsilon(step_delta)``).
 
-**Whitehouse et al. 2023 (the approximate-DP filter of Sec. 3).** Let epsilon > 0 and
+**Whitehouse et al. 2023 (their privacy filter for approximate DP).** Let epsilon > 0 and
 delta = delta' + delta'' with delta' > 0, delta'' >= 0. If the analyst runs step t only when
 
     sqrt(2 log(1/delta') sum_{s<=t} epsilon_s^2) + (1/2) sum_{s<=t} epsilon_s^2 <= epsilon

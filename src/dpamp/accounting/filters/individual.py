@@ -11,7 +11,7 @@ alpha is
 
 ||g_i|| is computed at the current model, i.e. from the earlier outputs and record i itself:
 this is the *individual* privacy loss of Feldman & Zrnic, whose filter theorem lets each
-record's charge depend on the past and on that record (Sec. 4 of their paper). Each record
+record's charge depend on the past and on that record. Each record
 keeps its own Rényi ledger at K orders and takes part in a step only while the renyi.py
 condition holds for it (some order with sum rho_i(alpha) <= B_alpha); once a step would not fit,
 the record drops out for good (its gradient is left out of this step and of every later one).

@@ -29,8 +29,9 @@ for every z with c_alpha = (1/alpha)(1 - 1/alpha)^{alpha-1} (the bound behind 00
 and taking expectations gives delta(epsilon) <= sum_alpha c_alpha e^{(alpha-1)(B_alpha -
 epsilon)} = K (delta / K) = delta. The same holds with x and x' swapped. []
 
-With K = 1 this is the Rényi filter of Feldman & Zrnic (2021, Sec. 3) followed by one RDP ->
-(epsilon, delta) conversion; several orders (Lécuyer 2021 tracks several) cost the union bound,
+With K = 1 this is the Rényi filter of Feldman & Zrnic (2021) followed by one RDP ->
+(epsilon, delta) conversion (Lécuyer 2021 builds filters and odometers on the same Rényi
+supermartingale); several orders cost the union bound,
 log K nats beside log(1/delta): ``orders=[alpha]`` tracks one order chosen in advance.
 Soundness in floating point: each step's curve is read outward-rounded
 (:func:`dpamp.rdp.conversion.upper_curve`), the budgets are padded down.
@@ -46,7 +47,7 @@ from .common import orders_of, renyi_budgets
 
 __all__ = ["RenyiLedger", "ZCDPLedger", "step_rdp"]
 
-THEOREM = ("Rényi filter at K orders: Feldman & Zrnic 2021 (Sec. 3) supermartingale at each "
+THEOREM = ("Rényi filter at K orders: Feldman & Zrnic 2021 supermartingale at each "
            "order, 004 Lemma 33 item 8 conversion at delta/K, union bound over the orders")
 
 
