@@ -56,6 +56,9 @@ _LAZY = {
     "compare": ("dpamp.accounting.compare", "compare"),
     "calibrate": ("dpamp.accounting.calibrate", None),
     "sweep": ("dpamp.io.sweep", "sweep"),
+    # adaptive budgets: privacy filters and odometers under full adaptivity (docs/filters.md)
+    **{n: ("dpamp.accounting.filters", n) for n in ("Filter", "Odometer", "IndividualFilter",
+                                                     "BudgetExhausted")},
     # present: plans, JSON, other libraries' descriptions
     **{n: ("dpamp.io.plan", n) for n in ("Plan", "PlanError", "default_plan", "load_plan")},
     "from_json": ("dpamp.io.serialize", "from_json"),

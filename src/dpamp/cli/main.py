@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = (
     "dpamp.cli.bernoulli",
     "dpamp.cli.sweep",
     "dpamp.cli.risk",
+    "dpamp.cli.filter",
 )
 
 

@@ -50,9 +50,18 @@ class OpacusAccountant:
     sampler ("allocation": each record in one random batch per epoch; "shuffle": reshuffled
     fixed-size batches) a run of n steps at rate q is ceil(n / t) epochs of t = floor(1/q)
     steps (a partial epoch counts whole, fewer steps per epoch never lower epsilon), under the
-    sampler's relation and clipped-sum sensitivity."""
+    sampler's relation and clipped-sum sensitivity.
 
-    def __init__(self, method: str = "auto", sampler: str = "poisson"):
+    ``budget``: an (epsilon, delta) pair or a :class:`dpamp.Filter` (default None: no budget).
+    With a budget every step is first offered to the filter (a pair means ``dp.Filter(epsilon,
+    delta)``, the Rényi filter): ``step`` raises :class:`dpamp.BudgetExhausted` and records
+    nothing when the step does not fit, ``try_step`` returns False instead. That guarantee
+    holds even when the noise multiplier or the rate of each step is chosen after seeing the
+    earlier ones (full adaptivity, docs/filters.md), which ``get_epsilon`` (a fixed-plan
+    accountant of the history) does not cover. Needs a per-step sampler ("poisson")."""
+
+    def __init__(self, method: str = "auto", sampler: str = "poisson",
+                 budget: Any = None):
         from ..core.samplers import sampler as _sampler
         self.method = method
         self.sampler = _sampler(sampler).name
@@ -60,10 +69,54 @@ class OpacusAccountant:
             raise ValueError(f"sampler {self.sampler!r} needs a batch size and a dataset size, "
                              "not a rate: use dp.dpsgd or a plan")
         self.history: list[tuple[float, float, int]] = []
+        self.budget: Any = None if budget is None else self._filter_of(budget)
 
-    def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
+    def _filter_of(self, budget: Any) -> Any:
+        from ..accounting.filters import Filter
+        if self.sampler != "poisson":
+            raise ValueError(f"budget needs per-step mechanisms: the {self.sampler!r} sampler "
+                             "is accounted per epoch; use sampler='poisson'")
+        if isinstance(budget, Filter):
+            return budget
+        try:
+            epsilon, delta = budget
+        except (TypeError, ValueError):
+            raise ValueError("budget must be an (epsilon, delta) pair or a dpamp.Filter "
+                             f"(got {budget!r})") from None
+        return Filter(epsilon, delta)
+
+    def _step_mechanism(self, z: float, q: float) -> Mechanism:
+        from ..core.sampling import Poisson
+        from ..core.samplers import sampler
+        from ..mechanisms import Gaussian
+        s = sampler(self.sampler)
+        g = Gaussian(z, sensitivity=s.sensitivity, relation=s.relation)
+        return g if q == 1.0 else g.subsample(Poisson(q, relation=s.relation))
+
+    def try_step(self, *, noise_multiplier: float, sample_rate: float) -> bool:
+        """Record the step and return True, or, with a budget it does not fit, record nothing
+        and return False (the step must not be run)."""
         z = V.positive("noise_multiplier", noise_multiplier)
         q = V.probability("sample_rate", sample_rate, low_open=True)
+        if self.budget is not None and \
+                not self.budget.try_spend(self._step_mechanism(z, q)):
+            return False
+        self._record(z, q)
+        return True
+
+    def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
+        """Record one step (opacus' interface); with a budget the step does not fit, raise
+        :class:`dpamp.BudgetExhausted` and record nothing."""
+        if not self.try_step(noise_multiplier=noise_multiplier, sample_rate=sample_rate):
+            from ..accounting.filters import BudgetExhausted
+            raise BudgetExhausted(
+                f"the step (noise_multiplier={noise_multiplier:g}, sample_rate="
+                f"{sample_rate:g}) does not fit the budget (epsilon={self.budget.epsilon:g}, "
+                f"delta={self.budget.delta:g}) after {sum(n for *_, n in self.history)} "
+                "recorded steps: it "
+                "was not recorded; stop, or take a cheaper step")
+
+    def _record(self, z: float, q: float) -> None:
         if self.history and self.history[-1][:2] == (z, q):
             self.history[-1] = (z, q, self.history[-1][2] + 1)
         else:
