@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 
+from ._args import delta_type, epsilon_type
+
 
 def read_log(path: str) -> list[tuple[int, object, int]]:
     """[(line number, mechanism, repeat)] of a JSON-lines log; errors name the line."""
@@ -105,8 +107,8 @@ def add_parser(sub) -> None:
     p.add_argument("log", help="JSON lines, one step a line: {\"noise_multiplier\": z, "
                                "\"sample_rate\": q} or a dpamp mechanism's JSON; "
                                "\"repeat\": n optional")
-    p.add_argument("--epsilon", type=float, required=True)
-    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--epsilon", type=epsilon_type, required=True)
+    p.add_argument("--delta", type=delta_type, required=True)
     p.add_argument("--method", default="rdp", choices=METHODS + ("pld", "profile"),
                    help="the filter (default rdp); pld and profile are refused with the reason")
     p.add_argument("--step-delta", type=float, default=None,

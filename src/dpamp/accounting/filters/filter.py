@@ -94,8 +94,10 @@ class Filter:
 
     @property
     def theorem(self) -> str:
-        """The theorem that makes the filter valid (its module states it in full)."""
-        return str(self.ledger.theorem)
+        """The theorem that makes the filter valid (its module states it in full), by authors
+        and year."""
+        from ...core.citations import cite
+        return cite(str(self.ledger.theorem))
 
     def can_spend(self, mechanism: Any) -> bool:
         """Whether ``mechanism`` would fit now (nothing is charged)."""
