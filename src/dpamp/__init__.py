@@ -23,6 +23,7 @@ from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, P
                          RandomizedResponse, RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
 from .mechanisms.discrete_laplace import DiscreteLaplace
+from .mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax
 
 __version__ = "0.1.0"
 
@@ -69,7 +70,8 @@ _LAZY = {
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
-           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", *_LAZY]
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
+           "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", *_LAZY]
 
 
 def __getattr__(name: str):

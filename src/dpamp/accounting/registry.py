@@ -275,7 +275,8 @@ def _witness_bound(w, g: Guarantee):
 
 
 _PLUGINS = tuple(f"dpamp.accounting.methods.{name}"
-                 for name in ("rdp", "pld", "zcdp", "theorems", "profile", "mixing"))
+                 for name in ("rdp", "pld", "zcdp", "theorems", "profile", "mixing",
+                              "bounded_range"))
 _loaded = False
 #: held while the method modules are imported: a thread that finds the registry not yet loaded
 #: waits for the one loading it (marked loaded only once every module has registered; before,
