@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import validate as V
-from ..core.rounding import ulps_up
+from ..core.rounding import ulps_up, weighted_sum_up
 from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare
 from ..mechanisms.selection import (NOISES, ExponentialMechanism, PermuteAndFlip,
                                     ReportNoisyMax, pf_pair_epsilon)
@@ -100,7 +100,7 @@ def _rnm_words(words, relation):
 
 
 def _group_mech(m, k: int):
-    return m.with_epsilon(ulps_up(k * m.eps0, 1))
+    return m.with_epsilon(weighted_sum_up([(k, m.eps0)]))
 
 
 declare(ExponentialMechanism, Family(
