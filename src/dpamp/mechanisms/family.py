@@ -135,8 +135,8 @@ class Family:
     keys: tuple[str, ...] = ()
     from_words: Callable[..., Any] | None = None
     event: str | None = None
-    from_event: Callable[[Any, Any, Any], Any] | None = None
-    to_event: Callable[[Any], Any] | None = None
+    from_event: Callable[..., Any] | None = None
+    to_event: Callable[..., Any] | None = None
     describe: Callable[[Any], str] | None = None
     example: Callable[[Any], Any] | None = None
     why_not: str = ""
