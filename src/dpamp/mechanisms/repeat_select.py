@@ -29,8 +29,9 @@ curve eps(.):
       eps' = eps(lambda) + mu delta^ + log(mu) / (lambda - 1).
   dpamp takes eps^ = log(1 + 1/(lambda - 1)) and delta^ from the base's RDP curve by the
   conversion delta <= min_a e^{(a-1)(eps(a) - eps^ + log(1 - 1/a))} / a (Canonne, Kamath &
-  Steinke 2020, Prop. 12; 004 Prop. 14), and the total-variation bounds delta^ <= delta(0) <=
-  sqrt(1 - e^{-KL}) and tanh(eps(inf)/2) (pure bases).
+  Steinke 2020, Prop. 12; 004 Prop. 14), the total-variation bound delta^ <= delta(0) <=
+  sqrt(1 - e^{-KL}), and for a pure eps0 = eps(inf) the profile of randomized response,
+  (1 - e^{eps^ - eps0})_+ / (1 + e^{-eps0}), which dominates every eps0-DP mechanism.
 
 RDP is non-decreasing in the order, so each value is also lowered to the smallest value at a
 higher order (as dp-accounting does). These are the same theorems as dp-accounting's RDP
@@ -201,20 +202,34 @@ class RepeatAndSelect(Mechanism):
             t = t + 2.0 ** -48 * (np.abs((a - 1.0) * (v[:-1, None] + e_hat)) + np.log(a) + 1)
         t = np.where(np.isnan(t), np.inf, t)
         kl = float(v[0])                                   # KL <= eps(1.001)
-        tv = [0.5 * math.log1p(-math.exp(-kl)) if kl > 0 else -math.inf]
-        if math.isfinite(v[-1]):
-            tv.append(math.log(math.tanh(v[-1] / 2.0)) if v[-1] > 0 else -math.inf)
-        out = np.minimum(np.min(t, axis=0), min(tv))
+        out = np.minimum(np.min(t, axis=0),
+                         0.5 * math.log1p(-math.exp(-kl)) if kl > 0 else -math.inf)
+        pure = float(v[-1])
+        if math.isfinite(pure):                            # randomized response dominates
+            with np.errstate(divide="ignore"):
+                rr = np.log(np.maximum(-np.expm1(e_hat[0] - pure), 0.0)) \
+                    - math.log1p(math.exp(-pure))
+            out = np.minimum(out, rr)
         return np.minimum(out + 1e-12, 0.0)
 
     def _rdp(self, alpha):
         a = np.asarray(alpha, dtype=float)
         flat = a.ravel()
-        up = np.append(np.unique(flat), np.append(_HAT[_HAT > 1.0], math.inf))
-        up = np.unique(up)
+        up = np.unique(np.concatenate([flat, _HAT, [math.inf], self._valley()]))
         raw = self._raw(up)
         env = np.minimum.accumulate(raw[::-1])[::-1]      # RDP grows with the order
         return env[np.searchsorted(up, flat)].reshape(a.shape)
+
+    def _valley(self) -> np.ndarray:
+        """64 orders around the fixed grid's lowest value (computed once): the envelope below
+        it is that value, found more finely."""
+        cache = self.__dict__["_hat"]
+        if "valley" not in cache:
+            raw = self._raw(_HAT)
+            i = int(np.argmin(raw))
+            lo, hi = _HAT[max(i - 1, 0)], _HAT[min(i + 1, _HAT.size - 1)]
+            cache["valley"] = np.geomspace(lo, hi, 64)
+        return cache["valley"]
 
     def pure_epsilon(self) -> float:
         return float(self._rdp(np.array([math.inf]))[0])
