@@ -68,7 +68,8 @@ def _to_event(m: TreeAggregation):
 declare(TreeAggregation, Family(
     "TreeAggregation", loss=_loss, profile=closed_form_profile("gaussian", "000 Thm 4"),
     zcdp=lambda m: ulps_up(m.rho, 4), gaussian_mu=lambda m: m.mu, has=_has,
-    group=lambda m, k: Gaussian(m.noise_multiplier, k * m.sensitivity, relation=m.relation),
+    group=lambda m, k: Gaussian(m.noise_multiplier, k * m.l2_sensitivity,
+                                        relation=m.relation),
     word="tree_aggregation", keys=("noise_multiplier", "steps_per_tree"), from_words=_words,
     event="SingleEpochTreeAggregationDpEvent", from_event=_from_event, to_event=_to_event,
     example=lambda rel: TreeAggregation(1.0, 1000, relation=rel),

@@ -62,13 +62,15 @@ class TreeAggregation(Mechanism):
         return int(self.steps).bit_length()
 
     @property
-    def sensitivity(self) -> float:
-        """L2 sensitivity of the node vector in units of the clipping norm: c sqrt(depth)."""
+    def l2_sensitivity(self) -> float:
+        """L2 sensitivity of the node vector in units of the clipping norm: c sqrt(depth).
+        (Not named ``sensitivity``: the noise multiplier is per node, so the mechanism is not
+        rescaled by changing it, as a Gaussian's sensitivity field would be.)"""
         return clip_sensitivity(self.relation) * math.sqrt(self.depth)
 
     @property
     def mu(self) -> float:
-        return self.sensitivity / self.noise_multiplier
+        return self.l2_sensitivity / self.noise_multiplier
 
     @property
     def rho(self) -> float:
@@ -78,7 +80,7 @@ class TreeAggregation(Mechanism):
 
     def gaussian(self) -> Gaussian:
         """The Gaussian mechanism it is: noise z on a query of sensitivity c sqrt(depth)."""
-        return Gaussian(self.noise_multiplier, self.sensitivity, relation=self.relation)
+        return Gaussian(self.noise_multiplier, self.l2_sensitivity, relation=self.relation)
 
     def _rdp(self, alpha):
         with np.errstate(invalid="ignore"):

@@ -49,9 +49,9 @@ def common(mechanism) -> tuple[float, int] | Support:
         fam = family_of(part)
         e = None if fam is None or fam.bounded_range is None else fam.bounded_range(part)
         if e is None:
-            return Support.no(f"bounded-range: {type(part).__name__} is not declared "
-                              "eps-bounded-range (the exponential mechanism and report-noisy-"
-                              "max with Gumbel noise are)")
+            return Support.no("bounded-range: applies to compositions of eps-bounded-range "
+                              "mechanisms (the exponential mechanism, report-noisy-max with "
+                              "Gumbel noise)")
         eps.add(float(e))
         total += int(count)
     if len(eps) != 1:
