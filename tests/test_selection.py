@@ -501,3 +501,28 @@ def test_group_and_words():
     g2 = dp.group_profile(EM(0.5), 2, np.array([0.1, 0.4]))
     one = dp.privacy_profile(EM(1.0), np.array([0.1, 0.4]))
     assert np.allclose(g2, one, rtol=1e-12)
+
+
+# --- the dynamic program's pieces ------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(eps=st.floats(0.05, 5.0), m=st.integers(2, 64), s=st.integers(1, 64),
+       w=st.lists(st.floats(0.0, 1.0), min_size=4, max_size=4),
+       r=st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)))
+def test_cell_maximum_by_brute_force(eps, m, s, w, r):
+    """The closed-form maximum over one grid cell of p_t f(c e^-t) + (1 - p_t) g(c e^{eps-t})
+    (f, g chords in c, the stationary point where the function is concave) is at least the
+    largest of 20001 sampled t and at most it plus 1e-9 (it is the maximum)."""
+    from dpamp.theorems.bounded_range import _cell_max, _Grid
+    s = min(s, m)
+    g = _Grid(eps, m)
+    f0, f1, g0, g1 = w
+    lo, hi = min(r), max(r)
+    rho = math.exp(s * g.h)
+    got = float(_cell_max(g, np.array(f0), np.array(f1), np.array(g0), np.array(g1),
+                          np.array(rho), np.array(lo), np.array(hi)))
+    rr = np.linspace(lo, hi, 20001)
+    t = math.log(rho) - np.log1p(rr * g.eta)
+    p = (math.exp(eps) - np.exp(t)) / math.expm1(eps)
+    brute = float(np.max(p * (f0 + rr * (f1 - f0)) + (1 - p) * (g0 + rr * (g1 - g0))))
+    assert got >= brute - 1e-12 and got <= brute + 1e-9, (got, brute)
