@@ -199,6 +199,12 @@ def _samples():
                               "rdp"),
         type(witness): (witness, "rdp"),
         dp.Allocated: (dp.Gaussian(1.0).subsample(dp.RandomAllocation(1, 100)) * 2, "rdp"),
+        dp.ExponentialMechanism: (dp.ExponentialMechanism(0.5) * 3, "rdp"),
+        dp.ReportNoisyMax: (dp.ReportNoisyMax(0.5, "exponential"), "rdp"),
+        dp.PermuteAndFlip: (dp.PermuteAndFlip(0.5, relation=dp.SUBSTITUTION), "rdp"),
+        dp.TreeAggregation: (dp.TreeAggregation(1.1, 100) * 2, "rdp"),
+        dp.RepeatAndSelect: (dp.RepeatAndSelect(g * 3, 5.0, "truncated_negative_binomial",
+                                                0.5), "rdp"),
     }
 
 

@@ -23,6 +23,9 @@ from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, P
                          RandomizedResponse, RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
 from .mechanisms.discrete_laplace import DiscreteLaplace
+from .mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax
+from .mechanisms.tree_aggregation import TreeAggregation
+from .mechanisms.repeat_select import RepeatAndSelect
 
 __version__ = "0.1.0"
 
@@ -64,6 +67,7 @@ _LAZY = {
     "from_json": ("dpamp.io.serialize", "from_json"),
     "to_json": ("dpamp.io.serialize", "to_json"),
     "from_dp_event": ("dpamp.io.dp_events", "from_dp_event"),
+    "to_dp_event": ("dpamp.io.dp_events", "to_dp_event"),
     "OpacusAccountant": ("dpamp.io.opacus", "OpacusAccountant"),
     # DP-SGD in one call, in its own words (noise multiplier, batch size, dataset size, epochs)
     "dpsgd": ("dpamp.io.dpsgd", "dpsgd"),
@@ -72,7 +76,9 @@ _LAZY = {
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
-           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", *_LAZY]
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
+           "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "TreeAggregation",
+           "RepeatAndSelect", *_LAZY]
 
 
 def __getattr__(name: str):

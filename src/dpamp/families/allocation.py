@@ -39,8 +39,14 @@ def _allocation_has(alloc, rep: Rep) -> Support | None:
         return Support.no("the RDP of random allocation is known for the Gaussian only "
                           "(Feldman & Shenfeld 2025); use the PLD method")
     if rep is Rep.LOSS:
-        # each epoch's PLD is built from the base's own pair
-        return supports_rep(alloc.base, Rep.LOSS)
+        # each epoch's PLD is built from the base's own exact pair (its family's loss), not
+        # from a PLD a profile gives (the selection mechanisms')
+        fam = family_of(alloc.base)
+        has = supports_rep(alloc.base, Rep.LOSS)
+        if has and fam is not None and fam.loss is None and fam.loss_parts is None:
+            return Support.no(f"random allocation needs its base's exact privacy-loss pair; "
+                              f"{fam.name} has a PLD from its privacy profile only")
+        return has
     if rep is Rep.PROFILE:
         return Support.no("random allocation has no privacy-profile pair in dpamp; its PLD "
                           "gives the profile")

@@ -38,6 +38,19 @@ def noise_event(cls, event_name: str):
     return read
 
 
+def noise_to_event(event_name: str, scale_attr: str):
+    """The writer of an additive-noise family's event (``GaussianDpEvent(z)``,
+    ``LaplaceDpEvent(z)``): z = noise scale / sensitivity, the noise relative to the
+    sensitivity under the mechanism's relation (dp-accounting's reading of z, for an
+    accountant under that relation); a sensitivity of 0 is no privacy cost."""
+    def write(m):
+        from dp_accounting import dp_event
+        if m.sensitivity == 0:
+            return dp_event.NoOpDpEvent()
+        return getattr(dp_event, event_name)(getattr(m, scale_attr) / m.sensitivity)
+    return write
+
+
 def sensitivity_group(m, k: int):
     """The same mechanism on a group of k records: the query's sensitivity times k."""
     import dataclasses

@@ -55,12 +55,17 @@ def _from_event(event, relation, sensitivity):
                            V.integer("sensitivity", event.sensitivity, low=1), relation=relation)
 
 
+def _to_event(m: DiscreteLaplace):
+    from dp_accounting import dp_event
+    return dp_event.DiscreteLaplaceDpEvent(m.a, m.sensitivity)
+
+
 declare(DiscreteLaplace, Family(
     "DiscreteLaplace", loss=_loss,
     group=sensitivity_group,
     profile=ProfileHooks(pair=lambda m, eps: _rows(m, eps, True),
                          lower=lambda m, eps: _rows(m, eps, False), symmetric=lambda m: True),
     word="discrete_laplace", keys=("a", "sensitivity"), from_words=_words,
-    event="DiscreteLaplaceDpEvent", from_event=_from_event,
+    event="DiscreteLaplaceDpEvent", from_event=_from_event, to_event=_to_event,
     example=lambda rel: DiscreteLaplace(0.5, 2, relation=rel),
     describe=lambda m: f"discrete Laplace, a = {m.a:g}, integer sensitivity {m.sensitivity}"))

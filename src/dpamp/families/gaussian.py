@@ -9,7 +9,8 @@ import math
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, Rep, Support, declare
 from ..mechanisms.gaussian import Gaussian
-from .base import closed_form_profile, noise_event, noise_words, sensitivity_group
+from .base import (closed_form_profile, noise_event, noise_to_event, noise_words,
+                   sensitivity_group)
 
 
 def _loss(m: Gaussian):
@@ -34,5 +35,6 @@ declare(Gaussian, Family(
     word="gaussian", keys=("noise_multiplier", "sigma", "sensitivity"),
     from_words=noise_words(Gaussian, "sigma"),
     event="GaussianDpEvent", from_event=noise_event(Gaussian, "GaussianDpEvent"),
+    to_event=noise_to_event("GaussianDpEvent", "sigma"),
     example=lambda rel: Gaussian(1.0, relation=rel),
     describe=lambda m: f"Gaussian, σ = {m.sigma:g}, L2 sensitivity {m.sensitivity:g}"))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..mechanisms.family import Family, declare
 from ..mechanisms.laplace import Laplace
-from .base import closed_form_profile, noise_event, noise_words, sensitivity_group
+from .base import (closed_form_profile, noise_event, noise_to_event, noise_words,
+                   sensitivity_group)
 
 
 def _loss(m: Laplace):
@@ -21,5 +22,6 @@ declare(Laplace, Family(
     word="laplace", keys=("noise_multiplier", "scale", "sensitivity"),
     from_words=noise_words(Laplace, "scale"),
     event="LaplaceDpEvent", from_event=noise_event(Laplace, "LaplaceDpEvent"),
+    to_event=noise_to_event("LaplaceDpEvent", "scale"),
     example=lambda rel: Laplace(1.0, relation=rel),
     describe=lambda m: f"Laplace, scale {m.scale:g}, L1 sensitivity {m.sensitivity:g}"))

@@ -22,9 +22,14 @@ def _zcdp_event(event, relation, sensitivity):
     return ZCDP(float(event.rho), relation=relation)
 
 
+def _zcdp_to_event(m):
+    from dp_accounting import dp_event
+    return dp_event.ZCDpEvent(m.rho)
+
+
 declare(ZCDP, Family(
     "ZCDP", zcdp=lambda m: m.rho, word="zcdp", keys=("rho",), from_words=_zcdp_words,
-    event="ZCDpEvent", from_event=_zcdp_event, example=lambda rel: ZCDP(0.1, relation=rel),
+    event="ZCDpEvent", from_event=_zcdp_event, to_event=_zcdp_to_event, example=lambda rel: ZCDP(0.1, relation=rel),
     describe=lambda m: f"ρ-zCDP mechanism, ρ = {m.rho:g}", why_not=_WHY.format("ZCDP", "zCDP")))
 declare(RDPCurve, Family(
     "RDPCurve", describe=lambda m: f"RDP curve {m.name!r}",

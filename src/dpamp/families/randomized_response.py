@@ -48,6 +48,13 @@ def _rr_event(event, relation, sensitivity):
     return PureDP(math.log1p(k * (1.0 - p) / p), relation=relation)
 
 
+def _rr_to_event(m: RandomizedResponse):
+    """RandomizedResponseDpEvent(noise_parameter = 2 (1 - q), 2 buckets), q = max(p, 1 - p)
+    the truth probability (dp-accounting reads it under replace-one)."""
+    from dp_accounting import dp_event
+    return dp_event.RandomizedResponseDpEvent(2.0 * (1.0 - max(m.p, 1.0 - m.p)), 2)
+
+
 def _pure_words(words, relation):
     e = words.get("epsilon", V.nonnegative)
     return PureDP(e, relation=relation), {"epsilon": e}
@@ -57,7 +64,7 @@ declare(RandomizedResponse, Family(
     "RandomizedResponse", loss=_loss, profile=closed_form_profile(
         "randomized_response", "000 Sec. 5 (phi_p)", binary=True),
     word="randomized_response", keys=("p", "epsilon"), from_words=_rr_words,
-    event="RandomizedResponseDpEvent", from_event=_rr_event,
+    event="RandomizedResponseDpEvent", from_event=_rr_event, to_event=_rr_to_event,
     example=lambda rel: RandomizedResponse(0.75, relation=rel),
     describe=lambda m: f"randomized response, p = {m.p:g}"))
 declare(PureDP, Family(

@@ -333,5 +333,24 @@ def _poisson_gaussian(sub):
     return fam.gaussian_mu(sub.base), float(sub.scheme.rate)
 
 
+def _to_event(sub, inner):
+    """dp-accounting's sampled event around the base's: Poisson (add/remove: dp-accounting
+    accounts it under that relation only), without and with replacement (n, m)."""
+    from dp_accounting import dp_event as E
+    name, s = amplification_of(sub.scheme).name, sub.scheme
+    if name == "Poisson":
+        if s.relation is not Relation.ADD_REMOVE:
+            raise ValueError("dp-accounting accounts PoissonSampledDpEvent under "
+                             "ADD_OR_REMOVE_ONE only; this Poisson sampling is stated under "
+                             "substitution")
+        return E.PoissonSampledDpEvent(s.rate, inner)
+    if name == "WithoutReplacement":
+        return E.SampledWithoutReplacementDpEvent(s.population, s.batch, inner)
+    if name == "WithReplacement":
+        return E.SampledWithReplacementDpEvent(s.population, s.batch, inner)
+    raise ValueError(f"dp-accounting has no event for {name} sampling")
+
+
 declare(Subsampled, Family("Subsampled", loss=_loss, profile=_profile_hooks(), has=_has,
-                           describe=_describe, poisson_gaussian=_poisson_gaussian))
+                           describe=_describe, poisson_gaussian=_poisson_gaussian,
+                           to_event=_to_event))

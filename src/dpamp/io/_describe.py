@@ -54,5 +54,11 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     count = f"{steps} step{'s' if steps != 1 else ''}"
     if "epochs" in p:
         count += f" ({_g(p['epochs'])} epoch{'s' if p['epochs'] != 1 else ''})"
+    rs = a.get("repeat_and_select")
+    if rs:
+        dist = rs["distribution"].replace("_", " ") + (
+            f", shape {_g(rs['shape'])}" if "shape" in rs else "")
+        count += (f" per run; runs repeated a random number of times ({dist}, mean "
+                  f"{_g(rs['mean'])}), the best kept")
     return {"mechanism": mech, "sampling": samp, "steps": count,
             "relation": relation.words}

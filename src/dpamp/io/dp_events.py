@@ -16,8 +16,18 @@ is imported only when called; it is a test extra, not a dependency).
 | SampledWithReplacementDpEvent(n, m, e)    | ... .subsample(WithReplacement(m, n)), substitution  |
 | ComposedDpEvent([e1, ...])                | dp.compose(...)                                      |
 | SelfComposedDpEvent(e, c)                 | from_dp_event(e) * c                                 |
+| SingleEpochTreeAggregationDpEvent(z, n)   | TreeAggregation(z, max(n))                           |
+| RepeatAndSelectDpEvent(e, mean, shape)    | RepeatAndSelect(from_dp_event(e), mean, ...)         |
 | NoOpDpEvent, count 0, rate 0, k = 1, p = 1 | no privacy cost (dropped from the composition)      |
 | NonPrivateDpEvent, UnsupportedDpEvent, others | ValueError                                       |
+
+``to_dp_event(m)`` writes the other way, wherever dp-accounting has the event: each family's
+declared ``to_event`` (Gaussian, Laplace, discrete Laplace, randomized response of a bit, zCDP,
+tree aggregation; a wrapper family, subsampled or repeat-and-select, around its base's event),
+a composition as ComposedDpEvent of SelfComposedDpEvent(part, count). Families with no
+dp-accounting event (PureDP, EpsDelta, the selection mechanisms, random allocation, ...) raise
+ValueError naming the part. The neighbouring relation is dp-accounting's *accountant*'s: give it
+the relation of ``m`` (``m.relation``; REPLACE_ONE for substitution).
 
 Semantics, as dp-accounting's own accountants use them:
 
@@ -44,12 +54,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import validate as V
 from ..core.relations import ADD_REMOVE, SUBSTITUTION, Relation, as_relation
-from ..mechanisms.family import families
+from ..mechanisms.family import families, family_of
 
 if TYPE_CHECKING:
     from ..mechanisms.base import Mechanism
 
-__all__ = ["from_dp_event"]
+__all__ = ["from_dp_event", "to_dp_event"]
 
 
 def _dp_event_module():
@@ -87,8 +97,9 @@ def _needed_relations(event, E) -> set:
     if isinstance(event, E.ComposedDpEvent):
         return set().union(*[_needed_relations(e, E) for e in event.events]) if event.events \
             else set()
-    if isinstance(event, E.SelfComposedDpEvent):
-        return _needed_relations(event.event, E)
+    inner = getattr(event, "event", None)          # self-composed, repeat-and-select, ...
+    if isinstance(inner, E.DpEvent):
+        return _needed_relations(inner, E)
     return set()
 
 
@@ -151,6 +162,9 @@ def _convert(event, E, rel, sens):
                          "(epsilon is infinite)")
     fam = _family_of_event(name)
     if fam is not None:
+        inner = getattr(event, "event", None)
+        if isinstance(inner, E.DpEvent):           # a wrapper family: its event first
+            return fam.from_event(event, rel, sens, _convert(inner, E, rel, sens))
         return fam.from_event(event, rel, sens)
     if isinstance(event, E.SelfComposedDpEvent):
         count = V.integer("count", event.count, low=0)
@@ -196,3 +210,32 @@ def _sampled_inner(event, E, rel, sens):
             raise ValueError("a GaussianDpEvent with noise_multiplier 0 is not private")
         return M.Gaussian(z, sensitivity=sens, relation=rel)
     return _convert(event, E, rel, sens)
+
+
+def to_dp_event(mechanism: Mechanism) -> Any:
+    """dp-accounting's ``DpEvent`` for a dpamp mechanism, wherever dp-accounting has the event
+    (module docstring): the families' declared ``to_event`` (a wrapper family given its base's
+    event), compositions as ComposedDpEvent of SelfComposedDpEvent. ValueError naming the part
+    that has none."""
+    E = _dp_event_module()
+    parts = [(m, c) for m, c in mechanism.parts() if c > 0]
+    if len(parts) == 1 and parts[0] == (mechanism, 1):
+        return _event_of(mechanism)
+    if not parts:
+        return E.NoOpDpEvent()
+    events = [_event_of(m) if c == 1 else E.SelfComposedDpEvent(_event_of(m), c)
+              for m, c in parts]
+    return events[0] if len(events) == 1 else E.ComposedDpEvent(events)
+
+
+def _event_of(mechanism) -> Any:
+    fam = family_of(mechanism)
+    if fam is None or fam.to_event is None:
+        name = type(mechanism).__name__ if fam is None else fam.name
+        raise ValueError(f"{name} has no dp-accounting event (to_dp_event writes: "
+                         f"{', '.join(sorted(f.name for _, f in families() if f.to_event))}, "
+                         "compositions of them)")
+    base = getattr(mechanism, "base", None)
+    if base is not None:                             # a wrapper family: its base's event
+        return fam.to_event(mechanism, to_dp_event(base))
+    return fam.to_event(mechanism)

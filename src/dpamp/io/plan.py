@@ -59,7 +59,7 @@ _MECHANISM_KEYS = {word: fam.keys for word, fam in _word_families().items()}
 #: the sampling words of a stage; "sampling" and "rate" are the older spellings of "sampler"
 #: and "sample_rate" (same meaning); the samplers themselves are core/samplers.py's table
 _SAMPLING_WORDS = ("sampler", "sampling", "sample_rate", "rate", "batch_size", "dataset_size")
-_COMMON_KEYS = ("name", "mechanism", "relation", "steps", "epochs")
+_COMMON_KEYS = ("name", "mechanism", "relation", "steps", "epochs", "repeat_and_select")
 _TOP_KEYS = ("title", "delta", "methods", "tol", "stage")
 _ALL_STAGE_KEYS = sorted(set(_COMMON_KEYS + _SAMPLING_WORDS).union(*_MECHANISM_KEYS.values()))
 
@@ -306,7 +306,43 @@ def _parse_stage(r: _Reader, i: int, s: dict) -> Stage:
     else:
         assumed.update(steps=runs, epochs=samplers.epochs_of_steps(runs, rate))
     params = {k: v for k, v in s.items() if k != "name"}
+    if "repeat_and_select" in s:             # the whole stage, run a random number of times
+        step = _repeat_and_select(r, i, s["repeat_and_select"], step * runs, assumed)
+        return Stage(name, step, 1, params, assumed, runs * unit)
     return Stage(name, step, runs, params, assumed, unit)
+
+
+_REPEAT_KEYS = ("mean", "distribution", "shape")
+
+
+def _repeat_and_select(r, i, table, run, assumed):
+    """A stage's ``repeat_and_select`` table: the stage's whole run (``run``) repeated a random
+    number of times, K with mean ``mean`` from ``distribution`` (Poisson by default; or
+    "geometric", "logarithmic", "truncated_negative_binomial" with ``shape``), the best run
+    released (Papernot & Steinke 2022; dp.RepeatAndSelect)."""
+    from ..mechanisms.repeat_select import DISTRIBUTIONS, RepeatAndSelect
+    key = "repeat_and_select"
+    if not isinstance(table, dict):
+        r.fail(i, key, "must be a table of keys: mean, distribution, shape")
+    for k in table:
+        if k not in _REPEAT_KEYS:
+            r.unknown(i, f"{key}.{k}", [f"{key}.{x}" for x in _REPEAT_KEYS],
+                      f"the keys of {key} are")
+    if "mean" not in table:
+        r.fail(i, f"{key}.mean", "missing: the mean number of runs (at least 1)")
+    mean = r.check(i, f"{key}.mean", V.real, table["mean"], low=1.0)
+    dist = table.get("distribution", "poisson")
+    if dist not in DISTRIBUTIONS:
+        r.fail(i, f"{key}.distribution", f"must be one of {', '.join(map(repr, DISTRIBUTIONS))}"
+                                          f" (got {dist!r})")
+    shape = table.get("shape")
+    try:
+        step = RepeatAndSelect(run, mean, dist, shape)
+    except ValueError as e:
+        r.fail(i, f"{key}.shape", str(e))
+    assumed[key] = {"mean": mean, "distribution": dist, **({"shape": shape} if shape is not None
+                                                           else {})}
+    return step
 
 
 def _sampler_of(r, i, s):

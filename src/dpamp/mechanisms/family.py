@@ -105,7 +105,16 @@ class Family:
       parameters or parts (a subsampled mechanism: its base and scheme), else None;
     - ``word``, ``keys``, ``from_words(reader, stage_index, stage, relation)``: the plan / CLI
       word, the stage keys it takes, and how to build one step from them;
-    - ``event`` (a dp-accounting event class name), ``from_event(event)``, ``to_event(m)``;
+    - ``bounded_range(m)``: eps where the mechanism is eps-bounded-range (its privacy loss on
+      every pair of neighbours lies in an interval of width eps; Durfee & Rogers 2019), else
+      None: the ``bounded-range`` method composes such mechanisms optimally (Dong, Durfee &
+      Rogers 2020; :mod:`dpamp.theorems.bounded_range`);
+    - ``event`` (a dp-accounting event class name), ``from_event(event, relation,
+      sensitivity)`` and ``to_event(m)``; a family that runs another mechanism (a field
+      ``base``: subsampled, repeat-and-select) reads and writes an event that wraps another,
+      so it is handed the inner one: ``from_event(event, relation, sensitivity, inner)``
+      gets the wrapped event's mechanism, ``to_event(m, inner)`` the base's event
+      (:mod:`dpamp.io.dp_events` walks the nesting);
     - ``describe(m)``: the words of a report row ("Gaussian noise, sigma 1.1, sensitivity 1");
     - ``example(relation)``: a typical instance under ``relation`` (the capability matrix).
     """
@@ -120,13 +129,14 @@ class Family:
     additive_noise: Callable[[Any], tuple[str, float, float]] | None = None
     group: Callable[[Any, int], Any] | None = None
     gaussian_mu: Callable[[Any], float] | None = None
+    bounded_range: Callable[[Any], float | None] | None = None
     poisson_gaussian: Callable[[Any], tuple[float, float] | None] | None = None
     word: str | None = None
     keys: tuple[str, ...] = ()
     from_words: Callable[..., Any] | None = None
     event: str | None = None
-    from_event: Callable[[Any, Any, Any], Any] | None = None
-    to_event: Callable[[Any], Any] | None = None
+    from_event: Callable[..., Any] | None = None
+    to_event: Callable[..., Any] | None = None
     describe: Callable[[Any], str] | None = None
     example: Callable[[Any], Any] | None = None
     why_not: str = ""
