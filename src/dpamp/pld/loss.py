@@ -66,6 +66,16 @@ class LossDistribution:
     #: how the continuous part was built, for evaluating many parts at once (:mod:`.loss_batch`):
     #: ("gaussian", mu), ("poisson", q, base's), ("swap", base's); None otherwise
     family: tuple | None = None
+    #: how far this pair's curve may lie above the mechanism's own, in both orders and after
+    #: Poisson subsampling: P- and Q-mass put at +inf / -inf to charge tails that are not held
+    #: atom by atom (:func:`truncated_atoms`). The pessimistic discretisation is an upper bound
+    #: as it stands; the optimistic one is a lower bound only less this much per step
+    #: (``Discretized.lower_slack``, which the engine subtracts)
+    lower_slack: float = 0.0
+    #: a step s with every finite atom an integer multiple of s (a lattice of losses, e.g. the
+    #: discrete Gaussian's), or None: the grid is fitted to it where it is coarser than the
+    #: grid (:func:`.grid.align`), in place of the atoms one by one
+    lattice: float | None = None
 
     # --- masses --------------------------------------------------------------------------
     @property
@@ -135,7 +145,8 @@ class LossDistribution:
                                 (lambda tail: -lo(tail)) if lo else None,
                                 (lambda tail: -up(tail)) if up else None,
                                 swap_moments=(self.mean, self.var),
-                                family=("swap", self.family) if self.family else None)
+                                family=("swap", self.family) if self.family else None,
+                                lower_slack=self.lower_slack, lattice=self.lattice)
 
     def _q_moments(self):
         """Mean and variance of -L under Q (the swapped pair's loss under its P), from the
@@ -194,7 +205,8 @@ class LossDistribution:
                                 (lambda tail: fwd1(up(tail))) if up else None,
                                 (lambda tail: fwd1(lo(tail))) if lo else None,
                                 swap_moments=swap,
-                                family=("poisson", q, self.family) if self.family else None)
+                                family=("poisson", q, self.family) if self.family else None,
+                                lower_slack=self.lower_slack)
 
 
 def _bisect(f, a, b, iters=80):
@@ -350,3 +362,40 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
     v = float(np.sum(w * (loss[fin] - m) ** 2) / max(w.sum(), 1e-300))
     return LossDistribution(loss, pm, qm, symmetric=True, mean=m, var=v,
                             name=f"eps_delta({eps:g}, {delta:g})")
+
+
+def truncated_atoms(loss: np.ndarray, p: np.ndarray, q: np.ndarray, tail_p: float,
+                    tail_q: float, *, symmetric: bool = False, lattice: float | None = None,
+                    name: str = "") -> LossDistribution:
+    """A pair (P, Q) on infinitely many atoms, of which the finite list (``loss``, ``p``, ``q``)
+    on a set S of outcomes is given, and proven bounds ``tail_p`` >= P(S^c), ``tail_q`` >=
+    Q(S^c) on what is left out (the discrete Gaussian and Skellam pairs).
+
+    The distribution built is (P', Q') = (P on S + tail_p at loss +inf, Q on S + tail_q at
+    loss -inf). It dominates (P, Q): by the kernel that is the identity on S and sends the +inf
+    outcome to P restricted to S^c (normalised) and the -inf outcome to Q restricted to S^c,
+    (P on S + P(S^c) at +inf, Q on S + Q(S^c) at -inf) is mapped onto (P, Q) exactly (Blackwell),
+    and raising the mass at +inf (-inf) to tail_p (tail_q) only raises every hockey-stick
+    divergence of either order. So its pessimistic discretisation is a proven upper bound, under
+    any sampling scheme.
+
+    Its curve is also at most the true one plus tail_p in the order (P, Q) and plus tail_q in
+    the order (Q, P): H_x(P' || Q') = sum_S (p - x q)_+ + tail_p <= H_x(P || Q) + tail_p, and
+    the same with the roles exchanged; after Poisson subsampling, ((1 - r) Q' + r P', Q') adds r
+    tail_p at +inf and, at the loss log(1 - r), (1 - r - x)_+ tail_q <= tail_q, and its swap
+    adds at most tail_q. So ``lower_slack`` = tail_p + tail_q bounds how far the optimistic
+    discretisation may lie above the truth per step: the engine subtracts it from the lower
+    bound (each unit of mass in one step moves delta by at most 1)."""
+    loss = np.asarray(loss, dtype=float)
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    w = p / max(float(p.sum()), 1e-300)
+    mean = float(np.sum(w * loss))
+    var = float(np.sum(w * (loss - mean) ** 2))
+    extra = [(np.inf, tail_p, 0.0)] if tail_p > 0 else []
+    extra += [(-np.inf, 0.0, tail_q)] if tail_q > 0 else []
+    if extra:
+        loss = np.concatenate([loss, [e[0] for e in extra]])
+        p = np.concatenate([p, [e[1] for e in extra]])
+        q = np.concatenate([q, [e[2] for e in extra]])
+    return LossDistribution(loss, p, q, symmetric=symmetric, mean=mean, var=var, name=name,
+                            lower_slack=float(tail_p + tail_q), lattice=lattice)

@@ -73,8 +73,11 @@ class SymmetricCurve:
                     "left_beta": c["right_beta"][::-1].copy(), "right_end": c["right_end"],
                     "left_end": c["right_end"][::-1].copy()}
         # mirrored: the swapped pair's mass at +inf is the half's
-        return discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0),
-                                q_ninf=self.half.inf_mass)
+        d = discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0),
+                             q_ninf=self.half.inf_mass)
+        # a truncated pair's mass at +-inf lifts both halves by at most its slack
+        d.lower_slack += self.half.lower_slack
+        return d
 
 
 @dataclasses.dataclass(frozen=True)
