@@ -23,6 +23,7 @@ from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, P
                          RandomizedResponse, RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
 from .mechanisms.discrete_laplace import DiscreteLaplace
+from .mechanisms.discrete_gaussian import DiscreteGaussian
 
 __version__ = "0.1.0"
 
@@ -69,7 +70,7 @@ _LAZY = {
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
-           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", *_LAZY]
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", "DiscreteGaussian", *_LAZY]
 
 
 def __getattr__(name: str):
