@@ -44,10 +44,13 @@ def _has(m: DiscreteGaussian, rep: Rep) -> Support | None:
 
 def _loss(m: DiscreteGaussian):
     from ..pld import loss as L
-    _, loss, lp, lq, _, log_tail, step = _pair(m)
+    _, loss, lp, lq, err, log_tail, step = _pair(m)
     tail = ulps_up(math.exp(log_tail), 2) + 5e-324
+    # each mass to within its log error (up to ~1e-12 relative far out, where the exponent
+    # nears 700), and each loss to a few ulps of it: the relative mass error charged
+    rel = float(np.max(np.expm1(err) + 4 * 2.0 ** -52 * (np.abs(loss) + 1.0)))
     return L.truncated_atoms(loss, np.exp(lp), np.exp(lq), tail, tail, symmetric=True,
-                             lattice=step,
+                             lattice=step, mass_rel_err=rel,
                              name=f"discrete_gaussian({m.sigma:g}, {m.sensitivity})")
 
 

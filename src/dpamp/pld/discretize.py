@@ -69,6 +69,9 @@ class Discretized:
     #: mass added to ``lower`` by clipping rounding-level negative values to 0; a composition's
     #: lower bound must subtract count * slack (each unit of mass moves delta by at most 1)
     lower_slack: float = 0.0
+    #: relative error of the source's masses beyond the few ulps of their own rounding
+    #: (``LossDistribution.mass_rel_err``): the engine's mass margin grows by it per step
+    rel_err: float = 0.0
 
     @property
     def jhi(self) -> int:
@@ -103,6 +106,7 @@ def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Di
     for d, loss, (m, slack) in zip(out, losses, cancel_negatives_many([d.lower for d in out])):
         # (a truncated pair's mass at +-inf, charged to the lower bound: LossDistribution)
         d.lower, d.lower_slack = m, slack + loss.lower_slack
+        d.rel_err = loss.mass_rel_err
     return out
 
 

@@ -76,6 +76,11 @@ class LossDistribution:
     #: discrete Gaussian's), or None: the grid is fitted to it where it is coarser than the
     #: grid (:func:`.grid.align`), in place of the atoms one by one
     lattice: float | None = None
+    #: a bound on the relative error of every mass (P and Q, so also of the losses they imply)
+    #: beyond the few ulps of its own rounding, e.g. of a special function evaluated by a
+    #: library: the engine's relative mass margin grows by it per step (:func:`.engine.
+    #: mass_margin`)
+    mass_rel_err: float = 0.0
 
     # --- masses --------------------------------------------------------------------------
     @property
@@ -146,7 +151,8 @@ class LossDistribution:
                                 (lambda tail: -up(tail)) if up else None,
                                 swap_moments=(self.mean, self.var),
                                 family=("swap", self.family) if self.family else None,
-                                lower_slack=self.lower_slack, lattice=self.lattice)
+                                lower_slack=self.lower_slack, lattice=self.lattice,
+                                mass_rel_err=self.mass_rel_err)
 
     def _q_moments(self):
         """Mean and variance of -L under Q (the swapped pair's loss under its P), from the
@@ -206,7 +212,7 @@ class LossDistribution:
                                 (lambda tail: fwd1(lo(tail))) if lo else None,
                                 swap_moments=swap,
                                 family=("poisson", q, self.family) if self.family else None,
-                                lower_slack=self.lower_slack)
+                                lower_slack=self.lower_slack, mass_rel_err=self.mass_rel_err)
 
 
 def _bisect(f, a, b, iters=80):
@@ -366,7 +372,7 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
 
 def truncated_atoms(loss: np.ndarray, p: np.ndarray, q: np.ndarray, tail_p: float,
                     tail_q: float, *, symmetric: bool = False, lattice: float | None = None,
-                    name: str = "") -> LossDistribution:
+                    name: str = "", mass_rel_err: float = 0.0) -> LossDistribution:
     """A pair (P, Q) on infinitely many atoms, of which the finite list (``loss``, ``p``, ``q``)
     on a set S of outcomes is given, and proven bounds ``tail_p`` >= P(S^c), ``tail_q`` >=
     Q(S^c) on what is left out (the discrete Gaussian and Skellam pairs).
@@ -385,7 +391,11 @@ def truncated_atoms(loss: np.ndarray, p: np.ndarray, q: np.ndarray, tail_p: floa
     tail_p at +inf and, at the loss log(1 - r), (1 - r - x)_+ tail_q <= tail_q, and its swap
     adds at most tail_q. So ``lower_slack`` = tail_p + tail_q bounds how far the optimistic
     discretisation may lie above the truth per step: the engine subtracts it from the lower
-    bound (each unit of mass in one step moves delta by at most 1)."""
+    bound (each unit of mass in one step moves delta by at most 1).
+
+    ``mass_rel_err``: a bound on the relative error of the given masses (and, through them, of
+    the losses: an atom whose loss is off by eta is the atom at the stated loss with its Q-mass
+    off by a relative e^eta - 1), charged by the engine's relative mass margin."""
     loss = np.asarray(loss, dtype=float)
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     w = p / max(float(p.sum()), 1e-300)
@@ -398,4 +408,5 @@ def truncated_atoms(loss: np.ndarray, p: np.ndarray, q: np.ndarray, tail_p: floa
         p = np.concatenate([p, [e[1] for e in extra]])
         q = np.concatenate([q, [e[2] for e in extra]])
     return LossDistribution(loss, p, q, symmetric=symmetric, mean=mean, var=var, name=name,
-                            lower_slack=float(tail_p + tail_q), lattice=lattice)
+                            lower_slack=float(tail_p + tail_q), lattice=lattice,
+                            mass_rel_err=float(mass_rel_err))

@@ -77,6 +77,7 @@ class SymmetricCurve:
                              q_ninf=self.half.inf_mass)
         # a truncated pair's mass at +-inf lifts both halves by at most its slack
         d.lower_slack += self.half.lower_slack
+        d.rel_err = self.half.mass_rel_err
         return d
 
 
@@ -89,6 +90,9 @@ class NotAttained:
     (``query._lower_proven``). It is never merged with exact Gaussian parts."""
 
     inner: object
+    #: a relative mass error of the inner source's own inputs that its discretisation does not
+    #: carry (an epoch built from a base with ``mass_rel_err``): added to the margin
+    rel_err: float = 0.0
     attained = False
     gaussian_mu = None
 
@@ -96,10 +100,12 @@ class NotAttained:
         return getattr(self.inner, name)
 
     def swapped(self):
-        return NotAttained(self.inner.swapped())
+        return NotAttained(self.inner.swapped(), self.rel_err)
 
     def discretize(self, h, jlo, jhi, optimistic=True) -> Discretized:
-        return discretize_source(self.inner, h, jlo, jhi, optimistic)
+        d = discretize_source(self.inner, h, jlo, jhi, optimistic)
+        d.rel_err = max(d.rel_err, self.rel_err)
+        return d
 
 
 class ProfileSource:
