@@ -119,8 +119,24 @@ def dg_outcomes(sigma, D, wide=False):
             def f(k):
                 return mp.exp(-mp.mpf(k) ** 2 / (2 * s * s)) / th
             return [(f(x - D), f(x)) for x in range(xs[0] - w, xs[-1] + w + 1)], tail
-    pair = [(law.get(x - D, mp.mpf(0)), law.get(x, mp.mpf(0))) for x in xs]
-    return pair, tail
+    return _both_known(law, tail, D)
+
+
+def _both_known(law, tail, D):
+    """The pair (law shifted by D, law) over the outcomes where both masses are in ``law``,
+    and a bound on what either measure leaves out: its tail, plus its mass at the outcomes
+    where only it is known (keeping those with the other mass 0 would overstate delta)."""
+    with mp.workdps(DPS):
+        xs = sorted(set(law) | {k + D for k in law})
+        pair, left_p, left_q = [], mp.mpf(0), mp.mpf(0)
+        for x in xs:
+            p, q = law.get(x - D), law.get(x)
+            if p is not None and q is not None:
+                pair.append((p, q))
+            else:
+                left_p += p or 0
+                left_q += q or 0
+        return pair, tail + max(left_p, left_q)
 
 
 # --- Skellam ---------------------------------------------------------------------------------
@@ -159,8 +175,7 @@ def _tail(mass, k):
 def sk_outcomes(mu, D):
     """(pair [(P(x), Q(x))], mass left out) of (X + D, X)."""
     law, tail = sk_law(mu)
-    xs = sorted(set(law) | {k + D for k in law})
-    return [(law.get(x - D, mp.mpf(0)), law.get(x, mp.mpf(0))) for x in xs], tail
+    return _both_known(law, tail, D)
 
 
 def sk_rdp_bounds(mu, D, alpha):

@@ -178,13 +178,19 @@ def test_truncated_pair_charges_its_tails(monkeypatch):
     bound below it."""
     import dpamp.families.discrete_gaussian as F
     import dpamp.mechanisms.discrete_gaussian as M
-    from dpamp.pld import loss as L
+    import dpamp.pld.query as Q
+    import dpamp.pld.sources as SRC
+    from dpamp.pld.cache import PLDCache
+    # (fresh caches, restored afterwards: the coarse pair's answers must not outlive the test)
+    monkeypatch.setattr(Q, "_CACHE", PLDCache())
+    monkeypatch.setattr(SRC, "_PARTS", PLDCache(8))
     m = DG(1.0)
     src = F._loss(m)
     law, _ = O.dg_law(1.0)
     K = max(k for k in law if law[k] >= mp.exp(-700))
     exact_tail = 2 * mp.fsum(v for k, v in law.items() if k > K)
     assert src.inf_mass >= exact_tail and src.lower_slack == 2 * src.inf_mass
+    assert src.neg_inf_mass == src.inf_mass                  # symmetric by construction
     monkeypatch.setattr(M, "LOG_FLOOR", -12.0)
     F._pair.cache_clear()
     try:
@@ -195,18 +201,13 @@ def test_truncated_pair_charges_its_tails(monkeypatch):
         lo = O.delta_of(pair, eps)
         g = (m * 3).delta(eps, method="pld")
         check_delta(g, lo, lo + tail)
-        # the tail bound is what keeps it an upper bound
-        _, loss, lp, lq, _, _, step = F._pair(m)
-        dropped = L.truncated_atoms(loss, np.exp(lp), np.exp(lq), 0.0, 0.0, symmetric=True,
-                                    lattice=step)
-        monkeypatch.setattr(F, "_loss", lambda mech: dropped)
-        from dpamp.mechanisms import family
-        fam = family.family_of(m)
-        import dataclasses
-        monkeypatch.setitem(family._FAMILIES, dp.DiscreteGaussian,
-                            dataclasses.replace(fam, loss=lambda mech: dropped))
-        bad = DG(1.0 + 1e-9).__mul__(3).delta(eps, method="pld")   # (a new cache key)
-        assert mp.mpf(bad.delta) < lo
+        # the tail bound is what keeps it an upper bound: the kept atoms alone fall below the
+        # exact delta of one step
+        x, loss, lp, lq, _, _, _ = F._pair(m)
+        one, _ = O.dg_composed(1.0, 1, 1)
+        kept = O.delta_of([(mp.exp(mp.mpf(a)), mp.exp(mp.mpf(b))) for a, b in zip(lp, lq)], 0.5)
+        assert kept < O.delta_of(one, 0.5) - mp.mpf(1e-7)
+        assert mp.mpf(m.delta(0.5, method="pld").delta) >= O.delta_of(one, 0.5)
     finally:
         F._pair.cache_clear()
 

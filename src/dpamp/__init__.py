@@ -24,6 +24,7 @@ from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, P
 from .mechanisms.eps_delta import EpsDelta
 from .mechanisms.discrete_laplace import DiscreteLaplace
 from .mechanisms.discrete_gaussian import DiscreteGaussian
+from .mechanisms.skellam import Skellam
 
 __version__ = "0.1.0"
 
@@ -70,7 +71,8 @@ _LAZY = {
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
-           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", "DiscreteGaussian", *_LAZY]
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", "DiscreteGaussian",
+           "Skellam", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -49,7 +49,7 @@ def _loss(m: DiscreteGaussian):
     # each mass to within its log error (up to ~1e-12 relative far out, where the exponent
     # nears 700), and each loss to a few ulps of it: the relative mass error charged
     rel = float(np.max(np.expm1(err) + 4 * 2.0 ** -52 * (np.abs(loss) + 1.0)))
-    return L.truncated_atoms(loss, np.exp(lp), np.exp(lq), tail, tail, symmetric=True,
+    return L.truncated_atoms(loss, lp, lq, tail, tail, symmetric=True,
                              lattice=step, mass_rel_err=rel,
                              name=f"discrete_gaussian({m.sigma:g}, {m.sensitivity})")
 

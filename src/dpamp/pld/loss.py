@@ -370,12 +370,19 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
                             name=f"eps_delta({eps:g}, {delta:g})")
 
 
-def truncated_atoms(loss: np.ndarray, p: np.ndarray, q: np.ndarray, tail_p: float,
+#: log of the smallest normal double: a truncated pair keeps no atom with a mass below it
+LOG_NORMAL = -708.0
+
+
+def truncated_atoms(loss: np.ndarray, log_p: np.ndarray, log_q: np.ndarray, tail_p: float,
                     tail_q: float, *, symmetric: bool = False, lattice: float | None = None,
                     name: str = "", mass_rel_err: float = 0.0) -> LossDistribution:
-    """A pair (P, Q) on infinitely many atoms, of which the finite list (``loss``, ``p``, ``q``)
-    on a set S of outcomes is given, and proven bounds ``tail_p`` >= P(S^c), ``tail_q`` >=
-    Q(S^c) on what is left out (the discrete Gaussian and Skellam pairs).
+    """A pair (P, Q) on infinitely many atoms, of which the finite list (``loss``, log P-mass
+    ``log_p``, log Q-mass ``log_q``) on a set S of outcomes is given, and proven bounds
+    ``tail_p`` >= P(S^c), ``tail_q`` >= Q(S^c) on what is left out (the discrete Gaussian and
+    Skellam pairs). An outcome with a mass below e^LOG_NORMAL (whose double would lose its
+    relative precision) is moved out of S: its masses join the tails, each bounded by
+    max(mass, e^LOG_NORMAL).
 
     The distribution built is (P', Q') = (P on S + tail_p at loss +inf, Q on S + tail_q at
     loss -inf). It dominates (P, Q): by the kernel that is the identity on S and sends the +inf
@@ -397,7 +404,15 @@ def truncated_atoms(loss: np.ndarray, p: np.ndarray, q: np.ndarray, tail_p: floa
     the losses: an atom whose loss is off by eta is the atom at the stated loss with its Q-mass
     off by a relative e^eta - 1), charged by the engine's relative mass margin."""
     loss = np.asarray(loss, dtype=float)
-    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    log_p, log_q = np.asarray(log_p, dtype=float), np.asarray(log_q, dtype=float)
+    keep = (log_p >= LOG_NORMAL) & (log_q >= LOG_NORMAL)
+    if not keep.all():
+        out_p = np.exp(np.maximum(log_p[~keep], LOG_NORMAL))
+        out_q = np.exp(np.maximum(log_q[~keep], LOG_NORMAL))
+        tail_p += float(out_p.sum()) * (1 + 8 * 2.0 ** -52)
+        tail_q += float(out_q.sum()) * (1 + 8 * 2.0 ** -52)
+        loss, log_p, log_q = loss[keep], log_p[keep], log_q[keep]
+    p, q = np.exp(log_p), np.exp(log_q)
     w = p / max(float(p.sum()), 1e-300)
     mean = float(np.sum(w * loss))
     var = float(np.sum(w * (loss - mean) ** 2))
