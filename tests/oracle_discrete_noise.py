@@ -304,7 +304,13 @@ def mog_root(mus, ps, eps):
             lo *= 2
         while mog_g(mus, ps, hi) < eps:
             hi *= 2
-        return mp.findroot(lambda z: mog_g(mus, ps, z) - eps, (lo, hi), solver="anderson")
+        for _ in range(mp.mp.prec + 20):      # bisection: g is increasing
+            mid = (lo + hi) / 2
+            if mog_g(mus, ps, mid) < eps:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
 
 
 def mog_delta(sens, probs, sigma, eps, direction="remove", quad=False):

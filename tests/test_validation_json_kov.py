@@ -176,6 +176,7 @@ def _samples():
         dp.DiscreteLaplace: (dp.DiscreteLaplace(0.5, 2), "rdp"),
         dp.DiscreteGaussian: (dp.DiscreteGaussian(1.5, 2), "rdp"),
         dp.Skellam: (dp.Skellam(3.0, 2), "rdp"),
+        dp.MixtureOfGaussians: (dp.MixtureOfGaussians(1.0, (0.0, 1.0), (0.7, 0.3)), "pld"),
         dp.RandomizedResponse: (dp.RandomizedResponse(0.8), "rdp"),
         dp.PureDP: (dp.PureDP(0.7), "basic"),
         dp.ZCDP: (dp.ZCDP(0.05), "zcdp"),

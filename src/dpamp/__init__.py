@@ -25,6 +25,7 @@ from .mechanisms.eps_delta import EpsDelta
 from .mechanisms.discrete_laplace import DiscreteLaplace
 from .mechanisms.discrete_gaussian import DiscreteGaussian
 from .mechanisms.skellam import Skellam
+from .mechanisms.mixture_of_gaussians import MixtureOfGaussians
 
 __version__ = "0.1.0"
 
@@ -72,7 +73,7 @@ __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "Wi
            "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
            "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace", "DiscreteGaussian",
-           "Skellam", *_LAZY]
+           "Skellam", "MixtureOfGaussians", *_LAZY]
 
 
 def __getattr__(name: str):
