@@ -26,6 +26,9 @@ from .mechanisms.discrete_laplace import DiscreteLaplace
 from .mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax
 from .mechanisms.tree_aggregation import TreeAggregation
 from .mechanisms.repeat_select import RepeatAndSelect
+from .mechanisms.discrete_gaussian import DiscreteGaussian
+from .mechanisms.skellam import Skellam
+from .mechanisms.mixture_of_gaussians import MixtureOfGaussians
 
 __version__ = "0.1.0"
 
@@ -78,7 +81,7 @@ __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "Wi
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
            "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
            "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "TreeAggregation",
-           "RepeatAndSelect", *_LAZY]
+           "RepeatAndSelect", "DiscreteGaussian", "Skellam", "MixtureOfGaussians", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -87,3 +87,24 @@ def noise_words(cls, scale_key: str):
             sens = 1.0
         return cls(value, sensitivity=sens, relation=relation), {key: value, "sensitivity": sens}
     return read
+
+
+def shifted_group(rows):
+    """The k-group profile hook (``ProfileHooks.group``) of an integer-noise family whose curve
+    grows with the shift (discrete Gaussian, Skellam): the pair at sensitivity k Delta, k
+    records moving the integer query by at most k Delta. The curve grows with the shift because
+    the shifted laws of log-concave noise have a monotone likelihood ratio, so one threshold
+    test is optimal at every shift and its power grows with the shift. ``rows(m, eps)``: the
+    two upper rows; k broadcasts against eps."""
+    def group(m, k, eps):
+        import dataclasses
+
+        import numpy as np
+        kk, ee = np.broadcast_arrays(np.asarray(k), np.asarray(eps, dtype=float))
+        out = np.empty(ee.shape)
+        for v in np.unique(kk):
+            sel = kk == v
+            r = rows(dataclasses.replace(m, sensitivity=int(v) * m.sensitivity), ee[sel])
+            out[sel] = np.maximum(r[0], r[1])
+        return out
+    return group

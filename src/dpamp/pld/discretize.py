@@ -69,6 +69,9 @@ class Discretized:
     #: mass added to ``lower`` by clipping rounding-level negative values to 0; a composition's
     #: lower bound must subtract count * slack (each unit of mass moves delta by at most 1)
     lower_slack: float = 0.0
+    #: relative error of the source's masses beyond the few ulps of their own rounding
+    #: (``LossDistribution.mass_rel_err``): the engine's mass margin grows by it per step
+    rel_err: float = 0.0
 
     @property
     def jhi(self) -> int:
@@ -100,8 +103,10 @@ def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Di
     out = [_combine(done[2 * k], done[2 * k + 1], h, jlo, jhi, p_tot, q_tot, loss.inf_mass,
                     cancel=False)
            for k, (loss, (jlo, jhi), (p_tot, q_tot)) in enumerate(zip(losses, grids, totals))]
-    for d, (m, slack) in zip(out, cancel_negatives_many([d.lower for d in out])):
-        d.lower, d.lower_slack = m, slack
+    for d, loss, (m, slack) in zip(out, losses, cancel_negatives_many([d.lower for d in out])):
+        # (a truncated pair's mass at +-inf, charged to the lower bound: LossDistribution)
+        d.lower, d.lower_slack = m, slack + loss.lower_slack
+        d.rel_err = loss.mass_rel_err
     return out
 
 
@@ -249,7 +254,13 @@ def _half_hull(half: Half, h: float, g0: float):
             break
         # the last segment is flatter than the extension: lower the end knot onto the line of
         # slope end_slope through the previous vertex (stays below the tangent, hence below F)
-        g[K] = g[v[-2]] + half.end_slope * (x[K] - x[v[-2]])
+        lowered = g[v[-2]] + half.end_slope * (x[K] - x[v[-2]])
+        if not lowered < g[K]:
+            # a slope an ulp flatter than end_slope, which the lowering cannot move in floating
+            # point: every further pass would be this one (K + 2 hulls for nothing); the
+            # rounding-sized kink left is a negative mass that _cancel_negatives takes
+            break
+        g[K] = lowered
     moved = g < orig
     return x, g, moved, _first_reach(x, g)
 

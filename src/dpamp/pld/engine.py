@@ -556,6 +556,8 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
 
 def mass_margin(parts, h: float) -> float:
     """Relative error bound on every composed mass from the parts' mass rounding (see
-    REL_MARGIN): it grows with the number of steps composed and the fineness of the grid."""
-    steps = sum(p.count for p in parts)
-    return max(REL_MARGIN, math.expm1(steps * 8.0 * _U / h))
+    REL_MARGIN): it grows with the number of steps composed and the fineness of the grid, and
+    with each part's own relative mass error (``Discretized.rel_err``: a source whose masses come
+    from a special function of a library), which its cancellation amplifies as it does u."""
+    per = sum(p.count * (8.0 * _U + p.d.rel_err) for p in parts)
+    return max(REL_MARGIN, math.expm1(per / h))

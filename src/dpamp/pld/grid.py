@@ -62,8 +62,9 @@ def align(direction_parts, h):
     if not (math.isfinite(h) and h > 0):
         raise OutOfReach("the PLD cannot size a grid for this query (the spread of the "
                          "privacy losses is beyond the range of floating point)")
-    # an anchor inside the first cell stays there (fitting h to it would shrink h to it)
-    anchors = [a for a in _anchors(direction_parts) if a >= h]
+    # an anchor inside the first cell stays there (fitting h to it would shrink h to it); so
+    # does a lattice finer than the grid (its atoms are dense in every cell)
+    anchors = sorted(a for a in _anchors(direction_parts) + _lattices(direction_parts) if a >= h)
     if 1 <= len(anchors) <= MAX_ANCHORS:
         return _near_common_divisor(anchors, h)
     return h
@@ -83,18 +84,43 @@ def _anchors(direction_parts) -> list:
     pile's width times its mass (see polygon.FAR_KINK)."""
     found = []
     for src, _ in direction_parts:
+        if getattr(src, "lattice", None):
+            continue            # its atoms are multiples of one step: :func:`_lattices`
         loss = getattr(src, "atom_loss", np.zeros(0))
         p = getattr(src, "atom_p", np.ones(loss.size))
         q = getattr(src, "atom_q", np.ones(loss.size))
         big = np.isfinite(loss) & (loss != 0) & (np.maximum(p, q) > 1e-9)
-        found += [float(v) for v in np.abs(loss[big])]
+        found.append(np.abs(loss[big]))
         if getattr(src, "cdf", None) is not None:
-            found += [abs(float(e)) for e in getattr(src, "support", ())
-                      if math.isfinite(e) and e != 0]
+            found.append(np.array([abs(float(e)) for e in getattr(src, "support", ())
+                                   if math.isfinite(e) and e != 0], dtype=float))
+    vals = np.sort(np.concatenate(found)) if found else np.zeros(0)
+    if vals.size > _MANY:
+        # (thousands of atoms, a subsampled discrete Gaussian's: far more than MAX_ANCHORS
+        # either way, so each is kept unless within rounding of the one before it)
+        keep = np.concatenate([[True], vals[1:] > vals[:-1] * (1 + 1e-12)])
+        return [float(v) for v in vals[keep]]
     out: list[float] = []         # anchors equal up to rounding are one
-    for a in sorted(found):
+    for a in vals:
         if not out or a > out[-1] * (1 + 1e-12):
-            out.append(a)
+            out.append(float(a))
+    return out
+
+
+#: above this many atoms, :func:`_anchors` merges equal ones by a vectorised pass
+_MANY = 256
+
+
+def _lattices(direction_parts) -> list:
+    """The lattice steps of the parts whose finite atoms are all multiples of one step (the
+    ``lattice`` of a :class:`~.loss.LossDistribution`): a grid step dividing it puts every atom
+    on a grid point, which the many atoms of such a part would not allow as anchors one by
+    one."""
+    out: list[float] = []
+    for src, _ in direction_parts:
+        s = getattr(src, "lattice", None)
+        if s and math.isfinite(s) and s > 0 and not any(abs(s - a) <= 1e-12 * a for a in out):
+            out.append(float(s))
     return out
 
 

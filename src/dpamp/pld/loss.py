@@ -66,6 +66,21 @@ class LossDistribution:
     #: how the continuous part was built, for evaluating many parts at once (:mod:`.loss_batch`):
     #: ("gaussian", mu), ("poisson", q, base's), ("swap", base's); None otherwise
     family: tuple | None = None
+    #: how far this pair's curve may lie above the mechanism's own, in both orders and after
+    #: Poisson subsampling: P- and Q-mass put at +inf / -inf to charge tails that are not held
+    #: atom by atom (:func:`truncated_atoms`). The pessimistic discretisation is an upper bound
+    #: as it stands; the optimistic one is a lower bound only less this much per step
+    #: (``Discretized.lower_slack``, which the engine subtracts)
+    lower_slack: float = 0.0
+    #: a step s with every finite atom an integer multiple of s (a lattice of losses, e.g. the
+    #: discrete Gaussian's), or None: the grid is fitted to it where it is coarser than the
+    #: grid (:func:`.grid.align`), in place of the atoms one by one
+    lattice: float | None = None
+    #: a bound on the relative error of every mass (P and Q, so also of the losses they imply)
+    #: beyond the few ulps of its own rounding, e.g. of a special function evaluated by a
+    #: library: the engine's relative mass margin grows by it per step (:func:`.engine.
+    #: mass_margin`)
+    mass_rel_err: float = 0.0
 
     # --- masses --------------------------------------------------------------------------
     @property
@@ -135,7 +150,9 @@ class LossDistribution:
                                 (lambda tail: -lo(tail)) if lo else None,
                                 (lambda tail: -up(tail)) if up else None,
                                 swap_moments=(self.mean, self.var),
-                                family=("swap", self.family) if self.family else None)
+                                family=("swap", self.family) if self.family else None,
+                                lower_slack=self.lower_slack, lattice=self.lattice,
+                                mass_rel_err=self.mass_rel_err)
 
     def _q_moments(self):
         """Mean and variance of -L under Q (the swapped pair's loss under its P), from the
@@ -194,7 +211,8 @@ class LossDistribution:
                                 (lambda tail: fwd1(up(tail))) if up else None,
                                 (lambda tail: fwd1(lo(tail))) if lo else None,
                                 swap_moments=swap,
-                                family=("poisson", q, self.family) if self.family else None)
+                                family=("poisson", q, self.family) if self.family else None,
+                                lower_slack=self.lower_slack, mass_rel_err=self.mass_rel_err)
 
 
 def _bisect(f, a, b, iters=80):
@@ -350,3 +368,60 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
     v = float(np.sum(w * (loss[fin] - m) ** 2) / max(w.sum(), 1e-300))
     return LossDistribution(loss, pm, qm, symmetric=True, mean=m, var=v,
                             name=f"eps_delta({eps:g}, {delta:g})")
+
+
+#: log of the smallest normal double: a truncated pair keeps no atom with a mass below it
+LOG_NORMAL = -708.0
+
+
+def truncated_atoms(loss: np.ndarray, log_p: np.ndarray, log_q: np.ndarray, tail_p: float,
+                    tail_q: float, *, symmetric: bool = False, lattice: float | None = None,
+                    name: str = "", mass_rel_err: float = 0.0) -> LossDistribution:
+    """A pair (P, Q) on infinitely many atoms, of which the finite list (``loss``, log P-mass
+    ``log_p``, log Q-mass ``log_q``) on a set S of outcomes is given, and proven bounds
+    ``tail_p`` >= P(S^c), ``tail_q`` >= Q(S^c) on what is left out (the discrete Gaussian and
+    Skellam pairs). An outcome with a mass below e^LOG_NORMAL (whose double would lose its
+    relative precision) is moved out of S: its masses join the tails, each bounded by
+    max(mass, e^LOG_NORMAL).
+
+    The distribution built is (P', Q') = (P on S + tail_p at loss +inf, Q on S + tail_q at
+    loss -inf). It dominates (P, Q): by the kernel that is the identity on S and sends the +inf
+    outcome to P restricted to S^c (normalised) and the -inf outcome to Q restricted to S^c,
+    (P on S + P(S^c) at +inf, Q on S + Q(S^c) at -inf) is mapped onto (P, Q) exactly (Blackwell),
+    and raising the mass at +inf (-inf) to tail_p (tail_q) only raises every hockey-stick
+    divergence of either order. So its pessimistic discretisation is a proven upper bound, under
+    any sampling scheme.
+
+    Its curve is also at most the true one plus tail_p in the order (P, Q) and plus tail_q in
+    the order (Q, P): H_x(P' || Q') = sum_S (p - x q)_+ + tail_p <= H_x(P || Q) + tail_p, and
+    the same with the roles exchanged; after Poisson subsampling, ((1 - r) Q' + r P', Q') adds r
+    tail_p at +inf and, at the loss log(1 - r), (1 - r - x)_+ tail_q <= tail_q, and its swap
+    adds at most tail_q. So ``lower_slack`` = tail_p + tail_q bounds how far the optimistic
+    discretisation may lie above the truth per step: the engine subtracts it from the lower
+    bound (each unit of mass in one step moves delta by at most 1).
+
+    ``mass_rel_err``: a bound on the relative error of the given masses (and, through them, of
+    the losses: an atom whose loss is off by eta is the atom at the stated loss with its Q-mass
+    off by a relative e^eta - 1), charged by the engine's relative mass margin."""
+    loss = np.asarray(loss, dtype=float)
+    log_p, log_q = np.asarray(log_p, dtype=float), np.asarray(log_q, dtype=float)
+    keep = (log_p >= LOG_NORMAL) & (log_q >= LOG_NORMAL)
+    if not keep.all():
+        out_p = np.exp(np.maximum(log_p[~keep], LOG_NORMAL))
+        out_q = np.exp(np.maximum(log_q[~keep], LOG_NORMAL))
+        tail_p += float(out_p.sum()) * (1 + 8 * 2.0 ** -52)
+        tail_q += float(out_q.sum()) * (1 + 8 * 2.0 ** -52)
+        loss, log_p, log_q = loss[keep], log_p[keep], log_q[keep]
+    p, q = np.exp(log_p), np.exp(log_q)
+    w = p / max(float(p.sum()), 1e-300)
+    mean = float(np.sum(w * loss))
+    var = float(np.sum(w * (loss - mean) ** 2))
+    extra = [(np.inf, tail_p, 0.0)] if tail_p > 0 else []
+    extra += [(-np.inf, 0.0, tail_q)] if tail_q > 0 else []
+    if extra:
+        loss = np.concatenate([loss, [e[0] for e in extra]])
+        p = np.concatenate([p, [e[1] for e in extra]])
+        q = np.concatenate([q, [e[2] for e in extra]])
+    return LossDistribution(loss, p, q, symmetric=symmetric, mean=mean, var=var, name=name,
+                            lower_slack=float(tail_p + tail_q), lattice=lattice,
+                            mass_rel_err=float(mass_rel_err))

@@ -73,8 +73,12 @@ class SymmetricCurve:
                     "left_beta": c["right_beta"][::-1].copy(), "right_end": c["right_end"],
                     "left_end": c["right_end"][::-1].copy()}
         # mirrored: the swapped pair's mass at +inf is the half's
-        return discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0),
-                                q_ninf=self.half.inf_mass)
+        d = discretize_cells(mirrored, h, -k, k, self.half.inf_mass, totals=(1.0, 1.0),
+                             q_ninf=self.half.inf_mass)
+        # a truncated pair's mass at +-inf lifts both halves by at most its slack
+        d.lower_slack += self.half.lower_slack
+        d.rel_err = self.half.mass_rel_err
+        return d
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +90,9 @@ class NotAttained:
     (``query._lower_proven``). It is never merged with exact Gaussian parts."""
 
     inner: object
+    #: a relative mass error of the inner source's own inputs that its discretisation does not
+    #: carry (an epoch built from a base with ``mass_rel_err``): added to the margin
+    rel_err: float = 0.0
     attained = False
     gaussian_mu = None
 
@@ -93,10 +100,12 @@ class NotAttained:
         return getattr(self.inner, name)
 
     def swapped(self):
-        return NotAttained(self.inner.swapped())
+        return NotAttained(self.inner.swapped(), self.rel_err)
 
     def discretize(self, h, jlo, jhi, optimistic=True) -> Discretized:
-        return discretize_source(self.inner, h, jlo, jhi, optimistic)
+        d = discretize_source(self.inner, h, jlo, jhi, optimistic)
+        d.rel_err = max(d.rel_err, self.rel_err)
+        return d
 
 
 class ProfileSource:

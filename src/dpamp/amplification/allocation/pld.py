@@ -100,6 +100,18 @@ def allocation_parts(base, k: int, t: int):
     if not isinstance(src, LossDistribution):
         raise NotImplementedError(f"random allocation needs an exact privacy-loss distribution "
                                   f"of the base mechanism; {base!r} has only a profile")
+    if (src.lower_slack > 0 or src.mass_rel_err > 0) and k < t:
+        # a truncated pair (tails charged at +-inf: the discrete Gaussian, Skellam) dominates
+        # the base, so every epoch source built from it bounds the epoch from above; their
+        # optimistic sides do not carry its slack, so no lower end is claimed; an epoch of t
+        # steps carries t times the base's relative mass error
+        from ...pld.sources import NotAttained
+        return [(NotAttained(s, t * src.mass_rel_err), c) for s, c in _parts(base, src, k, t)]
+    return _parts(base, src, k, t)
+
+
+def _parts(base, src, k: int, t: int):
+    """:func:`allocation_parts` from the base's loss distribution ``src``."""
     if k == t:
         return [(src, t)]
     from .exact import epoch_parts      # a discrete base over few steps: enumerated exactly
