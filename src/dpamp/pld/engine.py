@@ -559,5 +559,5 @@ def mass_margin(parts, h: float) -> float:
     REL_MARGIN): it grows with the number of steps composed and the fineness of the grid, and
     with each part's own relative mass error (``Discretized.rel_err``: a source whose masses come
     from a special function of a library), which its cancellation amplifies as it does u."""
-    per = sum(p.count * (8.0 * _U + p.d.rel_err) for p in parts)
+    per = sum(p.count * (8.0 * _U + getattr(p.d, "rel_err", 0.0)) for p in parts)
     return max(REL_MARGIN, math.expm1(per / h))
