@@ -5,7 +5,7 @@ Its pair has infinitely many atoms on a lattice of losses. The PLD is the trunca
 its tails charged (:func:`dpamp.pld.loss.truncated_atoms`): the outcomes of mass >= e^-700 as
 atoms, a proven bound on the rest put at +inf (P) and -inf (Q), so the pessimistic side is an
 upper bound and the optimistic one is charged that bound per step. The profile is the
-hockey-stick curves of the same atoms (:func:`dpamp.profiles.divergence.finite_pair_log_rows`):
+hockey-stick curves of the same atoms (:func:`dpamp.profiles.divergence.sorted_pair_log_rows`):
 the upper rows plus the tail bound (sum_{x not in S} (P(x) - e^eps Q(x))_+ <= P(S^c)), the lower
 rows from the atoms alone (a restriction of the pair to S only lowers every hockey-stick term).
 rho = Delta^2 / (2 sigma^2) (CKS20; derived in the mechanism's docstring)."""
@@ -55,10 +55,10 @@ def _loss(m: DiscreteGaussian):
 
 
 def _rows(m: DiscreteGaussian, eps, upper: bool):
-    from ..profiles.divergence import finite_pair_log_rows
+    from ..profiles.divergence import sorted_pair_log_rows
     from ..profiles.numerics import pad_up
     _, _, lp, lq, err, log_tail, _ = _pair(m)
-    rows = finite_pair_log_rows(lp, lq, err, eps, upper=upper)
+    rows = sorted_pair_log_rows(lp, lq, err, eps, upper=upper)
     if upper:
         # the outcomes left out add at most their P-mass (Q-mass in the other order)
         rows = pad_up(np.logaddexp(rows, log_tail))

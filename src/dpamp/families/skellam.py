@@ -54,11 +54,11 @@ def _loss(m: Skellam):
 
 
 def _rows(m: Skellam, eps, upper: bool):
-    from ..profiles.divergence import finite_pair_log_rows
+    from ..profiles.divergence import sorted_pair_log_rows
     from ..profiles.numerics import pad_up
     _, _, lp, lq, err, log_tail, _ = _pair(m)
     ok = np.isfinite(lp) & np.isfinite(lq)
-    rows = finite_pair_log_rows(lp[ok], lq[ok], err[ok], eps, upper=upper)
+    rows = sorted_pair_log_rows(lp[ok], lq[ok], err[ok], eps, upper=upper)
     if upper:
         # the outcomes left out (S^c, and those where one mass underflowed) add at most their
         # larger mass to either row

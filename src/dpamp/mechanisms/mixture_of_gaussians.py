@@ -193,15 +193,24 @@ def _root_pos(t, log_p0, log_ps, mus):
     with np.errstate(divide="ignore"):
         s = tt if log_p0 == -np.inf else tt + np.log(-np.expm1(log_p0 - tt))
     z = np.min((s[:, None] - log_ps + mus * mus / 2.0) / mus, axis=1)
+    act = np.arange(z.size)
+    prev = np.full(z.size, np.inf)
     for _ in range(100):
-        e = log_ps + mus * z[:, None] - mus * mus / 2.0
+        e = log_ps + mus * z[act, None] - mus * mus / 2.0
         top = e.max(axis=1)
         w = np.exp(e - top[:, None])
         sw = w.sum(axis=1)
         h = np.log(sw) + top
-        step = (h - s) / (np.sum(w * mus, axis=1) / sw)
-        z = z - step
-        if np.all(np.abs(step) <= 4e-16 * (1.0 + np.abs(z))):
+        step = (h - s[act]) / (np.sum(w * mus, axis=1) / sw)
+        z[act] = z[act] - step
+        # done where the step is at rounding level, or, once small, no longer shrinks (the
+        # rounding noise of h; far from the root Newton may shrink slowly, never stalls)
+        a = np.abs(step)
+        mag = 1.0 + np.abs(z[act])
+        go = (a > 4e-16 * mag) & ((a < 0.5 * prev[act]) | (a > 1e-10 * mag))
+        prev[act] = a
+        act = act[go]
+        if act.size == 0:
             break
     out[live] = z
     return out

@@ -152,3 +152,56 @@ def finite_pair_log_rows(lp: np.ndarray, lq: np.ndarray, err: np.ndarray, eps: n
             out[s:s + step] = total + sign * pad
         rows.append(out.reshape(eps.shape))
     return np.stack(rows)
+
+
+def sorted_pair_log_rows(lp: np.ndarray, lq: np.ndarray, err: np.ndarray, eps: np.ndarray,
+                         upper: bool = True) -> np.ndarray:
+    """:func:`finite_pair_log_rows` for many atoms and many eps at once: O((n + m) log n) in
+    place of O(n m), with the same conventions and proven margins (atoms with a finite log
+    Q-mass; masses moved by ``err`` towards the bound asked).
+
+    With the atoms sorted by their log ratio lambda_j = log p_j - log q_j and k the first with
+    lambda_k > eps, H_{e^eps}(P || Q) = sum_{j >= k} q_j (e^{lambda_j} - e^eps), and
+        e^{lambda_j} - e^eps = e^{lambda_k} expm1(lambda_j - lambda_k) + e^eps expm1(lambda_k - eps),
+    both terms >= 0: H = E_k + e^eps expm1(lambda_k - eps) B_k with B_k = sum_{j >= k} q_j and
+    E_k = sum_{j >= k} q_j e^{lambda_k} expm1(lambda_j - lambda_k) = sum_{j >= k} e^{lambda_j}
+    expm1(d_j) B_{j+1} (d_j = lambda_{j+1} - lambda_j, by telescoping), suffix sums of positive
+    terms in log space. The argument of expm1(lambda_k - eps) carries an absolute rounding of
+    4 u (|lambda_k| + |eps|), added (upper) or subtracted (lower) as its worth in mass."""
+    u = 2.0 ** -52
+    eps = np.asarray(eps, dtype=float)
+    flat = eps.ravel()
+    sign = 1.0 if upper else -1.0
+    rows = []
+    for a_, b_ in ((lp, lq), (lq, lp)):
+        la, lb = a_ + sign * err, b_ - sign * err
+        keep = np.isfinite(lb) & (la > -np.inf)
+        la, lb = la[keep], lb[keep]
+        lam = la - lb
+        lam = lam + sign * 4 * u * (np.abs(la) + np.abs(lb))
+        order = np.argsort(lam, kind="stable")
+        lam, lb = lam[order], lb[order]
+        n = lam.size
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_b = np.logaddexp.accumulate(lb[::-1])[::-1]              # B_k, k = 0..n-1
+            d = np.diff(lam)
+            term = np.full(n, -np.inf)
+            term[:-1] = lam[:-1] + np.log(np.expm1(d)) + log_b[1:]
+            log_e = np.logaddexp.accumulate(term[::-1])[::-1]            # E_k
+            k = np.searchsorted(lam, flat, side="right")
+            inside = (k < n) & np.isfinite(flat)
+            kk = np.minimum(k, n - 1)
+            x = lam[kk] - flat
+            second = log_b[kk] + flat + np.log(np.expm1(np.maximum(x, 0.0)))
+            val = np.where(inside, np.logaddexp(log_e[kk], second), -np.inf)
+            # the rounding of x: a mass B_k e^{lambda_k} times its relative error at most
+            slack = log_b[kk] + lam[kk] + np.log(4 * u * (np.abs(lam[kk]) + np.abs(flat) + 1.0))
+            slack = np.where(inside, slack, -np.inf)
+            if upper:
+                val = np.logaddexp(val, slack)
+            else:
+                lin = np.where(val > slack, val + np.log(-np.expm1(slack - val)), -np.inf)
+                val = np.where(np.isfinite(val), lin, val)
+        pad = (n + 8) * u * (1.0 + np.abs(np.where(np.isfinite(val), val, 0.0)))
+        rows.append((val + sign * pad).reshape(eps.shape))
+    return np.stack(rows)

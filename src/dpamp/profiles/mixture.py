@@ -26,28 +26,35 @@ from .numerics import ULP, log1mexp, pad_down, pad_up
 
 
 def _g(mus, log_ps, z):
-    """(g(z), its rounding bound), vectorised."""
+    """(g(z), its rounding bound, g'(z)), vectorised."""
     e = log_ps + mus * z[..., None] - mus * mus / 2.0
     top = e.max(axis=-1)
     with np.errstate(invalid="ignore"):
-        g = np.log(np.exp(e - top[..., None]).sum(axis=-1)) + top
+        w = np.exp(e - top[..., None])
+        sw = w.sum(axis=-1)
+        g = np.log(sw) + top
+        slope = np.sum(w * mus, axis=-1) / sw
     size = np.max(np.abs(log_ps) + np.abs(mus * z[..., None]) + mus * mus, axis=-1)
-    return g, 8 * ULP * (size + np.abs(g) + 1.0)
+    return g, 8 * ULP * (size + np.abs(g) + 1.0), slope
 
 
 def _root_side(mus, log_ps, target, above: bool):
     """z with g(z) >= target (``above``) or <= target, proven with g's rounding bound, at most a
-    few ulps of z from the root (-inf / +inf where no finite z does: target <= log p_0)."""
+    few ulps of z from the root (-inf / +inf where no finite z does: target <= log p_0). A z
+    that fails the check moves by what its miss and the bound need at its slope (g is convex:
+    checked again, and doubled each time it still fails)."""
     from ..mechanisms.mixture_of_gaussians import loss_root
     z = loss_root(target, mus, np.exp(log_ps))
-    fin = np.isfinite(z)
+    idx = np.nonzero(np.isfinite(z))[0]
     for j in range(200):
-        g, e = _g(mus, log_ps, z[fin])
-        bad = (g - e < target[fin]) if above else (g + e > target[fin])
+        g, e, slope = _g(mus, log_ps, z[idx])
+        t = target[idx]
+        bad = (g - e < t) if above else (g + e > t)
         if not bad.any():
             break
-        idx = np.nonzero(fin)[0][bad]
-        step = 2.0 ** (j - 50) * (1.0 + np.abs(z[idx]))
+        idx, g, e, slope, t = idx[bad], g[bad], e[bad], slope[bad], t[bad]
+        need = (np.abs(g - t) + 2 * e) / np.maximum(slope, 1e-300)
+        step = np.maximum(need, 2.0 ** -52 * (1.0 + np.abs(z[idx]))) * 2.0 ** j
         z[idx] = z[idx] + step if above else z[idx] - step
     return z
 
