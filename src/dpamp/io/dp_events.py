@@ -24,7 +24,8 @@ is imported only when called; it is a test extra, not a dependency).
 ``to_dp_event(m)`` writes the other way, wherever dp-accounting has the event: each family's
 declared ``to_event`` (Gaussian, Laplace, discrete Laplace, randomized response of a bit, zCDP,
 tree aggregation; a wrapper family, subsampled or repeat-and-select, around its base's event),
-a composition as ComposedDpEvent of SelfComposedDpEvent(part, count). Families with no
+a composition as ComposedDpEvent of SelfComposedDpEvent(part, count), a 0-DP mechanism (what
+NoOpDpEvent reads as) as NoOpDpEvent. Families with no
 dp-accounting event (PureDP, EpsDelta, the selection mechanisms, random allocation, ...) raise
 ValueError naming the part. The neighbouring relation is dp-accounting's *accountant*'s: give it
 the relation of ``m`` (``m.relation``; REPLACE_ONE for substitution).
@@ -231,6 +232,8 @@ def to_dp_event(mechanism: Mechanism) -> Any:
 def _event_of(mechanism) -> Any:
     fam = family_of(mechanism)
     if fam is None or fam.to_event is None:
+        if _costs_nothing(mechanism):                # PureDP(0), what NoOpDpEvent reads as
+            return _dp_event_module().NoOpDpEvent()
         name = type(mechanism).__name__ if fam is None else fam.name
         raise ValueError(f"{name} has no dp-accounting event (to_dp_event writes: "
                          f"{', '.join(sorted(f.name for _, f in families() if f.to_event))}, "
@@ -239,3 +242,11 @@ def _event_of(mechanism) -> Any:
     if base is not None:                             # a wrapper family: its base's event
         return fam.to_event(mechanism, to_dp_event(base))
     return fam.to_event(mechanism)
+
+
+def _costs_nothing(mechanism) -> bool:
+    """Whether the mechanism is 0-DP (then NoOpDpEvent describes it exactly)."""
+    try:
+        return mechanism.pure_epsilon() == 0.0
+    except (ValueError, NotImplementedError):
+        return False
