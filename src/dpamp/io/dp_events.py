@@ -236,7 +236,7 @@ def to_dp_event(mechanism: Mechanism) -> Any:
 def _event_of(mechanism) -> Any:
     fam = family_of(mechanism)
     if fam is None or fam.to_event is None:
-        if _costs_nothing(mechanism):                # PureDP(0), what NoOpDpEvent reads as
+        if _costs_nothing(mechanism, fam):           # PureDP(0), what NoOpDpEvent reads as
             return _dp_event_module().NoOpDpEvent()
         name = type(mechanism).__name__ if fam is None else fam.name
         raise ValueError(f"{name} has no dp-accounting event (to_dp_event writes: "
@@ -248,9 +248,10 @@ def _event_of(mechanism) -> Any:
     return fam.to_event(mechanism)
 
 
-def _costs_nothing(mechanism) -> bool:
-    """Whether the mechanism is 0-DP (then NoOpDpEvent describes it exactly)."""
-    try:
-        return mechanism.pure_epsilon() == 0.0
-    except (ValueError, NotImplementedError):
-        return False
+def _costs_nothing(mechanism, fam) -> bool:
+    """Whether the mechanism is stated as 0-DP (then NoOpDpEvent describes it exactly): by its
+    declared (epsilon, delta) statement, or the pure epsilon ``eps0`` of a pure-DP description
+    (a parameter: nothing is computed)."""
+    if fam is not None and fam.eps_delta is not None:
+        return tuple(fam.eps_delta(mechanism)) == (0.0, 0.0)
+    return getattr(mechanism, "eps0", None) == 0.0
