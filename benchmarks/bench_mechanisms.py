@@ -161,12 +161,19 @@ def user_level_rows() -> list[Row]:
 # --- running ------------------------------------------------------------------------------------
 
 def _clear_caches():
-    """Every cache of dpamp's answers: each run is cold."""
+    """Every cache of dpamp's answers: each run is cold (the PLD caches, the mixture's RDP
+    memo, and every functools cache of a loaded dpamp module, e.g. the truncated pairs)."""
     from dpamp.mechanisms import mixture_of_gaussians as mog
     from dpamp.pld import cache
     for c in list(cache._ALL):
         c.store.clear()
     mog._CACHE.clear()
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("dpamp.") and mod is not None:
+            for obj in list(vars(mod).values()):
+                if callable(getattr(obj, "cache_clear", None)) and \
+                        getattr(obj, "__module__", "") == name:
+                    obj.cache_clear()
 
 
 def _clock(fn, *args):
