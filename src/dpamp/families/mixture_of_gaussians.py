@@ -76,6 +76,18 @@ def _from_event(event, relation, sensitivity):
                               relation=relation)
 
 
+def _to_event(m: MixtureOfGaussians):
+    """``MixtureOfGaussiansDpEvent(sigma, sensitivities, probabilities)``, for an accountant
+    under add/remove (dp-accounting refuses REPLACE_ONE for this event, and so does the
+    reader)."""
+    if m.relation is SUBSTITUTION:
+        raise ValueError("dp-accounting accounts MixtureOfGaussiansDpEvent under "
+                         "ADD_OR_REMOVE_ONE only; this mixture is stated under substitution")
+    from dp_accounting import dp_event
+    return dp_event.MixtureOfGaussiansDpEvent(m.sigma, list(m.sensitivities),
+                                              list(m.probabilities))
+
+
 def _describe(m: MixtureOfGaussians) -> str:
     parts = ", ".join(f"{p:g}: {c:g}" for c, p in zip(m.sensitivities, m.probabilities))
     return f"mixture of Gaussians, σ = {m.sigma:g}, shifts (probability: shift) {parts}"
@@ -88,7 +100,7 @@ declare(MixtureOfGaussians, Family(
                          source="mixture of Gaussian curves (000 Thm 4 per component)"),
     zcdp=_rho,
     word="mixture_of_gaussians", keys=("sigma", "sensitivities", "probabilities"),
-    from_words=_words, event="MixtureOfGaussiansDpEvent", from_event=_from_event,
+    from_words=_words, event="MixtureOfGaussiansDpEvent", from_event=_from_event, to_event=_to_event,
     example=lambda rel: MixtureOfGaussians(1.0, (0.0, 1.0, 2.0), (0.81, 0.18, 0.01),
                                            relation=rel),
     describe=_describe))

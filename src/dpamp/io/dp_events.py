@@ -11,6 +11,8 @@ is imported only when called; it is a test extra, not a dependency).
 | RandomizedResponseDpEvent(p, k>2)         | PureDP(log(1 + k(1-p)/p)), substitution  [**]        |
 | ZCDpEvent(rho, xi=0)                      | ZCDP(rho)                                            |
 | DiscreteLaplaceDpEvent(a, Delta)          | DiscreteLaplace(a, sensitivity=Delta)                |
+| MixtureOfGaussiansDpEvent(s, c, p)        | MixtureOfGaussians(s, c, p), add/remove              |
+| DiscreteGaussianDpEvent(s, Delta, 1) [***] | DiscreteGaussian(s, Delta) (read only)              |
 | PoissonSampledDpEvent(q, e)               | from_dp_event(e).subsample(Poisson(q)), add/remove   |
 | SampledWithoutReplacementDpEvent(n, m, e) | ... .subsample(WithoutReplacement(m, n)), substitution |
 | SampledWithReplacementDpEvent(n, m, e)    | ... .subsample(WithReplacement(m, n)), substitution  |
@@ -19,14 +21,15 @@ is imported only when called; it is a test extra, not a dependency).
 | SingleEpochTreeAggregationDpEvent(z, n)   | TreeAggregation(z, max(n))                           |
 | RepeatAndSelectDpEvent(e, mean, shape)    | RepeatAndSelect(from_dp_event(e), mean, ...)         |
 | NoOpDpEvent, count 0, rate 0, k = 1, p = 1 | no privacy cost (dropped from the composition)      |
-| NonPrivateDpEvent, UnsupportedDpEvent, others | ValueError                                       |
+| NonPrivateDpEvent, UnsupportedDpEvent, others | ValueError naming the event class               |
 
 ``to_dp_event(m)`` writes the other way, wherever dp-accounting has the event: each family's
 declared ``to_event`` (Gaussian, Laplace, discrete Laplace, randomized response of a bit, zCDP,
-tree aggregation; a wrapper family, subsampled or repeat-and-select, around its base's event),
-a composition as ComposedDpEvent of SelfComposedDpEvent(part, count). Families with no
-dp-accounting event (PureDP, EpsDelta, the selection mechanisms, random allocation, ...) raise
-ValueError naming the part. The neighbouring relation is dp-accounting's *accountant*'s: give it
+tree aggregation, mixture of Gaussians under add/remove; a wrapper family, subsampled or
+repeat-and-select, around its base's event), a composition as ComposedDpEvent of
+SelfComposedDpEvent(part, count), a 0-DP mechanism (what NoOpDpEvent reads as) as NoOpDpEvent.
+Families with no dp-accounting event (PureDP, EpsDelta, the selection mechanisms, random
+allocation, ...) raise ValueError naming the part. The neighbouring relation is dp-accounting's *accountant*'s: give it
 the relation of ``m`` (``m.relation``; REPLACE_ONE for substitution).
 
 Semantics, as dp-accounting's own accountants use them:
@@ -43,6 +46,8 @@ Semantics, as dp-accounting's own accountants use them:
   if your z was computed that way, pass ``replace_one_sensitivity=2`` to be safe.)
 * A subsampled composition of Gaussians is one Gaussian with z = (sum z_i^-2)^-1/2 (dp-accounting
   does the same: the queries run on one sample; Mironov et al. 2019 Sec. 3).
+* [***] on dp-accounting's main branch, not in 0.6.0 (whose event classes are all read or
+  refused by name: tests/test_dp_event_interop.py).
 * [**] k-ary randomized response (k > 2) is accounted as pure epsilon-DP with its epsilon
   log((1 - p + p/k) / (p/k)); binary RR is the dominating pair of every epsilon-DP mechanism
   (004 Sec. 5), so this is a sound, slightly loose bound.
@@ -231,6 +236,8 @@ def to_dp_event(mechanism: Mechanism) -> Any:
 def _event_of(mechanism) -> Any:
     fam = family_of(mechanism)
     if fam is None or fam.to_event is None:
+        if _costs_nothing(mechanism, fam):           # PureDP(0), what NoOpDpEvent reads as
+            return _dp_event_module().NoOpDpEvent()
         name = type(mechanism).__name__ if fam is None else fam.name
         raise ValueError(f"{name} has no dp-accounting event (to_dp_event writes: "
                          f"{', '.join(sorted(f.name for _, f in families() if f.to_event))}, "
@@ -239,3 +246,12 @@ def _event_of(mechanism) -> Any:
     if base is not None:                             # a wrapper family: its base's event
         return fam.to_event(mechanism, to_dp_event(base))
     return fam.to_event(mechanism)
+
+
+def _costs_nothing(mechanism, fam) -> bool:
+    """Whether the mechanism is stated as 0-DP (then NoOpDpEvent describes it exactly): by its
+    declared (epsilon, delta) statement, or the pure epsilon ``eps0`` of a pure-DP description
+    (a parameter: nothing is computed)."""
+    if fam is not None and fam.eps_delta is not None:
+        return tuple(fam.eps_delta(mechanism)) == (0.0, 0.0)
+    return getattr(mechanism, "eps0", None) == 0.0
