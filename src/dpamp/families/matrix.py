@@ -102,37 +102,57 @@ def _floats(words, key):
 
 
 def _strategy(words, n: int):
+    """The strategy the words name, its inputs read (and their errors raised) first, then
+    built (a constructor's error names ``strategy``)."""
     kind = words.get("strategy", _text, required=True)
-    bands = words.get("bands", V.integer, low=1)
-    coeffs = _floats(words, "coeffs")
+    build = {"banded": _banded, "toeplitz": _toeplitz, "blt": _blt,
+             "tree": lambda words, n: (lambda: BinaryTree(n)), "dense": _dense}.get(kind)
+    if build is None:
+        words.fail("strategy", f"must be one of banded, toeplitz, blt, tree, dense (got "
+                               f"{kind!r})")
+    make = build(words, n)
     try:
-        if kind == "banded":
-            if coeffs is None and bands is None:
-                words.fail("bands", "missing: a banded strategy needs bands (or coeffs)")
-            c = coeffs if coeffs is not None else bsr_coefficients(min(bands, n))
-            if bands is not None and len(c) > bands:
-                words.fail("coeffs", f"{len(c)} coefficients for {bands} bands")
-            return BandedToeplitz(c, n)
-        if kind == "toeplitz":
-            return Toeplitz(coeffs if coeffs is not None else bsr_coefficients(n), n)
-        if kind == "blt":
-            th, om = _floats(words, "buffer_decays"), _floats(words, "output_scales")
-            if th is None or om is None:
-                words.fail("buffer_decays", "a BLT strategy needs buffer_decays and "
-                           "output_scales")
-            return BLT(th, om, n)
-        if kind == "tree":
-            return BinaryTree(n)
-        if kind == "dense":
-            path = words.get("matrix_file", _text, required=True)
-            c = np.load(path, allow_pickle=False)
-            if c.ndim != 2 or c.shape[1] != n:
-                words.fail("matrix_file", f"must hold a matrix of {n} columns (the steps; got "
-                           f"shape {c.shape})")
-            return DenseStrategy(c)
+        return make()
     except (ValueError, OSError) as e:
         words.fail("strategy", str(e))
-    words.fail("strategy", f"must be one of banded, toeplitz, blt, tree, dense (got {kind!r})")
+
+
+def _banded(words, n):
+    bands = words.get("bands", V.integer, low=1)
+    coeffs = _floats(words, "coeffs")
+    if coeffs is None and bands is None:
+        words.fail("bands", "missing: a banded strategy needs bands (or coeffs)")
+    c = coeffs if coeffs is not None else bsr_coefficients(min(bands, n))
+    if bands is not None and len(c) > bands:
+        words.fail("coeffs", f"{len(c)} coefficients for {bands} bands")
+    return lambda: BandedToeplitz(c, n)
+
+
+def _toeplitz(words, n):
+    if words.has("bands"):
+        words.fail("bands", "not used with strategy 'toeplitz' (use strategy 'banded')")
+    coeffs = _floats(words, "coeffs")
+    return lambda: Toeplitz(coeffs if coeffs is not None else bsr_coefficients(n), n)
+
+
+def _blt(words, n):
+    th, om = _floats(words, "buffer_decays"), _floats(words, "output_scales")
+    if th is None or om is None:
+        words.fail("buffer_decays" if th is None else "output_scales",
+                   "missing: a BLT strategy needs buffer_decays and output_scales")
+    return lambda: BLT(th, om, n)
+
+
+def _dense(words, n):
+    path = words.get("matrix_file", _text, required=True)
+
+    def make():
+        c = np.load(path, allow_pickle=False)
+        if c.ndim != 2 or c.shape[1] != n:
+            raise ValueError(f"{path} must hold a matrix of {n} columns (the steps; got shape "
+                             f"{c.shape})")
+        return DenseStrategy(c)
+    return make
 
 
 def _participation(words):
@@ -163,6 +183,7 @@ def _words(words, relation):
     z = words.get("noise_multiplier", V.positive, required=True)
     strategy = _strategy(words, n)
     part = _participation(words)
+    _check_keys(words)
     try:
         m = MatrixMechanism(strategy, z, part, relation=relation)
     except ValueError as e:
@@ -172,6 +193,30 @@ def _words(words, relation):
                "participation": part.describe(), "sensitivity": s.upper,
                "sensitivity_lower": s.lower, "sensitivity_route": s.route,
                "sensitivity_exact": s.exact, "route": m.route}
+
+
+_STRATEGY_KEYS = {"banded": ("bands", "coeffs"), "toeplitz": ("coeffs",),
+                  "blt": ("buffer_decays", "output_scales"), "tree": (),
+                  "dense": ("matrix_file",)}
+_PARTICIPATION_KEYS = {"single-epoch": (), "min-separation": ("participations",
+                                                               "min_separation"),
+                       "cyclic-poisson": ("sampling_prob", "partitions"),
+                       "balls-in-bins": ("bins",)}
+
+
+def _check_keys(words) -> None:
+    """A key of another strategy or participation is an error, not ignored."""
+    strategy = words.get("strategy", _text)
+    part = words.get("participation", _text) or "single-epoch"
+    own = set(_STRATEGY_KEYS[strategy]) | set(_PARTICIPATION_KEYS[part])
+    for key in sum(_STRATEGY_KEYS.values(), ()):
+        if words.has(key) and key not in own:
+            words.fail(key, f"not used with strategy {strategy!r} (its keys: "
+                            f"{', '.join(_STRATEGY_KEYS[strategy]) or 'none'})")
+    for key in sum(_PARTICIPATION_KEYS.values(), ()):
+        if words.has(key) and key not in own:
+            words.fail(key, f"not used with participation {part!r} (its keys: "
+                            f"{', '.join(_PARTICIPATION_KEYS[part]) or 'none'})")
 
 
 def _describe(m: MatrixMechanism) -> str:

@@ -157,6 +157,16 @@ class MatrixMechanism(Mechanism):
         q = self._rate
         return Subsampled(g, Poisson(q)) * self.rounds
 
+    def with_noise_multiplier(self, noise_multiplier: float) -> MatrixMechanism:
+        """The same mechanism at another noise multiplier, keeping the sensitivity computed
+        (it depends on C and the participation only): what calibration varies,
+        ``dp.calibrate.sigma(eps, delta, family=lambda z, **_: m.with_noise_multiplier(z),
+        steps=1)``."""
+        new = dataclasses.replace(self, noise_multiplier=noise_multiplier)
+        if "sensitivity" in self.__dict__:
+            new.__dict__["sensitivity"] = self.__dict__["sensitivity"]
+        return new
+
     def matrix(self) -> np.ndarray:
         """C as a dense array (rows x n): the input of the amplified bounds
         (:mod:`dpamp.amplification.matrix`), with ``participation`` and ``noise_multiplier``."""
