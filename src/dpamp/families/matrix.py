@@ -21,6 +21,7 @@ the stage runs it once (``whole_run``).
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -105,12 +106,13 @@ def _strategy(words, n: int):
     """The strategy the words name, its inputs read (and their errors raised) first, then
     built (a constructor's error names ``strategy``)."""
     kind = words.get("strategy", _text, required=True)
-    build = {"banded": _banded, "toeplitz": _toeplitz, "blt": _blt,
-             "tree": lambda words, n: (lambda: BinaryTree(n)), "dense": _dense}.get(kind)
-    if build is None:
+    builders: dict[str, Callable] = {"banded": _banded, "toeplitz": _toeplitz, "blt": _blt,
+                                     "tree": lambda words, n: (lambda: BinaryTree(n)),
+                                     "dense": _dense}
+    if kind not in builders:
         words.fail("strategy", f"must be one of banded, toeplitz, blt, tree, dense (got "
                                f"{kind!r})")
-    make = build(words, n)
+    make = builders[kind](words, n)
     try:
         return make()
     except (ValueError, OSError) as e:
