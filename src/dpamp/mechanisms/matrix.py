@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +51,11 @@ from .matrix_sensitivity import SensitivityBracket, sensitivity
 from .matrix_strategies import Strategy, as_strategy
 from .participation import CyclicPoisson, Participation, SingleEpoch, as_participation
 from .subsampled import Subsampled
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..core.sampling import SamplingScheme
 
 __all__ = ["MatrixMechanism", "SensitivityWitness", "SampledWitness"]
 
@@ -179,7 +185,7 @@ class MatrixMechanism(Mechanism):
     def pure_epsilon(self) -> float:
         return math.inf
 
-    def rdp_lower(self, alpha):
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
         if self.route == NO_AMPLIFICATION:
             return None
         low = self.reduction(False)
@@ -201,7 +207,7 @@ class MatrixMechanism(Mechanism):
         q = self._rate
         return (SampledWitness(w, Poisson(q)) * self.rounds,)
 
-    def subsample(self, scheme) -> Mechanism:
+    def subsample(self, scheme: SamplingScheme) -> Mechanism:
         raise ValueError("a MatrixMechanism is sampled through its participation "
                          "(participation=dp.CyclicPoisson(q, partitions), dp.BallsInBins(b), "
                          "...), not by .subsample")

@@ -254,7 +254,7 @@ def sensitivity(strategy: Strategy, participations: int, separation: int) -> Sen
             low = max(low, lo)
         elif n * n * k <= ROW_BOUND_WORK:
             routes.append((_row_bound(x, e, k, b), "row bound", False))
-    up, route, exact = min(routes, key=lambda r: r[0])
+    up, route, exact = min(routes, key=lambda r: (r[0], not r[2]))
     # a bracket closed to rounding is exact whatever route closed it
     exact = exact or low >= up * (1 - 1e-9)
     return _finish(strategy, up, low, route, exact, k, b)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
+from typing import Sequence
 
 import numpy as np
 
@@ -115,7 +116,7 @@ class Strategy:
         gamma = (m + 2) * _U / (1 - (m + 2) * _U)
         return x, a * (gamma * (1 + 4 * _U))
 
-    def pattern_sums(self, pattern) -> tuple[np.ndarray, np.ndarray]:
+    def pattern_sums(self, pattern: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(C 1_pi, |C| 1_pi) for the steps ``pattern``, as computed (each entry a float sum
         of at most |pi| terms)."""
         p = list(pattern)
@@ -413,7 +414,7 @@ class BinaryTree(Strategy):
     def nonnegative(self) -> bool:
         return True
 
-    def pattern_sums(self, pattern) -> tuple[np.ndarray, np.ndarray]:
+    def pattern_sums(self, pattern: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """The count of the pattern's steps in each completed node (exact integers)."""
         p = np.asarray(sorted(pattern), dtype=np.int64)
         out = []
