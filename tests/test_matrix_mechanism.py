@@ -94,6 +94,13 @@ def test_exact_routes_on_their_structures():
     # BLT with omega >= 0, sum omega <= 1: the same
     s, lo, _ = check_bracket(dp.BLT((0.9, 0.5), (0.4, 0.3), 8), 4, 2)
     assert s.route == "toeplitz-monotone" and s.exact
+    # a dense banded C (not Toeplitz) is banded too; its Gram's band is found structurally
+    rng = np.random.default_rng(7)
+    c = np.tril(rng.normal(size=(8, 8))) * (np.tri(8) - np.tri(8, k=-3))
+    dense = dp.DenseStrategy(c)
+    assert dense.bands == 3 and dense.gram_bands == 3 and dense.toeplitz() is None
+    s, lo, _ = check_bracket(dense, 3, 3)
+    assert s.route == "banded" and s.exact
     # dense non-negative: enumeration is exact
     s, lo, _ = check_bracket(dp.DenseStrategy(np.tril(np.ones((7, 7)))), 3, 2)
     assert s.exact

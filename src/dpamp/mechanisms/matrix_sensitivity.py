@@ -165,13 +165,15 @@ def _enumerate(strategy, x, e, k, b):
     """(upper^2, lower^2) over every pattern."""
     ax = np.abs(x) + e
     lo_x = x - e
+    kk = k * k
     up, lo = 0.0, 0.0
     for pat in _patterns(strategy.n, b, k):
         idx = np.asarray(pat)
         up = max(up, float(ax[np.ix_(idx, idx)].sum()))
-        lo = max(lo, float(lo_x[np.ix_(idx, idx)].sum()))
-    kk = k * k
-    return _up(up, kk), _down(lo, kk)
+        sub = lo_x[np.ix_(idx, idx)]
+        # a sum of mixed signs errs by gamma times the sum of magnitudes, not of the result
+        lo = max(lo, float(sub.sum()) - 2 * _gamma(kk) * float(np.abs(sub).sum()))
+    return _up(up, kk), max(lo, 0.0)
 
 
 def _row_bound(x, e, k, b) -> float:

@@ -32,6 +32,7 @@ coefficients where it has them, and ``dense()`` (the C the amplified bounds of
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from fractions import Fraction
 from typing import Sequence
@@ -114,7 +115,7 @@ class Strategy:
             ac = np.abs(c)
             a = ac.T @ ac
         gamma = (m + 2) * _U / (1 - (m + 2) * _U)
-        return x, a * (gamma * (1 + 4 * _U))
+        return x, a * (gamma * (1 + 4 * gamma + 4 * _U))
 
     def pattern_sums(self, pattern: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(C 1_pi, |C| 1_pi) for the steps ``pattern``, as computed (each entry a float sum
@@ -182,39 +183,50 @@ class DenseStrategy(Strategy):
     def dense(self) -> np.ndarray:
         return self.matrix
 
+    @functools.cached_property
+    def _structure(self) -> tuple[bool, int | None, int, np.ndarray | None]:
+        """(square lower triangular, bands, gram bands, Toeplitz coefficients), once: each
+        column's support lies in rows [first_t, last_t]; columns whose intervals do not meet
+        share no row, so X[s, t] = 0 structurally (a conservative, exact-integer test)."""
+        a = self.matrix
+        m, n = a.shape
+        nz = a != 0
+        any_col = nz.any(axis=0)
+        first = np.where(any_col, nz.argmax(axis=0), m)
+        last = np.where(any_col, m - 1 - nz[::-1].argmax(axis=0), -1)
+        # the largest t with first_t <= last_s: on the suffix minima of first (non-decreasing)
+        suffix = np.minimum.accumulate(first[::-1])[::-1]
+        reach = np.searchsorted(suffix, last, side="right") - 1
+        gram_bands = int(max(int((reach - np.arange(n)).max()), 0)) + 1
+        lower = m == n and not np.triu(a, 1).any()
+        if not lower:
+            return False, None, gram_bands, None
+        i, j = np.nonzero(a)
+        bands = int((i - j).max()) + 1 if i.size else 1
+        c = a[:, 0].copy()
+        for k in range(n):  # every diagonal constant
+            if not np.array_equal(np.diagonal(a, -k), np.full(n - k, c[k])):
+                return True, bands, gram_bands, None
+        return True, bands, gram_bands, c
+
     @property
     def square_lower(self) -> bool:
-        m, n = self.matrix.shape
-        return m == n and not np.triu(self.matrix, 1).any()
+        return self._structure[0]
 
     @property
     def bands(self) -> int | None:
-        if not self.square_lower:
-            return None
-        i, j = np.nonzero(self.matrix)
-        return int((i - j).max()) + 1 if i.size else 1
+        return self._structure[1]
 
     @property
     def gram_bands(self) -> int:
-        nz = (self.matrix != 0).astype(float)
-        s = nz.T @ nz   # counts of shared rows: exact small integers
-        i, j = np.nonzero(s)
-        return int(np.abs(i - j).max()) + 1 if i.size else 1
+        return self._structure[2]
 
     def nonnegative(self) -> bool:
         return bool((self.matrix >= 0).all())
 
     def toeplitz(self) -> np.ndarray | None:
-        if not self.square_lower:
-            return None
-        c = self.matrix[:, 0]
-        n = self.n
-        for k in range(1, n):  # every diagonal constant
-            if not np.array_equal(np.diagonal(self.matrix, -k), np.full(n - k, c[k])):
-                return None
-        if not np.array_equal(np.diagonal(self.matrix), np.full(n, c[0])):
-            return None
-        return c.copy()
+        c = self._structure[3]
+        return None if c is None else c.copy()
 
     def nonnegative_nonincreasing(self) -> bool:
         c = self.toeplitz()
