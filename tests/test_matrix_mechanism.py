@@ -324,6 +324,20 @@ def test_validation_errors():
         dp.Toeplitz([0.0, 0.0], 4)
 
 
+def test_json_and_dp_events():
+    ms = [dp.MatrixMechanism(dp.BandedToeplitz([1, .5], 10), 2.0, dp.MinSeparation(2, 3)),
+          dp.MatrixMechanism(np.tril(np.ones((4, 4))), 2.0, dp.CyclicPoisson(0.1, 4)),
+          dp.MatrixMechanism(dp.BLT((0.9,), (0.2,), 10), 2.0, dp.BallsInBins(3)),
+          dp.MatrixMechanism(dp.BinaryTree(9), 2.0, relation="substitution")]
+    for m in ms:
+        assert dp.from_json(m.to_json()) == m
+    pytest.importorskip("dp_accounting")
+    ev = dp.to_dp_event(ms[1])            # tril(ones): max column norm 2, one round
+    assert ev.count == 1 and ev.event.sampling_probability == 0.1
+    assert ev.event.event.noise_multiplier == pytest.approx(1.0, rel=1e-12)
+    assert dp.to_dp_event(ms[3]).noise_multiplier == pytest.approx(2.0 / (2 * 2), rel=1e-12)
+
+
 def test_substitution_doubles_mu():
     a = dp.MatrixMechanism(np.eye(3), 2.0)
     b = dp.MatrixMechanism(np.eye(3), 2.0, relation="substitution")

@@ -221,6 +221,19 @@ def _check_keys(words) -> None:
                             f"{', '.join(_PARTICIPATION_KEYS[part]) or 'none'})")
 
 
+def _to_event(m: MatrixMechanism):
+    """dp-accounting's event of the plan the mechanism is accounted as, at the upper end of
+    its sensitivity: ``GaussianDpEvent(1 / mu_hi)`` (routes gaussian, no-amplification), or
+    ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(1 / mu_hi)), rounds)``,
+    the plan of jax_privacy's ``amplified_bandmf_event`` (route cyclic-poisson)."""
+    from dp_accounting import dp_event as E
+    g = E.GaussianDpEvent(1.0 / m.mu[1]) if m.mu[1] > 0 else E.NoOpDpEvent()
+    if m.route != CYCLIC:
+        return g
+    q = m.participation.sampling_prob  # type: ignore[attr-defined]
+    return E.SelfComposedDpEvent(E.PoissonSampledDpEvent(q, g), m.rounds)
+
+
 def _describe(m: MatrixMechanism) -> str:
     s = m.sensitivity
     return (f"matrix mechanism: {m.strategy.describe()}, noise multiplier "
@@ -239,6 +252,6 @@ declare(MatrixMechanism, Family(
                          source="000 Thm 4 at the matrix mechanism's sensitivity"),
     zcdp=lambda m: None if m.route == CYCLIC else ulps_up(0.5 * m.mu[1] ** 2, 4),
     has=_has, word="matrix", keys=_KEYS, from_words=_words, whole_run=True,
-    describe=_describe))
+    to_event=_to_event, describe=_describe))
 
 __all__ = ["bsr_coefficients", "NO_AMPLIFICATION"]
