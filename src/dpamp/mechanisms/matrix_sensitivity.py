@@ -30,8 +30,9 @@ mechanism doubles it under substitution). Routes (the best proven ends are kept)
   2 sum_{m=1}^{k'-1} (k' - m) a-bar(m b). An upper bound.
 - **triangle**: |D| <= sum_{t in pi} |C[:, t]|, maximised over pi. An upper bound, any C.
 
-The lower end is always an attained value: |C 1_pi| for the patterns tried, equal gradients
-(valid in any dimension). Rounding: every float sum is padded outward by its
+The lower end is always an attained value: |C 1_pi| for the patterns tried, equal gradients,
+and where C has negative entries |C[:, pi] s| for signs s = +-1 on the earliest pattern (both
+valid in any dimension). Rounding: every float sum is padded outward by its
 gamma_m = m u / (1 - m u) bound (Higham 2002, Sec. 3.1), the Gram by gamma_rows |C|^T |C|; a
 BLT's computed coefficients by k' times their error's l2 norm.
 """
@@ -104,6 +105,8 @@ def count_patterns(n: int, separation: int, participations: int, cap: int) -> in
         back = hist[i - b] if i - b >= 0 else [1] + [0] * k
         new = [1] + [min(prev[j] + back[j - 1], cap + 1) for j in range(1, k + 1)]
         hist.append(new)
+        if sum(new[1:]) > cap:     # the counts only grow with i: stop at the cap
+            return cap + 1
     return min(sum(hist[n][1:]), cap + 1)
 
 
@@ -133,6 +136,34 @@ def _equal_g_lower(strategy: Strategy, pattern) -> float:
     norm_v = math.sqrt(_down(float(v @ v), v.size))
     norm_w = math.sqrt(_up(float(w @ w), w.size))
     low = norm_v - _gamma(len(p)) * norm_w
+    return low * low if low > 0 else 0.0
+
+
+#: n k'^2 at most for the signed lower end (the Gram of a pattern's columns)
+SIGNED_WORK = 10 ** 8
+
+
+def _signed_lower(strategy: Strategy, k: int, b: int) -> float:
+    """Gradients +-g on the earliest pattern (valid in any dimension): the signs by a few
+    rounds of s <- sign(G s) on the pattern's Gram G from s = 1 (deterministic), the value
+    |C[:, pi] s|^2 bounded below as in :func:`_equal_g_lower`. 0 beyond ``SIGNED_WORK``."""
+    n = strategy.n
+    pat = list(range(0, min(n, k * b), b))
+    if n * len(pat) ** 2 > SIGNED_WORK:
+        return 0.0
+    cols = np.stack([strategy.pattern_sums([t])[0] for t in pat], axis=1)
+    g = cols.T @ cols
+    s = np.ones(len(pat))
+    for _ in range(20):
+        nxt = np.where(g @ s >= 0, 1.0, -1.0)
+        if np.array_equal(nxt, s):
+            break
+        s = nxt
+    v = cols @ s
+    w = np.abs(cols).sum(axis=1)
+    norm_v = math.sqrt(_down(float(v @ v), v.size))
+    norm_w = math.sqrt(_up(float(w @ w), w.size))
+    low = norm_v - _gamma(len(pat)) * norm_w
     return low * low if low > 0 else 0.0
 
 
@@ -248,15 +279,19 @@ def sensitivity(strategy: Strategy, participations: int, separation: int) -> Sen
     if strategy.gram_bands <= b:     # every pattern's value is its sum of column norms^2
         low = max(low, _down(float(vec_sens(col_sq, b, k)), rows + k))
     if not any(ex for _, _, ex in routes) and _gram_fits(n, _dense_rows(strategy)):
-        x, e = strategy.gram()
-        if count_patterns(n, b, k, ENUMERATION_LIMIT) <= ENUMERATION_LIMIT:
-            up, lo = _enumerate(strategy, x, e, k, b)
-            exact = strategy.nonnegative() or bool((x - e >= 0).all())
-            routes.append((up, "enumeration", exact))
-            low = max(low, lo)
-        elif n * n * k <= ROW_BOUND_WORK:
-            routes.append((_row_bound(x, e, k, b), "row bound", False))
+        few = count_patterns(n, b, k, ENUMERATION_LIMIT) <= ENUMERATION_LIMIT
+        if few or n * n * k <= ROW_BOUND_WORK:
+            x, e = strategy.gram()
+            if few:
+                up, lo = _enumerate(strategy, x, e, k, b)
+                exact = strategy.nonnegative() or bool((x - e >= 0).all())
+                routes.append((up, "enumeration", exact))
+                low = max(low, lo)
+            else:
+                routes.append((_row_bound(x, e, k, b), "row bound", False))
     up, route, exact = min(routes, key=lambda r: (r[0], not r[2]))
+    if not exact and not strategy.nonnegative():
+        low = max(low, _signed_lower(strategy, k, b))
     # a bracket closed to rounding is exact whatever route closed it
     exact = exact or low >= up * (1 - 1e-9)
     return _finish(strategy, up, low, route, exact, k, b)
