@@ -267,6 +267,32 @@ def test_cyclic_poisson_matches_jax_privacy_plan():  # pragma: no cover - needs 
     assert ev.event.event.noise_multiplier == pytest.approx(1 / step.base.mu, rel=1e-12)
 
 
+def test_a_wide_sensitivity_bracket_gives_both_gaussians_ends():
+    """The PLD's pessimistic side is the Gaussian at Delta_hi, its optimistic side the Gaussian
+    at Delta_lo (pld.sources.Bracketed)."""
+    m = dp.MatrixMechanism(dp.BinaryTree(10_000), 20.0, dp.MinSeparation(10, 1000))
+    s = m.sensitivity
+    assert not s.exact and s.upper / s.lower > 1.01
+    g = m.epsilon(1e-6, method="pld")
+    hi = dp.Gaussian(20.0, s.upper).epsilon(1e-6, method="pld")
+    lo = dp.Gaussian(20.0, s.lower).epsilon(1e-6, method="pld")
+    assert g.epsilon >= hi.lower and g.lower <= lo.epsilon
+    assert g.lower >= lo.lower * (1 - 1e-3)
+
+
+def test_heterogeneous_composition_keeps_a_lower_bound():
+    pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant
+    a = dp.MatrixMechanism(dp.BandedToeplitz(bsr_coefficients(4), 400), 2.0,
+                           dp.CyclicPoisson(0.1, 4))
+    b = dp.MatrixMechanism(dp.BLT((0.9, 0.5), (0.3, 0.2), 300), 20.0, dp.MinSeparation(3, 100))
+    g = (a + b).epsilon(1e-6)
+    acc = pld_privacy_accountant.PLDAccountant()
+    acc.compose(dp.to_dp_event(a + b))
+    truth = acc.get_epsilon(1e-6)
+    assert g.lower is not None and g.lower <= truth * (1 + 1e-4) and truth <= g.epsilon * 1.002
+
+
 def test_more_bands_than_partitions_is_an_upper_bound_only():
     m = dp.MatrixMechanism(dp.BandedToeplitz(bsr_coefficients(8), 64), 4.0,
                            dp.CyclicPoisson(0.1, 4))

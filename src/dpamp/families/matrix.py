@@ -4,8 +4,9 @@ Its representations are those of the plan it reduces to (``MatrixMechanism.reduc
 the upper end of its sensitivity bracket for upper bounds and at the lower end for lower
 bounds, so a bracket never leans on a sensitivity that is only an upper bound:
 
-- the privacy-loss pair: the reduction's at mu_hi, marked not attained (the PLD's lower end
-  comes from the witness at mu_lo, ``MatrixMechanism.witnesses``);
+- the privacy-loss pair: the reduction's at mu_hi for the pessimistic discretisation and at
+  mu_lo for the optimistic one (``pld.sources.Bracketed``); route no-amplification: mu_hi only,
+  not attained (no lower end);
 - the privacy profile (routes gaussian and no-amplification): the Gaussian closed form at mu_hi,
   and at mu_lo for the lower rows (route gaussian only: a pattern attaining Delta_lo is a pair
   of neighbours, and the Gaussian profile grows with mu);
@@ -36,12 +37,20 @@ from ..mechanisms.participation import (BallsInBins, CyclicPoisson, MinSeparatio
 
 
 def _loss_parts(m: MatrixMechanism):
+    """The reduction's pair at mu_hi (pessimistic) and at mu_lo (optimistic: a pattern
+    attaining Delta_lo is an actual pair of neighbours); route no-amplification: mu_hi only,
+    not attained."""
     from ..pld.loss import gaussian
-    from ..pld.sources import NotAttained, loss_distribution
+    from ..pld.sources import Bracketed, NotAttained, loss_distribution
+    lo, hi = m.mu
+    exact = lo >= hi * (1 - 1e-9)
     if m.route == CYCLIC:
         step, count = m.reduction(True).parts()[0]
-        return [(NotAttained(loss_distribution(step)), count)]
-    return [(NotAttained(gaussian(m.mu[1])), 1)]
+        low, _ = m.reduction(False).parts()[0]
+        return [(Bracketed(loss_distribution(step), loss_distribution(low), exact), count)]
+    if m.route == GAUSSIAN:
+        return [(Bracketed(gaussian(hi), gaussian(lo), exact), 1)]
+    return [(NotAttained(gaussian(hi)), 1)]
 
 
 def _profile_pair(m: MatrixMechanism, eps):

@@ -14,7 +14,8 @@ How it is accounted (``route``):
   Gaussian mechanism with mu = c Delta / z (c = 1 add/remove, 2 substitution). Delta comes as
   a proven bracket [Delta_lo, Delta_hi] (exact structures: the ends differ by rounding only):
   upper bounds are those of mu_hi = c Delta_hi / z, lower bounds those of mu_lo (a pattern and
-  gradients attaining Delta_lo are one pair of neighbours: its Gaussian pair is a witness).
+  gradients attaining Delta_lo are one pair of neighbours: its Gaussian pair is a witness, and
+  the PLD's optimistic side, ``dpamp.pld.sources.Bracketed``).
 - **cyclic-poisson** (:class:`.participation.CyclicPoisson` with p partitions and C lower
   triangular with at most p bands): a record of group j enters only steps j, j + p, ..., and
   the rows of C G its step t touches (t .. t + bands - 1) are disjoint from the next one's, so
