@@ -376,6 +376,8 @@ def test_validation_errors():
         dp.MatrixMechanism(np.eye(2), 1.0, dp.CyclicPoisson(0.1), relation="substitution")
     with pytest.raises(ValueError, match="participation"):
         dp.MatrixMechanism(np.eye(2), 1.0).subsample(dp.Poisson(0.1))
+    with pytest.raises(ValueError, match="no population"):
+        dp.MatrixMechanism(np.eye(2), 1.0, dp.Poisson(0.1, relation="substitution"))
     with pytest.raises(ValueError, match="all be 0"):
         dp.Toeplitz([0.0, 0.0], 4)
 

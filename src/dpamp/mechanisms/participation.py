@@ -128,8 +128,10 @@ def as_participation(p) -> Participation:
         return p
     from ..core.sampling import Poisson
     if isinstance(p, Poisson):
-        if p.population is not None:
-            raise ValueError("participation=dp.Poisson(q) takes no population here")
+        from ..core.relations import ADD_REMOVE
+        if p.population is not None or p.relation is not ADD_REMOVE:
+            raise ValueError("participation=dp.Poisson(q) is the add/remove Poisson sample "
+                             "of every step: no population, no other relation")
         return CyclicPoisson(p.rate, 1)
     raise ValueError(f"participation must be dp.SingleEpoch(), dp.MinSeparation(k, b), "
                      f"dp.CyclicPoisson(q, partitions), dp.BallsInBins(bins) or dp.Poisson(q) "
