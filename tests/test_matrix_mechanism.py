@@ -293,6 +293,16 @@ def test_heterogeneous_composition_keeps_a_lower_bound():
     assert g.lower is not None and g.lower <= truth * (1 + 1e-4) and truth <= g.epsilon * 1.002
 
 
+def test_cyclic_poisson_risk_is_the_reductions():
+    """The risk queries (trade-off, TPR at FPR) of the cyclic route are those of its DP-SGD
+    plan, never a closed-form Gaussian profile of one step."""
+    m = dp.MatrixMechanism(dp.BandedToeplitz([1.0], 50), 2.0, dp.CyclicPoisson(0.1, 1))
+    ref = dp.Gaussian(2.0).subsample(dp.Poisson(0.1)) * 50
+    a, b = m.tpr_at_fpr(0.01), ref.tpr_at_fpr(0.01)
+    assert a.upper >= b.lower and b.upper >= a.lower
+    assert dp.profiles.has_profile(m) is False
+
+
 def test_more_bands_than_partitions_is_an_upper_bound_only():
     m = dp.MatrixMechanism(dp.BandedToeplitz(bsr_coefficients(8), 64), 4.0,
                            dp.CyclicPoisson(0.1, 4))

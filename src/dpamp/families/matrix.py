@@ -54,6 +54,12 @@ def _loss_parts(m: MatrixMechanism):
 
 
 def _profile_pair(m: MatrixMechanism, eps):
+    """The Gaussian profile at mu_hi (routes gaussian, no-amplification). The cyclic-Poisson
+    route is a composition of subsampled steps, with no closed form: NotImplementedError, so
+    every caller (``has_profile``, the risk queries) takes its PLD instead."""
+    if m.route == CYCLIC:
+        raise NotImplementedError("the cyclic-Poisson reduction has no closed-form profile; "
+                                  "its PLD gives the profile")
     from ..profiles.closed_forms import gaussian_log_profile
     v = gaussian_log_profile(m.mu[1], eps, upper=True)
     return np.stack([v, v])
