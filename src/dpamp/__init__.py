@@ -29,6 +29,10 @@ from .mechanisms.repeat_select import RepeatAndSelect
 from .mechanisms.discrete_gaussian import DiscreteGaussian
 from .mechanisms.skellam import Skellam
 from .mechanisms.mixture_of_gaussians import MixtureOfGaussians
+from .mechanisms.matrix import MatrixMechanism
+from .mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
+                                           Toeplitz)
+from .mechanisms.participation import BallsInBins, CyclicPoisson, MinSeparation, SingleEpoch
 
 __version__ = "0.1.0"
 
@@ -81,7 +85,9 @@ __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "Wi
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
            "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
            "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "TreeAggregation",
-           "RepeatAndSelect", "DiscreteGaussian", "Skellam", "MixtureOfGaussians", *_LAZY]
+           "RepeatAndSelect", "DiscreteGaussian", "Skellam", "MixtureOfGaussians",
+           "MatrixMechanism", "BLT", "BandedToeplitz", "BinaryTree", "DenseStrategy", "Toeplitz",
+           "BallsInBins", "CyclicPoisson", "MinSeparation", "SingleEpoch", *_LAZY]
 
 
 def __getattr__(name: str):

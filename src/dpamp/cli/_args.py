@@ -25,6 +25,12 @@ _WORDS = {"noise_multiplier": "noise_multiplier", "sigma": "sigma",
           "dataset_size": "dataset_size", "sample_rate": "sample_rate", "poisson": "sample_rate",
           "steps": "steps", "epochs": "epochs"}
 
+#: the matrix mechanism's flags (docs/matrix-mechanisms.md): flag -> the plan file's key
+_MATRIX_WORDS = {k: k for k in ("strategy", "bands", "coeffs", "buffer_decays", "output_scales",
+                                "matrix_file", "participation", "participations",
+                                "min_separation", "partitions", "sampling_prob", "bins")}
+_LISTS = ("coeffs", "buffer_decays", "output_scales")
+
 _OLD = ("{flag} is no longer accepted: --batch M --population N meant M records drawn without "
         "replacement (substitution relation, sensitivity 2), while --batch-size B "
         "--dataset-size N means Poisson sampling at rate B/N (add/remove, sensitivity 1), as in "
@@ -96,6 +102,7 @@ def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool
                    help="passes over the dataset: ceil(E x N / B) steps")
     for old in ("--batch", "--population"):
         g.add_argument(old, action=_Retired, help=argparse.SUPPRESS)
+    _add_matrix_args(p)
     if method:
         from ..accounting.registry import METHOD_NAMES
         p.add_argument("--method", default="auto", choices=METHOD_NAMES, metavar="METHOD",
@@ -106,13 +113,48 @@ def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _add_matrix_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("correlated noise: a matrix mechanism (docs/matrix-mechanisms.md)")
+    g.add_argument("--strategy", choices=("banded", "toeplitz", "blt", "tree", "dense"),
+                   help="the strategy matrix C of --steps steps: banded (Toeplitz, --bands; "
+                        "default coefficients: the banded square root), toeplitz (default: the "
+                        "square root of the prefix sums), blt (--buffer-decays, "
+                        "--output-scales), tree (binary tree), dense (--matrix-file)")
+    g.add_argument("--bands", type=int, metavar="B", help="bands of a banded strategy")
+    g.add_argument("--coeffs", metavar="C0,C1,...", help="Toeplitz coefficients c_0, c_1, ...")
+    g.add_argument("--buffer-decays", metavar="T1,T2,...", help="a BLT's buffer decays theta")
+    g.add_argument("--output-scales", metavar="W1,W2,...", help="a BLT's output scales omega")
+    g.add_argument("--matrix-file", metavar="FILE.npy", help="a dense C (columns = steps)")
+    g.add_argument("--participation",
+                   choices=("single-epoch", "min-separation", "cyclic-poisson",
+                            "balls-in-bins"),
+                   help="how records enter the steps (default single-epoch)")
+    g.add_argument("--participations", type=int, metavar="K",
+                   help="min-separation: at most K steps per record")
+    g.add_argument("--min-separation", type=int, metavar="B",
+                   help="min-separation: any two of a record's steps at least B apart")
+    g.add_argument("--partitions", type=int, metavar="P",
+                   help="cyclic-poisson: groups of records cycled over the steps (default 1)")
+    g.add_argument("--sampling-prob", type=float, metavar="Q",
+                   help="cyclic-poisson: Poisson rate of each step within its group")
+    g.add_argument("--bins", type=int, metavar="B", help="balls-in-bins: steps per epoch")
+
+
+def _list(text: str, flag: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--{flag.replace('_', '-')} must be numbers separated by commas "
+                         f"(got {text!r})") from None
+
+
 def given(args) -> dict:
     """The plan flags given, as the plan file's keys."""
     out = {}
-    for flag, key in _WORDS.items():
+    for flag, key in {**_WORDS, **_MATRIX_WORDS}.items():
         v = getattr(args, flag, None)
         if v is not None:
-            out[key] = v
+            out[key] = _list(v, flag) if flag in _LISTS else v
     return out
 
 
@@ -126,7 +168,13 @@ def build_stage(args):
     words = given(args)
     if "noise_multiplier" not in words and "sigma" not in words:
         raise ValueError("give --noise-multiplier Z (or --sigma S with --sensitivity)")
-    return parse_stage({"mechanism": "gaussian", **words}, origin="", cli=True)
+    kind = "matrix" if "strategy" in words else "gaussian"
+    if kind == "gaussian":
+        for key in _MATRIX_WORDS:
+            if key in words:
+                flag = "--" + key.replace("_", "-")
+                raise ValueError(f"{flag} describes a matrix mechanism: give --strategy too")
+    return parse_stage({"mechanism": kind, **words}, origin="", cli=True)
 
 
 def build_mechanism(args):

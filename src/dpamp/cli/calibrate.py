@@ -84,6 +84,8 @@ def cmd_calibrate(args):
                          "--sampler without-replacement for the old meaning")
     what = _SAME.get(args.what, args.what)
     args.what = what
+    if getattr(args, "strategy", None) is not None:
+        return _calibrate_matrix(args, what)
     smp, scheme = _sampling(args, what)
     relation = ADD_REMOVE if smp is None else smp.relation
     sens = args.sensitivity if args.sensitivity is not None else clip_sensitivity(relation)
@@ -140,6 +142,38 @@ def cmd_calibrate(args):
     print(f"assumed: sampler {assumed['sampler']}, relation "
           f"{'add/remove' if relation is ADD_REMOVE else 'substitution'}, sensitivity "
           f"{sens:g} ({'Laplace scale' if args.laplace else 'Gaussian noise'} relative to it)")
+
+
+def _calibrate_matrix(args, what):
+    """The noise multiplier of a matrix mechanism (``--strategy``) for each target epsilon:
+    the plan is one run of the mechanism, and epsilon decreases in the noise multiplier."""
+    from ..accounting import calibrate as C
+    from ._args import build_stage, describe, inputs
+    if what != "noise-multiplier":
+        raise ValueError(f"calibrate {what} is not offered for a matrix mechanism "
+                         "(--strategy); calibrate noise-multiplier")
+    _noise(args, need=False)
+    args.noise_multiplier = 1.0                  # a placeholder: the search varies it
+    stage = build_stage(args)
+    mech = stage.step
+    common = dict(delta=args.delta, method=args.method, steps=1,
+                  family=lambda z, **_: mech.with_noise_multiplier(z))
+    if args.tol is not None:
+        common["tol"] = args.tol
+    import dataclasses
+    results = [dataclasses.replace(r, steps=mech.n)
+               for r in C.sweep(C.sigma, "epsilon", args.epsilon, **common)]
+    args.noise_multiplier = None
+    if args.json:
+        given = inputs(args, calibrate=what, epsilon=args.epsilon, delta=args.delta,
+                       method=args.method)
+        out = [{**r.as_dict(), "inputs": given, "assumed": dict(stage.assumed)}
+               for r in results]
+        print(json.dumps(out[0] if len(out) == 1 else out))
+        return
+    for r in results:   # sigma is the noise multiplier here (rounded up as sigma)
+        print(str(r).replace("sigma = ", "noise multiplier = ", 1))
+    print("assumed: " + describe(stage).replace("noise multiplier 1, ", "", 1))
 
 
 def add_parser(subparsers) -> None:

@@ -34,13 +34,20 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
         mech = f"ε-DP mechanism, ε = {_g(p['epsilon'])}"
     elif kind == "zcdp":
         mech = f"ρ-zCDP mechanism, ρ = {_g(p['rho'])}"
+    elif kind == "matrix":
+        tag = "exact" if a.get("sensitivity_exact") else "upper bound"
+        mech = (f"matrix mechanism, {a['strategy']}, noise multiplier "
+                f"{_g(a['noise_multiplier'])}, L2 sensitivity {a['sensitivity']:.6g} ({tag}, "
+                f"{a['sensitivity_route']}); route {a['route']}")
     elif kind == "eps_delta":
         mech = f"(ε, δ)-DP mechanism, ε = {_g(p['epsilon'])}, δ = {_g(p['delta'])}"
     else:  # a family's own word: its name and the keys given
         mech = ", ".join([kind.replace("_", " ")] + [
             f"{k} = {_g(a.get(k, p.get(k)))}" for k in _keys(kind) if k in p or k in a])
     sampler = a.get("sampler", "none")
-    if sampler == "none":
+    if kind == "matrix":
+        samp = a["participation"]
+    elif sampler == "none":
         samp = "none (full dataset)"
     elif "batch_size" in a:
         b, n = a["batch_size"], a["dataset_size"]

@@ -297,11 +297,16 @@ def _parse_stage(r: _Reader, i: int, s: dict) -> Stage:
             r.fail(i, "relation", str(e))
     runs = _steps_of(r, i, s, scheme)
     unit = samplers.steps_per_run(scheme)
+    whole = _word_families()[kind].whole_run
+    if whole:                   # the mechanism is the whole run of ``steps`` (matrix)
+        runs, unit = 1, runs
     assumed.update(sampler="none" if sampler is None else sampler.name,
                    relation=relation.value, **sizes)
     if scheme is not None:
         assumed["sample_rate"] = float(rate)
-    if unit > 1:        # an epoch sampler: runs are epochs of ``unit`` steps
+    if whole:
+        assumed.update(steps=unit)
+    elif unit > 1:        # an epoch sampler: runs are epochs of ``unit`` steps
         assumed.update(steps=runs * unit, steps_per_epoch=unit, epochs=runs)
     else:
         assumed.update(steps=runs, epochs=samplers.epochs_of_steps(runs, rate))

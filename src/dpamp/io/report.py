@@ -175,7 +175,15 @@ def markdown(rows, delta: float, plan=None, mechanism=None) -> str:
 def risk_assumed(mech) -> list[str]:
     """One line per part: mechanism (with its sensitivity), sampling, count, relation."""
     rel = mech.relation.words
-    return [f"{describe_mechanism(m)}; {c} steps; {rel} neighbours" for m, c in mech.parts()]
+
+    from ..mechanisms.family import family_of
+
+    def count(m, c) -> str:
+        fam = family_of(m)
+        if fam is not None and fam.whole_run:       # a matrix mechanism: c runs of n steps
+            return f"{c} run{'s' * (c != 1)}"
+        return f"{c} steps"
+    return [f"{describe_mechanism(m)}; {count(m, c)}; {rel} neighbours" for m, c in mech.parts()]
 
 
 def _risk_summary(mechanism):

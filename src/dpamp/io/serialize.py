@@ -69,7 +69,9 @@ def _roots() -> tuple[type, ...]:
     from ..amplification.mixing.kernels import MixingKernel
     from ..core.sampling import SamplingScheme
     from ..mechanisms.base import Mechanism
-    return Mechanism, SamplingScheme, MixingKernel, BernoulliSampling
+    from ..mechanisms.matrix_strategies import Strategy
+    from ..mechanisms.participation import Participation
+    return Mechanism, SamplingScheme, MixingKernel, BernoulliSampling, Strategy, Participation
 
 
 def registry() -> dict[str, type]:

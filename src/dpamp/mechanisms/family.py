@@ -105,6 +105,8 @@ class Family:
       parameters or parts (a subsampled mechanism: its base and scheme), else None;
     - ``word``, ``keys``, ``from_words(reader, stage_index, stage, relation)``: the plan / CLI
       word, the stage keys it takes, and how to build one step from them;
+    - ``whole_run``: the mechanism ``from_words`` builds is the stage's whole run of ``steps``
+      steps (it reads them itself: a matrix mechanism), so the stage runs it once;
     - ``bounded_range(m)``: eps where the mechanism is eps-bounded-range (its privacy loss on
       every pair of neighbours lies in an interval of width eps; Durfee & Rogers 2019), else
       None: the ``bounded-range`` method composes such mechanisms optimally (Dong, Durfee &
@@ -134,6 +136,7 @@ class Family:
     word: str | None = None
     keys: tuple[str, ...] = ()
     from_words: Callable[..., Any] | None = None
+    whole_run: bool = False
     event: str | None = None
     from_event: Callable[..., Any] | None = None
     to_event: Callable[..., Any] | None = None

@@ -108,6 +108,45 @@ class NotAttained:
         return d
 
 
+@dataclasses.dataclass(frozen=True)
+class Bracketed:
+    """A part known to lie between two pairs: ``upper`` dominates every pair of the mechanism
+    and ``lower`` is dominated by one of its actual pairs (a matrix mechanism whose sensitivity
+    is a bracket [Delta_lo, Delta_hi]: the Gaussian pairs at both ends). The pessimistic
+    discretisation is the upper pair's, the optimistic one the lower pair's, on the same grid;
+    sizing (ranges, moments) follows the upper pair. ``exact``: the two pairs coincide up to
+    rounding (the bracket then shrinks with the grid). Never merged with exact Gaussian parts."""
+
+    upper: object
+    lower: object
+    exact: bool = True
+    attained = True
+    gaussian_mu = None
+    family = None
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.upper, name)
+
+    @property
+    def symmetric(self) -> bool:
+        return bool(getattr(self.upper, "symmetric", False)
+                    and getattr(self.lower, "symmetric", False))
+
+    def swapped(self):
+        return Bracketed(self.upper.swapped(), self.lower.swapped(), self.exact)
+
+    def discretize(self, h, jlo, jhi, optimistic=True) -> Discretized:
+        up = discretize_source(self.upper, h, jlo, jhi, False)
+        if not optimistic:
+            return up
+        low = discretize_source(self.lower, h, jlo, jhi, True)
+        return dataclasses.replace(up, lower=low.lower, lower_inf=low.lower_inf,
+                                   lower_slack=low.lower_slack,
+                                   rel_err=max(up.rel_err, low.rel_err))
+
+
 class ProfileSource:
     """A mechanism known to the PLD engine only through its privacy profile (dpamp.profiles):
     sampling with replacement, Poisson sampling under substitution, post-processed mechanisms,

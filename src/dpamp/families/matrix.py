@@ -1,0 +1,272 @@
+"""The matrix mechanism's declaration (:mod:`dpamp.mechanisms.matrix`).
+
+Its representations are those of the plan it reduces to (``MatrixMechanism.reduction``), at
+the upper end of its sensitivity bracket for upper bounds and at the lower end for lower
+bounds, so a bracket never leans on a sensitivity that is only an upper bound:
+
+- the privacy-loss pair: the reduction's at mu_hi for the pessimistic discretisation and at
+  mu_lo for the optimistic one (``pld.sources.Bracketed``); route no-amplification: mu_hi only,
+  not attained (no lower end);
+- the privacy profile (routes gaussian and no-amplification): the Gaussian closed form at mu_hi,
+  and at mu_lo for the lower rows (route gaussian only: a pattern attaining Delta_lo is a pair
+  of neighbours, and the Gaussian profile grows with mu);
+- zCDP: rho = mu_hi^2 / 2 (not for the cyclic-Poisson route: a subsampled Gaussian has none).
+
+Plan words (``mechanism = "matrix"``; docs/matrix-mechanisms.md): ``strategy`` (banded,
+toeplitz, blt, tree, dense), ``bands``, ``coeffs``, ``buffer_decays``, ``output_scales``,
+``matrix_file`` (a .npy file), ``noise_multiplier``, ``participation`` (single-epoch,
+min-separation, cyclic-poisson, balls-in-bins), ``participations``, ``min_separation``,
+``partitions``, ``sampling_prob``, ``bins``; the stage's ``steps`` are the matrix's n, and
+the stage runs it once (``whole_run``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ..core import validate as V
+from ..core.rounding import ulps_up
+from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare
+from ..mechanisms.matrix import CYCLIC, GAUSSIAN, NO_AMPLIFICATION, MatrixMechanism
+from ..mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
+                                            Toeplitz)
+from ..mechanisms.participation import (BallsInBins, CyclicPoisson, MinSeparation,
+                                        SingleEpoch)
+
+
+def _loss_parts(m: MatrixMechanism):
+    """The reduction's pair at mu_hi (pessimistic) and at mu_lo (optimistic: a pattern
+    attaining Delta_lo is an actual pair of neighbours); route no-amplification: mu_hi only,
+    not attained."""
+    from ..pld.loss import gaussian
+    from ..pld.sources import Bracketed, NotAttained, loss_distribution
+    lo, hi = m.mu
+    exact = lo >= hi * (1 - 1e-9)
+    if m.route == CYCLIC:
+        step, count = m.reduction(True).parts()[0]
+        low, _ = m.reduction(False).parts()[0]
+        return [(Bracketed(loss_distribution(step), loss_distribution(low), exact), count)]
+    if m.route == GAUSSIAN:
+        return [(Bracketed(gaussian(hi), gaussian(lo), exact), 1)]
+    return [(NotAttained(gaussian(hi)), 1)]
+
+
+def _profile_pair(m: MatrixMechanism, eps):
+    """The Gaussian profile at mu_hi (routes gaussian, no-amplification). The cyclic-Poisson
+    route is a composition of subsampled steps, with no closed form: NotImplementedError, so
+    every caller (``has_profile``, the risk queries) takes its PLD instead."""
+    if m.route == CYCLIC:
+        raise NotImplementedError("the cyclic-Poisson reduction has no closed-form profile; "
+                                  "its PLD gives the profile")
+    from ..profiles.closed_forms import gaussian_log_profile
+    v = gaussian_log_profile(m.mu[1], eps, upper=True)
+    return np.stack([v, v])
+
+
+def _profile_lower(m: MatrixMechanism, eps):
+    if m.route != GAUSSIAN:
+        return None
+    from ..profiles.closed_forms import gaussian_log_profile
+    v = gaussian_log_profile(m.mu[0], eps, upper=False)
+    return np.stack([v, v])
+
+
+def _has(m: MatrixMechanism, rep: Rep) -> Support | None:
+    if rep is Rep.PROFILE and m.route == CYCLIC:
+        return Support.no("the cyclic-Poisson reduction is a composition of subsampled steps: "
+                          "its PLD gives the profile")
+    if rep is Rep.ZCDP and m.route == CYCLIC:
+        return Support.no("a Poisson-subsampled Gaussian has no zCDP rho; use RDP or PLD")
+    if rep is Rep.LOSS and not math.isfinite(m.mu[1] ** 2):
+        return Support.no(f"MatrixMechanism with mu = {m.mu[1]:g}: its privacy losses exceed "
+                          "the double range of a PLD grid")
+    return None
+
+
+# --- plan words ------------------------------------------------------------------------------
+
+def bsr_coefficients(bands: int) -> tuple[float, ...]:
+    """The banded square root of the prefix-sum workload (Kalinin & Lampert 2024, "Banded
+    square root matrix factorization for differentially private model training"): the first
+    ``bands`` coefficients of (1 - x)^(-1/2), c_k = binom(2k, k) / 4^k. As floats these ARE the
+    strategy (its sensitivity is computed from them), so their rounding costs no soundness."""
+    c, out = 1.0, []
+    for k in range(bands):
+        if k:
+            c *= (2 * k - 1) / (2 * k)
+        out.append(c)
+    return tuple(out)
+
+
+def _reals(name, value) -> tuple[float, ...]:
+    a = V.real_array(name, value).ravel()
+    if a.size == 0 or not np.isfinite(a).all():
+        raise ValueError(f"{name} must be a non-empty list of finite numbers")
+    return tuple(float(x) for x in a)
+
+
+def _text(name, value) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string (got {value!r})")
+    return value
+
+
+def _floats(words, key):
+    return words.get(key, _reals)
+
+
+def _strategy(words, n: int):
+    """The strategy the words name, its inputs read (and their errors raised) first, then
+    built (a constructor's error names ``strategy``)."""
+    kind = words.get("strategy", _text, required=True)
+    builders: dict[str, Callable] = {"banded": _banded, "toeplitz": _toeplitz, "blt": _blt,
+                                     "tree": lambda words, n: (lambda: BinaryTree(n)),
+                                     "dense": _dense}
+    if kind not in builders:
+        words.fail("strategy", f"must be one of banded, toeplitz, blt, tree, dense (got "
+                               f"{kind!r})")
+    make = builders[kind](words, n)
+    try:
+        return make()
+    except (ValueError, OSError) as e:
+        words.fail("strategy", str(e))
+
+
+def _banded(words, n):
+    bands = words.get("bands", V.integer, low=1)
+    coeffs = _floats(words, "coeffs")
+    if coeffs is None and bands is None:
+        words.fail("bands", "missing: a banded strategy needs bands (or coeffs)")
+    c = coeffs if coeffs is not None else bsr_coefficients(min(bands, n))
+    if bands is not None and len(c) > bands:
+        words.fail("coeffs", f"{len(c)} coefficients for {bands} bands")
+    return lambda: BandedToeplitz(c, n)
+
+
+def _toeplitz(words, n):
+    if words.has("bands"):
+        words.fail("bands", "not used with strategy 'toeplitz' (use strategy 'banded')")
+    coeffs = _floats(words, "coeffs")
+    return lambda: Toeplitz(coeffs if coeffs is not None else bsr_coefficients(n), n)
+
+
+def _blt(words, n):
+    th, om = _floats(words, "buffer_decays"), _floats(words, "output_scales")
+    if th is None or om is None:
+        words.fail("buffer_decays" if th is None else "output_scales",
+                   "missing: a BLT strategy needs buffer_decays and output_scales")
+    return lambda: BLT(th, om, n)
+
+
+def _dense(words, n):
+    path = words.get("matrix_file", _text, required=True)
+
+    def make():
+        c = np.load(path, allow_pickle=False)
+        if c.ndim != 2 or c.shape[1] != n:
+            raise ValueError(f"{path} must hold a matrix of {n} columns (the steps; got shape "
+                             f"{c.shape})")
+        return DenseStrategy(c)
+    return make
+
+
+def _participation(words):
+    kind = words.get("participation", _text) or "single-epoch"
+    if kind == "single-epoch":
+        return SingleEpoch()
+    if kind == "min-separation":
+        k = words.get("participations", V.integer, low=1, required=True)
+        b = words.get("min_separation", V.integer, low=1, required=True)
+        return MinSeparation(k, b)
+    if kind == "cyclic-poisson":
+        q = words.get("sampling_prob", V.probability, low_open=True, required=True)
+        return CyclicPoisson(q, words.get("partitions", V.integer, low=1) or 1)
+    if kind == "balls-in-bins":
+        return BallsInBins(words.get("bins", V.integer, low=1, required=True))
+    words.fail("participation", "must be one of single-epoch, min-separation, cyclic-poisson, "
+                                f"balls-in-bins (got {kind!r})")
+
+
+def _words(words, relation):
+    for key in ("sampler", "sampling", "batch_size", "dataset_size", "sample_rate", "rate",
+                "epochs"):
+        if words.has(key):
+            words.fail(key, "not used with mechanism 'matrix': give the steps and the "
+                            "participation (e.g. participation = 'cyclic-poisson' with "
+                            "sampling_prob and partitions)")
+    n = words.get("steps", V.integer, low=1, required=True)
+    z = words.get("noise_multiplier", V.positive, required=True)
+    strategy = _strategy(words, n)
+    part = _participation(words)
+    _check_keys(words)
+    try:
+        m = MatrixMechanism(strategy, z, part, relation=relation)
+    except ValueError as e:
+        words.fail("participation", str(e))
+    s = m.sensitivity
+    return m, {"noise_multiplier": z, "strategy": strategy.describe(),
+               "participation": part.describe(), "sensitivity": s.upper,
+               "sensitivity_lower": s.lower, "sensitivity_route": s.route,
+               "sensitivity_exact": s.exact, "route": m.route}
+
+
+_STRATEGY_KEYS = {"banded": ("bands", "coeffs"), "toeplitz": ("coeffs",),
+                  "blt": ("buffer_decays", "output_scales"), "tree": (),
+                  "dense": ("matrix_file",)}
+_PARTICIPATION_KEYS = {"single-epoch": (), "min-separation": ("participations",
+                                                               "min_separation"),
+                       "cyclic-poisson": ("sampling_prob", "partitions"),
+                       "balls-in-bins": ("bins",)}
+
+
+def _check_keys(words) -> None:
+    """A key of another strategy or participation is an error, not ignored."""
+    strategy = words.get("strategy", _text)
+    part = words.get("participation", _text) or "single-epoch"
+    own = set(_STRATEGY_KEYS[strategy]) | set(_PARTICIPATION_KEYS[part])
+    for key in sum(_STRATEGY_KEYS.values(), ()):
+        if words.has(key) and key not in own:
+            words.fail(key, f"not used with strategy {strategy!r} (its keys: "
+                            f"{', '.join(_STRATEGY_KEYS[strategy]) or 'none'})")
+    for key in sum(_PARTICIPATION_KEYS.values(), ()):
+        if words.has(key) and key not in own:
+            words.fail(key, f"not used with participation {part!r} (its keys: "
+                            f"{', '.join(_PARTICIPATION_KEYS[part]) or 'none'})")
+
+
+def _to_event(m: MatrixMechanism):
+    """dp-accounting's event of the plan the mechanism is accounted as, at the upper end of
+    its sensitivity: ``GaussianDpEvent(1 / mu_hi)`` (routes gaussian, no-amplification), or
+    ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(1 / mu_hi)), rounds)``,
+    the plan of jax_privacy's ``amplified_bandmf_event`` (route cyclic-poisson)."""
+    from dp_accounting import dp_event as E
+    g = E.GaussianDpEvent(1.0 / m.mu[1]) if m.mu[1] > 0 else E.NoOpDpEvent()
+    if m.route != CYCLIC:
+        return g
+    q = m.participation.sampling_prob  # type: ignore[attr-defined]
+    return E.SelfComposedDpEvent(E.PoissonSampledDpEvent(q, g), m.rounds)
+
+
+def _describe(m: MatrixMechanism) -> str:
+    s = m.sensitivity
+    return (f"matrix mechanism: {m.strategy.describe()}, noise multiplier "
+            f"{m.noise_multiplier:g}, {m.participation.describe()}; sensitivity "
+            f"{s.upper:.6g} ({'exact' if s.exact else 'upper bound'}, {s.route}); route "
+            f"{m.route}")
+
+
+_KEYS = ("strategy", "bands", "coeffs", "buffer_decays", "output_scales", "matrix_file",
+         "noise_multiplier", "participation", "participations", "min_separation",
+         "partitions", "sampling_prob", "bins")
+
+declare(MatrixMechanism, Family(
+    "MatrixMechanism", loss_parts=_loss_parts,
+    profile=ProfileHooks(pair=_profile_pair, lower=_profile_lower, symmetric=lambda m: True,
+                         source="000 Thm 4 at the matrix mechanism's sensitivity"),
+    zcdp=lambda m: None if m.route == CYCLIC else ulps_up(0.5 * m.mu[1] ** 2, 4),
+    has=_has, word="matrix", keys=_KEYS, from_words=_words, whole_run=True,
+    to_event=_to_event, describe=_describe))
+
+__all__ = ["bsr_coefficients", "NO_AMPLIFICATION"]

@@ -1,0 +1,236 @@
+"""The matrix mechanism (correlated noise: DP-FTRL, banded MF, BLT, tree aggregation).
+
+``dp.MatrixMechanism(C, noise_multiplier, participation=...)`` releases C G + Z (then any
+post-processing B): G the n steps' sums of gradients clipped to norm 1, Z Gaussian noise of
+standard deviation ``noise_multiplier`` z per entry (in units of the clipping norm). C is a
+strategy (:mod:`.matrix_strategies`: dense, Toeplitz, banded Toeplitz, BLT, binary tree) or an
+array; ``participation`` a schema (:mod:`.participation`).
+
+How it is accounted (``route``):
+
+- **gaussian** (single epoch, (k, b)-participation): the adversary picks the pattern, and the
+  output pair of a record's presence is N(D, z^2 I) vs N(0, z^2 I) with |D| <= Delta, the
+  sensitivity under the schema (:mod:`.matrix_sensitivity`), attained. So it is exactly the
+  Gaussian mechanism with mu = c Delta / z (c = 1 add/remove, 2 substitution). Delta comes as
+  a proven bracket [Delta_lo, Delta_hi] (exact structures: the ends differ by rounding only):
+  upper bounds are those of mu_hi = c Delta_hi / z, lower bounds those of mu_lo (a pattern and
+  gradients attaining Delta_lo are one pair of neighbours: its Gaussian pair is a witness, and
+  the PLD's optimistic side, ``dpamp.pld.sources.Bracketed``).
+- **cyclic-poisson** (:class:`.participation.CyclicPoisson` with p partitions and C lower
+  triangular with at most p bands): a record of group j enters only steps j, j + p, ..., and
+  the rows of C G its step t touches (t .. t + bands - 1) are disjoint from the next one's, so
+  the release is an adaptive composition of ceil(n / p) Poisson-subsampled Gaussian mechanisms
+  of sensitivity max_t |C[:, t]| (Choquette-Choo, Ganesh, McKenna, McMahan, Rush, Thakurta &
+  Xu, "(Amplified) banded matrix factorization: a unified approach to private training",
+  NeurIPS 2023, Thm 4): DP-SGD with sampling rate q, noise multiplier z / max column norm and
+  ceil(n / p) steps, as jax_privacy's ``amplified_bandmf_event`` (which takes C with max column
+  norm 1). :meth:`MatrixMechanism.reduction` is that plan.
+- **no-amplification** (balls in bins; cyclic Poisson with more bands than partitions):
+  every pattern the schema can draw lies in a (k, b) set (``Participation.worst_case``), the
+  output is a mixture over patterns drawn independently of the data, and by joint convexity
+  the mixture is no less private than its worst member: the Gaussian bound of that set is a
+  proven upper bound, with no lower bound (amplification may make the truth smaller). The
+  amplified bounds of Choquette-Choo et al. (ICLR 2024, ICLR 2025) will take this route's
+  place: :meth:`MatrixMechanism.matrix` and ``participation`` are their inputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core import validate as V
+from ..core.relations import ADD_REMOVE, Relation, as_relation
+from ..core.rounding import ulps_down, ulps_up
+from ..core.sampling import Poisson, clip_sensitivity
+from .base import Mechanism
+from .gaussian import Gaussian
+from .matrix_sensitivity import SensitivityBracket, sensitivity
+from .matrix_strategies import Strategy, as_strategy
+from .participation import CyclicPoisson, Participation, SingleEpoch, as_participation
+from .subsampled import Subsampled
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..core.sampling import SamplingScheme
+
+__all__ = ["MatrixMechanism", "SensitivityWitness", "SampledWitness"]
+
+GAUSSIAN, CYCLIC, NO_AMPLIFICATION = "gaussian", "cyclic-poisson", "no-amplification"
+
+
+@dataclasses.dataclass(frozen=True)
+class SensitivityWitness(Gaussian):
+    """The Gaussian pair of one pattern and gradients attaining the lower sensitivity end: an
+    actual pair of neighbours of the matrix mechanism (a witness, ``Mechanism.witnesses``)."""
+
+    rel_err = 0.0
+    source = "matrix mechanism: a participation pattern attaining the lower sensitivity"
+
+
+@dataclasses.dataclass(frozen=True)
+class SampledWitness(Subsampled):
+    """One Poisson-subsampled step of the cyclic-Poisson reduction at the lower column norm."""
+
+    rel_err = 0.0
+    source = "matrix mechanism: the cyclic-Poisson reduction at the lower column norm"
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixMechanism(Mechanism):
+    """C G + N(0, z^2) of a strategy ``strategy`` (an array C, or a :class:`Strategy`), noise
+    multiplier ``noise_multiplier`` z, records entering steps by ``participation`` (default a
+    single epoch). Module docstring for the routes."""
+
+    strategy: Strategy
+    noise_multiplier: float
+    participation: Participation = SingleEpoch()
+    relation: Relation = ADD_REMOVE
+
+    def __post_init__(self):
+        object.__setattr__(self, "strategy", as_strategy(self.strategy))
+        object.__setattr__(self, "noise_multiplier",
+                           V.positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "participation", as_participation(self.participation))
+        object.__setattr__(self, "relation", as_relation(self.relation))
+        if self.participation.sampled and self.relation is not ADD_REMOVE:
+            raise ValueError(f"participation {self.participation.describe()} is accounted under "
+                             "add/remove neighbours (relation='add_remove')")
+
+    # --- what the accounting uses -------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Steps (columns of C)."""
+        return self.strategy.n
+
+    @functools.cached_property
+    def route(self) -> str:
+        p = self.participation
+        if not p.sampled:
+            return GAUSSIAN
+        s = self.strategy
+        if isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
+                and s.bands <= p.partitions:
+            return CYCLIC
+        return NO_AMPLIFICATION
+
+    @functools.cached_property
+    def sensitivity(self) -> SensitivityBracket:
+        """The L2 sensitivity bracket in clipping-norm units under add/remove (the relation's
+        factor c is applied in ``mu``): for the cyclic-Poisson route, of one step (max column
+        norm); otherwise of the worst-case (k, b) set of the schema."""
+        if self.route == CYCLIC:
+            return sensitivity(self.strategy, 1, self.n)
+        k, b = self.participation.worst_case(self.n)
+        return sensitivity(self.strategy, k, b)
+
+    @property
+    def mu(self) -> tuple[float, float]:
+        """(mu_lo, mu_hi) = c Delta / z at the sensitivity's ends, rounded outward."""
+        c = clip_sensitivity(self.relation)
+        z = self.noise_multiplier
+        s = self.sensitivity
+        return float(ulps_down(c * s.lower / z, 2)), float(ulps_up(c * s.upper / z, 2))
+
+    @property
+    def rounds(self) -> int:
+        """Poisson-subsampled Gaussian steps of the cyclic-Poisson reduction (else 1)."""
+        p = self.participation
+        return p.rounds(self.n) if self.route == CYCLIC and isinstance(p, CyclicPoisson) else 1
+
+    @property
+    def _rate(self) -> float:
+        p = self.participation
+        if not isinstance(p, CyclicPoisson):
+            raise ValueError(f"{p.describe()} has no sampling rate")
+        return p.sampling_prob
+
+    def _gaussian(self, upper: bool) -> Gaussian:
+        """The Gaussian mechanism (noise 1, sensitivity mu) at the upper or lower end."""
+        lo, hi = self.mu
+        return Gaussian(1.0, hi if upper else lo, relation=self.relation)
+
+    def reduction(self, upper: bool = True) -> Mechanism:
+        """The plan this mechanism is accounted as, at the sensitivity's upper end (``upper``)
+        or its lower end: the Gaussian mechanism (routes gaussian and no-amplification), or
+        ``rounds`` Poisson-subsampled Gaussian steps (DP-SGD; route cyclic-poisson)."""
+        g = self._gaussian(upper)
+        if self.route != CYCLIC:
+            return g
+        q = self._rate
+        return Subsampled(g, Poisson(q)) * self.rounds
+
+    def with_noise_multiplier(self, noise_multiplier: float) -> MatrixMechanism:
+        """The same mechanism at another noise multiplier, keeping the sensitivity computed
+        (it depends on C and the participation only): what calibration varies,
+        ``dp.calibrate.sigma(eps, delta, family=lambda z, **_: m.with_noise_multiplier(z),
+        steps=1)``."""
+        new = dataclasses.replace(self, noise_multiplier=noise_multiplier)
+        if "sensitivity" in self.__dict__:
+            new.__dict__["sensitivity"] = self.__dict__["sensitivity"]
+        return new
+
+    def matrix(self) -> np.ndarray:
+        """C as a dense array (rows x n): the input of the amplified bounds
+        (:mod:`dpamp.amplification.matrix`), with ``participation`` and ``noise_multiplier``."""
+        return self.strategy.dense()
+
+    # --- representations (the family declaration adds PLD, profile, zCDP) ------------------
+    def _rdp(self, alpha):
+        return self.reduction(True)._rdp(alpha)
+
+    def pure_epsilon(self) -> float:
+        return math.inf
+
+    def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
+        if self.route == NO_AMPLIFICATION:
+            return None
+        low = self.reduction(False)
+        if self.route == GAUSSIAN:
+            a = V.orders(alpha)
+            with np.errstate(invalid="ignore"):
+                v = np.where(np.isinf(a), np.inf, a * (0.5 * self.mu[0] ** 2))
+            out = ulps_down(v, 8)
+            return out if np.ndim(out) else float(out)
+        return low.rdp_lower(alpha)
+
+    def witnesses(self) -> tuple[Mechanism, ...]:
+        if self.route == NO_AMPLIFICATION:
+            return ()
+        lo, _ = self.mu
+        w = SensitivityWitness(1.0, lo, relation=self.relation)
+        if self.route == GAUSSIAN:
+            return (w,)
+        q = self._rate
+        return (SampledWitness(w, Poisson(q)) * self.rounds,)
+
+    def subsample(self, scheme: SamplingScheme) -> Mechanism:
+        raise ValueError("a MatrixMechanism is sampled through its participation "
+                         "(participation=dp.CyclicPoisson(q, partitions), dp.BallsInBins(b), "
+                         "...), not by .subsample")
+
+    def explain(self) -> list[str]:
+        """Report lines: strategy, schema, sensitivity and route."""
+        lo, hi = self.mu
+        lines = [f"strategy: {self.strategy.describe()}",
+                 f"participation: {self.participation.describe()}",
+                 f"{self.sensitivity.describe()}",
+                 f"noise multiplier {self.noise_multiplier:g}: mu in [{lo:.6g}, {hi:.6g}]"]
+        if self.route == CYCLIC:
+            lines.append(f"route: cyclic-Poisson reduction (Choquette-Choo et al. 2023): DP-SGD "
+                         f"with rate {self._rate:g}, "
+                         f"{self.rounds} steps, mu {hi:.6g} per step")
+        elif self.route == GAUSSIAN:
+            lines.append("route: Gaussian mechanism at the sensitivity (no sampling)")
+        else:
+            lines.append("route: no amplification (worst participation pattern; an upper bound "
+                         "only)")
+        return lines
+
+    def __repr__(self):
+        return (f"MatrixMechanism({self.strategy.describe()}, z={self.noise_multiplier:g}, "
+                f"{self.participation!r})")
