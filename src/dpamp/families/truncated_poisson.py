@@ -24,6 +24,7 @@ from ..mechanisms.family import Amplification, Support, declare_scheme, family_o
 
 def _mu(sub) -> float:
     fam = family_of(sub.base)
+    assert fam is not None and fam.gaussian_mu is not None      # checked when built (_check)
     return float(fam.gaussian_mu(sub.base))
 
 
