@@ -46,11 +46,11 @@ check both claims against the exact divergence of small cases.) The bracket's wi
 price of the cut batches: T (p with 2 mu against q_eff with mu). B >= n cuts nothing: plain
 Poisson sampling, exact.
 
-**Numerics.** T, U, p and q_eff come from the binomial tails summed in mpmath at 50 digits
-(the smaller tail term by term from its end next to B, down to a term below 1e-45 of the sum
-with the ratio of successive terms <= 1/2, which bounds the rest by that term), then rounded to
-doubles: U and T to nearest (relative error <= 2^-52, charged as a mass error of the mixture),
-p up and q_eff down (the Poisson pair's curve increases with its rate, in both orders).
+**Numerics.** T, U, p and q_eff come from scipy's binomial tails (the regularised incomplete
+beta function, each tail from its own side, so both keep their relative precision), charged as a
+relative error of 1e-9 (scipy documents errors near 1e-14; the tests compare them with a
+50-digit mpmath sum): U and T as a mass error of the mixture, p rounded up and q_eff down by
+that much (the Poisson pair's curve increases with its rate, in both orders).
 """
 from __future__ import annotations
 
@@ -60,12 +60,13 @@ import math
 
 import numpy as np
 
-__all__ = ["TruncationWeights", "truncation_weights", "binomial_tails", "upper_loss",
-           "lower_loss", "log_moments", "profile_rows"]
+from ..core.rounding import TINY
 
-#: a bound on the relative error of the doubles U and T (each rounded to nearest from a 50-digit
-#: value) beyond their own rounding
-WEIGHT_REL_ERR = 4 * 2.0 ** -52
+__all__ = ["TruncationWeights", "truncation_weights", "binomial_tails", "upper_loss",
+           "lower_loss", "instance_loss", "log_moments", "profile_rows"]
+
+#: the relative error charged to scipy's binomial tails (module docstring)
+WEIGHT_REL_ERR = 1e-9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,61 +80,38 @@ class TruncationWeights:
     rate_low: float
 
 
-def binomial_tails(m: int, q, k: int, dps: int = 50):
-    """(P[X < k], P[X >= k]) for X ~ Bin(m, q), as mpmath numbers at ``dps`` digits: the
-    smaller side summed term by term from k (module docstring), the other as 1 minus it."""
-    import mpmath as mp
-    with mp.workdps(dps):
-        q = mp.mpf(q)
-        if k <= 0:
-            return mp.mpf(0), mp.mpf(1)
-        if k > m:
-            return mp.mpf(1), mp.mpf(0)
-        if q == 1:
-            return mp.mpf(0), mp.mpf(1)
-        mean = m * q
-        upper = k > mean                  # k above the mean: the upper tail is the small one
-        j = k if upper else k - 1
-        lq, l1q = mp.log(q), mp.log1p(-q)
-        term = mp.exp(mp.loggamma(m + 1) - mp.loggamma(j + 1) - mp.loggamma(m - j + 1)
-                      + j * lq + (m - j) * l1q)
-        odds = q / (1 - q)
-        total = mp.mpf(0)
-        tiny = mp.mpf(10) ** (-dps + 5)
-        while True:
-            total += term
-            if upper:
-                if j >= m:
-                    break
-                ratio = (m - j) * odds / (j + 1)
-                j += 1
-            else:
-                if j <= 0:
-                    break
-                ratio = j / ((m - j + 1) * odds)
-                j -= 1
-            term *= ratio
-            # past the mode the ratio only falls: once <= 1/2 the rest is at most the term
-            if ratio <= 0.5 and term <= tiny * total:
-                total += term
-                break
-        return (1 - total, total) if upper else (total, 1 - total)
+def binomial_tails(m: int, q: float, k: int) -> tuple[float, float]:
+    """(P[X < k], P[X >= k]) for X ~ Bin(m, q) (scipy, each side from its own tail; relative
+    error charged as WEIGHT_REL_ERR)."""
+    from scipy.stats import binom
+    if k <= 0:
+        return 0.0, 1.0
+    if k > m:
+        return 1.0, 0.0
+    if q >= 1.0:
+        return 0.0, 1.0
+    return float(binom.cdf(k - 1, m, q)), float(binom.sf(k - 1, m, q))
 
 
 @functools.lru_cache(maxsize=256)
 def truncation_weights(q: float, b: int, n: int) -> TruncationWeights:
     """U, T, p (up) and q_eff (down) of truncated Poisson sampling (module docstring)."""
-    import mpmath as mp
-    with mp.workdps(50):
-        keep, cut = binomial_tails(n - 1, q, b)
-        if cut == 0:
-            return TruncationWeights(1.0, 0.0, 0.0, q)
-        _, over = binomial_tails(n, q, b + 1)
-        p = mp.mpf(b) * over / (n * cut)
-        q_eff = mp.mpf(q) * keep + mp.mpf(b) * over / n
-        p_up = math.nextafter(float(p), math.inf)
-        q_low = math.nextafter(float(q_eff), 0.0)
-        return TruncationWeights(float(keep), float(cut), min(p_up, 1.0), min(q_low, q))
+    if b >= n:
+        return TruncationWeights(1.0, 0.0, 0.0, q)
+    keep, cut = binomial_tails(n - 1, q, b)
+    _, over = binomial_tails(n, q, b + 1)
+    slack = 4.0 * WEIGHT_REL_ERR
+    # a tail below the doubles (e^-745) is weighted by the smallest one, which is above it
+    # (a larger weight only raises the mixture's curve); p <= q B/(B+1) where it underflows
+    if keep == 0.0 and q < 1.0:
+        keep = TINY
+    if cut < 1e-300 or over < 1e-300:
+        p = q * b / (b + 1.0)
+        cut = max(cut, TINY)
+    else:
+        p = b / n * over / cut * (1.0 + slack)
+    q_eff = (q * keep + b / n * over) * (1.0 - slack)
+    return TruncationWeights(keep, cut, min(p, 1.0), min(q_eff, q))
 
 
 def _parts(mu: float, scheme):
@@ -159,9 +137,111 @@ def upper_loss(mu: float, scheme):
 
 
 def lower_loss(mu: float, scheme):
-    """The attained lower pair (remove order): the Poisson-subsampled Gaussian at q_eff."""
+    """The attained lower pair (remove order): of the two instances (others 0 and x +e: the
+    Poisson-subsampled Gaussian at q_eff; others -e and x +e: :func:`instance_loss`), the one
+    whose loss has the larger mean under P (KL divergence, which drives a long composition;
+    a choice of sizing only, both are attained)."""
     w = truncation_weights(scheme.rate, scheme.max_batch_size, scheme.dataset_size)
-    return _poisson_gaussian(mu, w.rate_low)
+    eff = _poisson_gaussian(mu, w.rate_low)
+    try:
+        opposed = instance_loss(mu, scheme)
+    except MemoryError:
+        return eff
+    return opposed if opposed.mean > eff.mean else eff
+
+
+#: the largest number of (lattice point, bin) pairs :func:`instance_loss` evaluates
+MAX_CELLS = 2 ** 23
+#: lattice points of log-weight below the largest less this are left out (module docstring)
+DROP = 750.0
+
+
+def instance_loss(mu: float, scheme, bins_per_unit: float = 10.0):
+    """The pair of one pair of neighbouring datasets, post-processed: the others contribute
+    -e, the differing record +e (|e| = Delta; in units of the noise, shifts mu). Without the
+    record the output is N(-mu min(K, B), 1); with it, in addition, x is kept (K < B: w.p. q,
+    mean mu (1 - K); K >= B: w.p. q B/(K+1), mean mu (2 - B), else mean -mu B). Both laws are
+    mixtures of N(mu j, 1) over the lattice j = -B..1 (weights: :func:`_instance_weights`).
+    The output is binned (cells of width 1 / ``bins_per_unit`` over the lattice's range, two
+    end cells beyond): a post-processing, so its pair is dominated by the instance's, which is
+    a lower bound on the mechanism's.
+
+    Masses: log sums over the lattice of log(Phi(b - mu j) - Phi(a - mu j)) (scipy's log_ndtr
+    and binomial, charged as a relative mass error of 2e-9), through
+    :func:`dpamp.pld.loss.truncated_atoms` (cells below e^-708 go to its tails). Lattice points
+    of log-weight DROP below the largest are left out: each cell kept (mass >= e^-708) loses at
+    most their count times e^-750, a relative 1e-18 or less per point, within the charged error;
+    the tails are raised by the whole left-out mass."""
+    from scipy.special import logsumexp
+
+    from ..pld.loss import truncated_atoms
+    q, b, n = scheme.rate, scheme.max_batch_size, scheme.dataset_size
+    # k far from the mean has P[K = k] <= exp(-2 (mq - k)^2 / m) (Hoeffding), below
+    # e^-(DROP + log(b + 2)) <= e^(top - DROP) (the largest weight is at least 1/(b + 2)):
+    # left out unevaluated, counted with the others left out
+    reach = math.sqrt(max(n - 1, 1) * (DROP + math.log(b + 2) + 1.0) / 2.0)
+    k0 = max(0, min(b, int(math.floor((n - 1) * q - reach))))
+    if (b + 2 - k0) * (mu * (b + 2 - k0) + 24.0) * bins_per_unit > MAX_CELLS:
+        raise MemoryError("the instance's lattice and bins are too many")
+    lw_p, lw_q, n_drop = _instance_weights(q, b, n, k0, reach)
+    top = max(lw_p.max(), lw_q.max())
+    used = (lw_p > top - DROP) | (lw_q > top - DROP)
+    n_drop += int(used.size - used.sum())
+    idx = np.nonzero(used)[0]
+    js = 1.0 - idx
+    lo, hi = mu * js.min() - 12.0, mu * js.max() + 12.0
+    cells = int(math.ceil((hi - lo) * bins_per_unit))
+    if cells * idx.size > MAX_CELLS:
+        raise MemoryError("the instance's lattice and bins are too many")
+    edges = np.concatenate([[-np.inf], np.linspace(lo, hi, cells + 1), [np.inf]])
+    a, c = edges[:-1][:, None] - mu * js[None, :], edges[1:][:, None] - mu * js[None, :]
+    log_cell = _log_interval(a, c)                        # (cells, points)
+    log_p = logsumexp(log_cell + lw_p[idx][None, :], axis=1)
+    log_q = logsumexp(log_cell + lw_q[idx][None, :], axis=1)
+    with np.errstate(invalid="ignore"):
+        loss = log_p - log_q
+    tail = n_drop * math.exp(-DROP) * (cells + 2) if n_drop else 0.0
+    return truncated_atoms(loss, log_p, log_q, tail, tail, mass_rel_err=2e-9,
+                           name=f"truncation_instance({mu:g}, {q:g}, {b}, {n})")
+
+
+def _instance_weights(q: float, b: int, n: int, k0: int, reach: float):
+    """Log weights of P and Q on the lattice j = 1 - i (i = 0 .. b + 1) of
+    :func:`instance_loss`, and how many terms were left out (each below e^-DROP): P[K = k]
+    for k0 <= k < b (below k0: left out), T, q E[B/(K+1); K >= B] = B P[Bin(n, q) > B] / n and
+    q E[1 - B/(K+1); K >= B] summed over k up to the mean plus ``reach`` (beyond: left out)."""
+    from scipy.special import logsumexp
+    from scipy.stats import binom
+    m = n - 1
+    _, cut = binomial_tails(m, q, b)
+    _, over = binomial_tails(n, q, b + 1)
+    k_hi = min(m, int(math.ceil(m * q + reach)))
+    ks = np.arange(b, k_hi + 1)
+    with np.errstate(divide="ignore"):
+        l_dc = math.log(q) + float(logsumexp(binom.logpmf(ks, m, q) + np.log1p(-b / (ks + 1.0))))
+        l_cut = math.log(cut) if cut > 0 else -math.inf
+        l_kc = math.log(b / n * over) if over > 0 else -math.inf
+        lk = binom.logpmf(np.arange(k0, min(b, n)), m, q)
+    lw_q = np.full(b + 2, -np.inf)
+    lw_q[1 + k0:1 + k0 + lk.size] = lk                    # j = -k, k < b
+    lw_q[1 + b] = np.logaddexp(lw_q[1 + b], l_cut)        # j = -b
+    l1 = math.log1p(-q) if q < 1 else -math.inf
+    lw_p = l1 + lw_q
+    lw_p[k0:k0 + lk.size] = np.logaddexp(lw_p[k0:k0 + lk.size], math.log(q) + lk)  # j = 1 - k
+    lw_p[b - 1] = np.logaddexp(lw_p[b - 1], l_kc)        # j = 2 - b
+    lw_p[1 + b] = np.logaddexp(lw_p[1 + b], l_dc)        # j = -b
+    return lw_p, lw_q, k0 + max(0, m - k_hi)
+
+
+def _log_interval(a, c):
+    """log(Phi(c) - Phi(a)) for a < c elementwise, without cancellation: through the upper
+    tails where a >= 0, the lower tails where c <= 0, directly across 0."""
+    from scipy.special import log_ndtr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        right = log_ndtr(-a) + np.log1p(-np.exp(log_ndtr(-c) - log_ndtr(-a)))
+        left = log_ndtr(c) + np.log1p(-np.exp(log_ndtr(a) - log_ndtr(c)))
+        mid = np.log1p(-(np.exp(log_ndtr(a)) + np.exp(log_ndtr(-c))))
+    return np.where(a >= 0, right, np.where(c <= 0, left, mid))
 
 
 def _components(mu: float, scheme):
