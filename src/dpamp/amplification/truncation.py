@@ -36,15 +36,22 @@ of a labelled mixture is the same mixture of its parts', so (a-1) eps(a) <= log(
 eps_A(a)} + T e^{(a-1) eps_C(a)}); its cap is the RDP of the Gaussian with sensitivity 2 Delta
 (both parts are below it), not that of the base: a cut batch moves the sum by up to 2 Delta.
 
-**The lower bound.** The pair of datasets in which every other record contributes 0 and x
-contributes a vector of norm Delta: the output is the noise plus x's contribution when x is
-kept, which happens w.p. q_eff = q E[min(1, B/(K+1))] = q U + B P[Bin(n, q) >= B+1] / n,
-independently of everything the output shows; its pair is exactly PoissonGaussian(mu, q_eff), a
-lower bound on the mechanism's curve in both orders. (q_eff is *not* the rate of a dominating
-pair: with the others contributing -e and x +e a cut batch moves the sum by 2 Delta; the tests
-check both claims against the exact divergence of small cases.) The bracket's width is the
-price of the cut batches: T (p with 2 mu against q_eff with mu). B >= n cuts nothing: plain
-Poisson sampling, exact.
+**The lower bounds.** Two pairs of neighbouring datasets, each attained:
+
+* the others contribute 0 and x a vector of norm Delta: the output is the noise plus x's
+  contribution when x is kept, which happens w.p. q_eff = q E[min(1, B/(K+1))] = q U +
+  B P[Bin(n, q) >= B+1] / n, independently of everything the output shows; its pair is
+  exactly PoissonGaussian(mu, q_eff). q_eff is *not* the rate of a dominating pair:
+* the others contribute -e and x +e (|e| = Delta): a cut batch that keeps x moves the sum by
+  2 Delta; its laws are mixtures of Gaussians on a lattice (:func:`instance_loss`), binned (a
+  post-processing). Where the count of the others is not hidden by the noise (small sigma, or
+  B far from nq) it is within a few per cent of the upper bound (the tests compare both with
+  the exact divergences of small cases).
+
+The PLD's lower part is the one of the two with the larger KL divergence (a choice, not a
+bound: both are attained); the profile's and the RDP's lower bounds are the first. The width
+of the bracket is the price of the cut batches (T, with p and 2 mu). B >= n cuts nothing:
+plain Poisson sampling, exact.
 
 **Numerics.** T, U, p and q_eff come from scipy's binomial tails (the regularised incomplete
 beta function, each tail from its own side, so both keep their relative precision), charged as a
