@@ -70,7 +70,7 @@ def _hockey(P, Q, eps, sigma):
         return float(total)
 
 
-CASES = [(0.6, 1, 5, 1.0), pytest.param(0.5, 2, 8, 0.8, marks=pytest.mark.slow),
+CASES = [(0.6, 1, 5, 1.0), (1.0, 2, 5, 1.0), pytest.param(0.5, 2, 8, 0.8, marks=pytest.mark.slow),
          pytest.param(0.3, 3, 10, 0.6, marks=pytest.mark.slow)]
 
 
@@ -270,3 +270,17 @@ def test_instance_pair_is_a_post_processing():
         binned = float(np.sum(np.maximum(il.atom_p - math.exp(eps) * il.atom_q, 0.0)))
         exact = _hockey(P, Q, eps, sigma)
         assert exact - 3e-3 <= binned <= exact * (1 + 1e-9)
+
+
+def test_in_a_composition():
+    """A truncated-Poisson part composed with a Gaussian and a Poisson part: a bracket, its
+    lower end at least the part's own lower end (dropping parts is a post-processing), its
+    upper end at least the part's own upper end less the grid's error."""
+    t = dp.Gaussian(1.0).subsample(dp.TruncatedPoisson(0.05, 3, 60))
+    alone = (t * 20).epsilon(1e-5, method="pld")
+    plan = dp.compose(t * 20, dp.Gaussian(8.0) * 3,
+                      dp.Gaussian(1.0).subsample(dp.Poisson(0.02)) * 10)
+    g = plan.epsilon(1e-5, method="pld")
+    assert g.lower is not None and 0 < g.lower <= g.epsilon
+    assert g.lower >= alone.lower * (1 - 1e-9)
+    assert g.epsilon >= alone.epsilon * (1 - 1e-3)
