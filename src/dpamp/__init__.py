@@ -15,8 +15,8 @@ import importlib
 # shared vocabulary: guarantees, neighbouring relations, sampling schemes
 from .core.guarantee import Guarantee
 from .core.relations import ADD_REMOVE, SUBSTITUTION, Relation
-from .core.sampling import (Poisson, RandomAllocation, Shuffled, WithoutReplacement,
-                            WithReplacement)
+from .core.sampling import (Poisson, RandomAllocation, Shuffled, TruncatedPoisson,
+                            WithoutReplacement, WithReplacement)
 
 # describe: mechanisms and their composition
 from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, PureDP,
@@ -81,7 +81,7 @@ _LAZY = {
 }
 
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
-           "WithReplacement", "RandomAllocation", "Shuffled", "Allocated",
+           "WithReplacement", "RandomAllocation", "Shuffled", "TruncatedPoisson", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
            "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
            "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "TreeAggregation",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 from ..core.relations import SUBSTITUTION
-from ..core.sampling import (Poisson, RandomAllocation, Shuffled, WithoutReplacement,
-                             WithReplacement)
+from ..core.sampling import (Poisson, RandomAllocation, Shuffled, TruncatedPoisson,
+                             WithoutReplacement, WithReplacement)
 from ..mechanisms.family import Support, families
 from . import registry
 
@@ -22,6 +22,7 @@ SAMPLERS = {
     "with replacement": WithReplacement(100, 10_000),
     "random allocation": RandomAllocation(1, 100),
     "shuffled": Shuffled(100, 10_050),
+    "truncated poisson": TruncatedPoisson(0.01, 110, 10_000),
 }
 
 
@@ -109,7 +110,11 @@ def capabilities(methods: list[str] | None = None) -> Capabilities:
         if fam.example is None:
             continue
         for sampler in SAMPLERS:
-            mech = example(cls, fam, sampler)
+            try:
+                mech = example(cls, fam, sampler)
+            except ValueError as e:       # the sampler does not take this family at all
+                cells += [Cell(fam.name, sampler, name, Support.no(str(e))) for name in names]
+                continue
             for name in names:
                 cells.append(Cell(fam.name, sampler, name, registry.supports(mech, name)))
     return Capabilities(tuple(cells))

@@ -4,7 +4,9 @@
     --batch-size B --dataset-size N   the sampler's batch (Poisson: rate B/N)
     --sample-rate Q        a Poisson rate alone (``--poisson Q`` is the same)
     --sampler NAME         poisson (default), without-replacement, with-replacement,
-                           allocation (random allocation), shuffle (core/samplers.py's table)
+                           allocation (random allocation), shuffle, truncated-poisson
+                           (core/samplers.py's table)
+    --max-batch-size B     truncated-poisson: the largest batch kept
     --epochs E | --steps T the length of the run (epochs: ceil(E N / B) steps)
 
 ``--sigma S`` is the Gaussian's standard deviation with ``--sensitivity`` (default 1 under
@@ -23,7 +25,7 @@ import math
 _WORDS = {"noise_multiplier": "noise_multiplier", "sigma": "sigma",
           "sensitivity": "sensitivity", "sampler": "sampler", "batch_size": "batch_size",
           "dataset_size": "dataset_size", "sample_rate": "sample_rate", "poisson": "sample_rate",
-          "steps": "steps", "epochs": "epochs"}
+          "steps": "steps", "epochs": "epochs", "max_batch_size": "max_batch_size"}
 
 #: the matrix mechanism's flags (docs/matrix-mechanisms.md): flag -> the plan file's key
 _MATRIX_WORDS = {k: k for k in ("strategy", "bands", "coeffs", "buffer_decays", "output_scales",
@@ -93,6 +95,9 @@ def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool
     g.add_argument("--sampler", default=None, metavar="NAME", help=_sampler_help())
     g.add_argument("--batch-size", type=int, metavar="B", help="batch size (Poisson: expected)")
     g.add_argument("--dataset-size", type=int, metavar="N", help="dataset size")
+    g.add_argument("--max-batch-size", type=int, metavar="B",
+                   help="the largest batch kept (sampler truncated-poisson: a larger Poisson "
+                        "sample is cut to a uniformly random subset of B records)")
     rate = g.add_mutually_exclusive_group()
     rate.add_argument("--sample-rate", type=float, metavar="Q",
                       help="Poisson sampling rate, instead of --batch-size/--dataset-size")

@@ -38,6 +38,9 @@ def _sampling(args, what):
     else:
         smp = samplers.sampler(samplers.DEFAULT_SAMPLER) \
             if sized or rate is not None or what in ("sample-rate", "batch-size") else None
+    if getattr(args, "max_batch_size", None) is not None and \
+            (smp is None or "max_batch_size" not in smp.extra):
+        raise ValueError("--max-batch-size is a word of --sampler truncated-poisson")
     if what in ("sample-rate", "batch-size"):
         if rate is not None or args.batch_size is not None:
             raise ValueError(f"calibrate {what} searches the sampling: do not give "
@@ -58,7 +61,11 @@ def _sampling(args, what):
     if args.batch_size is None or args.dataset_size is None:
         raise ValueError(f"sampler {smp.name!r} needs --batch-size and --dataset-size"
                          + (" (or --sample-rate)" if smp.rate_alone else ""))
-    return smp, smp.scheme(args.batch_size, args.dataset_size)
+    extra = {k: getattr(args, k, None) for k in smp.extra}
+    for k, v in extra.items():
+        if v is None:
+            raise ValueError(f"sampler {smp.name!r} needs --{k.replace('_', '-')}")
+    return smp, smp.scheme(args.batch_size, args.dataset_size, **extra)
 
 
 def _noise(args, need: bool):

@@ -15,6 +15,12 @@ replaced):
 | "with-replacement"    | B draws with replacement from N      | substitution | 2 (x C)     | 000 Thm 10 |
 | "allocation"          | one random batch of t = N//B per epoch | add/remove   | 1 (x C)     | FS25a, FS25b |
 | "shuffle"             | reshuffle, t = N//B batches of B     | substitution | 2 (x C)     | CGKKMSZ24 (lower) |
+| "truncated-poisson"   | Poisson at rate B/N, cut to at most max_batch_size | add/remove | 1 (x C) | arXiv 2508.15089 |
+
+"truncated-poisson" takes one word more, ``max_batch_size`` (``--max-batch-size``): the batch
+of a Poisson sample at rate B/N is cut to a uniformly random subset of at most that many records
+(fixed-memory training; dp-accounting's ``TruncatedSubsampledGaussianDpEvent``, with N the
+dataset size there). Its words are listed in ``Sampler.extra`` and passed to ``scheme`` by name.
 
 (FS25a/b: Feldman & Shenfeld, arXiv 2502.08202 / 2602.17284; CGKKMSZ24: Chua et al., "How
 Private are DP-SGD Implementations?", ICML 2024. The shuffle's upper bound is one substitution
@@ -52,8 +58,8 @@ from typing import Callable
 
 from . import validate as V
 from .relations import ADD_REMOVE, SUBSTITUTION, Relation
-from .sampling import Poisson, RandomAllocation, SamplingScheme, Shuffled, WithReplacement, \
-    WithoutReplacement, clip_sensitivity
+from .sampling import Poisson, RandomAllocation, SamplingScheme, Shuffled, TruncatedPoisson, \
+    WithReplacement, WithoutReplacement, clip_sensitivity
 
 __all__ = ["Sampler", "SAMPLERS", "DEFAULT_SAMPLER", "sampler", "exact", "rate_of", "count",
            "steps_of_epochs", "epochs_of_steps"]
@@ -64,16 +70,18 @@ class Sampler:
     """One way of drawing each step's batch.
 
     ``relation``: the neighbouring relation of the inner mechanism and of the guarantee;
-    ``scheme(batch_size, dataset_size)``: the per-step sampling scheme; ``rate_alone``: whether a
-    sampling rate alone (without B and N) describes it; ``summary`` and ``source`` for people."""
+    ``scheme(batch_size, dataset_size, **extra)``: the per-step sampling scheme; ``rate_alone``:
+    whether a sampling rate alone (without B and N) describes it; ``extra``: the further words
+    it needs (plan keys, passed to ``scheme`` by name); ``summary`` and ``source`` for people."""
 
     name: str
     relation: Relation
-    scheme: Callable[[int, int], SamplingScheme]
+    scheme: Callable[..., SamplingScheme]
     summary: str
     source: str
     rate_alone: bool = False
     per_epoch: bool = False
+    extra: tuple[str, ...] = ()
 
     @property
     def sensitivity(self) -> float:
@@ -102,6 +110,12 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
             "remainder dropped)",
             "upper: no amplification (one substitution per epoch); lower: Chua et al. 2024",
             per_epoch=True),
+    Sampler("truncated-poisson", ADD_REMOVE,
+            lambda b, n, max_batch_size: TruncatedPoisson(b / n, max_batch_size, n),
+            "each record independently with probability B/N, the batch then cut to a uniformly "
+            "random subset of at most max_batch_size records",
+            "a labelled mixture of 000 Thm 8 at two rates (arXiv 2508.15089; "
+            "dpamp.amplification.truncation)", extra=("max_batch_size",)),
 )}
 DEFAULT_SAMPLER = "poisson"
 

@@ -7,6 +7,7 @@
 | WithoutReplacement(m, n)       | substitution               | substitution  (003 Thm 9/19, 000 Thm 9) |
 | WithReplacement(m, n)          | substitution               | substitution  (000 Thm 10, profiles)    |
 | WithReplacement(m, n, outer=ADD_REMOVE) | substitution      | add/remove    (000 Thm 11, profiles)    |
+| TruncatedPoisson(q, B, n)      | add/remove (Gaussian sum)  | add/remove    (dpamp.amplification.truncation) |
 | RandomAllocation(k, t)         | add/remove                 | add/remove    (FS25a, FS25b: one epoch) |
 | Shuffled(batch_size, dataset_size) | relation (default add/remove) | the same (one epoch)      |
 
@@ -106,6 +107,42 @@ class Poisson(SamplingScheme):
 
     def describe(self) -> str:
         return f"Poisson sample, rate {self.rate:.6g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class TruncatedPoisson(SamplingScheme):
+    """Poisson sampling at ``rate`` q over a dataset of ``dataset_size`` n records, the batch
+    then cut to at most ``max_batch_size`` B records (a uniformly random B-subset of the sample
+    when it has more): fixed-memory DP-SGD, dp-accounting's
+    ``TruncatedSubsampledGaussianDpEvent(n, q, B, noise_multiplier)``.
+
+    Add/remove inside and outside. ``dataset_size`` is the size of the *larger* dataset of a
+    neighbouring pair (the differing record and n - 1 others), as in dp-accounting: for a
+    training set of N records the pairs that remove a record have n = N, those that add one
+    n = N + 1. How it amplifies (a Gaussian sum only) and why:
+    :mod:`dpamp.amplification.truncation`. B >= n is plain Poisson sampling."""
+
+    rate: float
+    max_batch_size: int
+    dataset_size: int
+    needs = ADD_REMOVE
+    gives = ADD_REMOVE
+
+    def __post_init__(self):
+        object.__setattr__(self, "rate", V.probability("rate", self.rate, low_open=True))
+        object.__setattr__(self, "max_batch_size",
+                           V.integer("max_batch_size", self.max_batch_size, low=1))
+        object.__setattr__(self, "dataset_size",
+                           V.integer("dataset_size", self.dataset_size, low=1))
+
+    @property
+    def truncates(self) -> bool:
+        """Whether a batch can exceed B (else this is plain Poisson sampling)."""
+        return self.max_batch_size < self.dataset_size
+
+    def describe(self) -> str:
+        return (f"truncated Poisson sample, rate {self.rate:.6g}, at most "
+                f"{self.max_batch_size} of {self.dataset_size} records")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -335,7 +335,8 @@ def _poisson_gaussian(sub):
 
 def _to_event(sub, inner):
     """dp-accounting's sampled event around the base's: Poisson (add/remove: dp-accounting
-    accounts it under that relation only), without and with replacement (n, m)."""
+    accounts it under that relation only), without and with replacement (n, m), truncated
+    Poisson (TruncatedSubsampledGaussianDpEvent, a Gaussian base)."""
     from dp_accounting import dp_event as E
     name, s = amplification_of(sub.scheme).name, sub.scheme
     if name == "Poisson":
@@ -348,6 +349,12 @@ def _to_event(sub, inner):
         return E.SampledWithoutReplacementDpEvent(s.population, s.batch, inner)
     if name == "WithReplacement":
         return E.SampledWithReplacementDpEvent(s.population, s.batch, inner)
+    if name == "TruncatedPoisson":
+        if not isinstance(inner, E.GaussianDpEvent):
+            raise ValueError("dp-accounting's TruncatedSubsampledGaussianDpEvent holds a "
+                             "Gaussian only")
+        return E.TruncatedSubsampledGaussianDpEvent(s.dataset_size, s.rate, s.max_batch_size,
+                                                    inner.noise_multiplier)
     raise ValueError(f"dp-accounting has no event for {name} sampling")
 
 

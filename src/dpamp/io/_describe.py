@@ -52,6 +52,9 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     elif "batch_size" in a:
         b, n = a["batch_size"], a["dataset_size"]
         samp = (f"{sampler}, rate {b}/{n} ≈ {b / n:.6g}" if sampler == "poisson" else
+                f"{sampler}, rate {b}/{n} ≈ {b / n:.6g}, batches cut to at most "
+                f"{a['max_batch_size']} records ({n}: the larger dataset of a neighbouring "
+                f"pair, as in dp-accounting)" if sampler == "truncated-poisson" else
                 f"{sampler}, one of {a['steps_per_epoch']} batches per epoch ({n} records, "
                 f"expected batch {n / a['steps_per_epoch']:.6g})" if sampler == "allocation" else
                 f"{sampler}, {a['steps_per_epoch']} batches of {b} of {n} per epoch"

@@ -16,6 +16,7 @@ is imported only when called; it is a test extra, not a dependency).
 | PoissonSampledDpEvent(q, e)               | from_dp_event(e).subsample(Poisson(q)), add/remove   |
 | SampledWithoutReplacementDpEvent(n, m, e) | ... .subsample(WithoutReplacement(m, n)), substitution |
 | SampledWithReplacementDpEvent(n, m, e)    | ... .subsample(WithReplacement(m, n)), substitution  |
+| TruncatedSubsampledGaussianDpEvent(n, q, B, z) | Gaussian(z).subsample(TruncatedPoisson(q, B, n)), add/remove |
 | ComposedDpEvent([e1, ...])                | dp.compose(...)                                      |
 | SelfComposedDpEvent(e, c)                 | from_dp_event(e) * c                                 |
 | SingleEpochTreeAggregationDpEvent(z, n)   | TreeAggregation(z, max(n))                           |
@@ -95,6 +96,8 @@ def _needed_relations(event, E) -> set:
     """The relations the events of the tree require (see the module docstring)."""
     if isinstance(event, E.PoissonSampledDpEvent):
         return {ADD_REMOVE} | _needed_relations(event.event, E)
+    if type(event).__name__ == "TruncatedSubsampledGaussianDpEvent":
+        return {ADD_REMOVE}
     if isinstance(event, (E.SampledWithoutReplacementDpEvent, E.SampledWithReplacementDpEvent)):
         return {SUBSTITUTION} | _needed_relations(event.event, E)
     if isinstance(event, E.RandomizedResponseDpEvent):
@@ -178,6 +181,8 @@ def _convert(event, E, rel, sens):
     if isinstance(event, E.ComposedDpEvent):
         parts = [m for m in (_convert(e, E, rel, sens) for e in event.events) if m is not None]
         return M.compose(*parts) if parts else None
+    if name == "TruncatedSubsampledGaussianDpEvent":
+        return _truncated(event, rel)
     if isinstance(event, E.PoissonSampledDpEvent):
         q = V.probability("sampling_probability", event.sampling_probability)
         inner = _sampled_inner(event.event, E, rel, sens)
@@ -195,8 +200,32 @@ def _convert(event, E, rel, sens):
         return inner.subsample(cls(m, n))
     listed = sorted(f.event for _, f in families() if f.event) + [
         "PoissonSampledDpEvent", "SampledWithoutReplacementDpEvent",
-        "SampledWithReplacementDpEvent", "ComposedDpEvent", "SelfComposedDpEvent", "NoOpDpEvent"]
+        "SampledWithReplacementDpEvent", "TruncatedSubsampledGaussianDpEvent", "ComposedDpEvent",
+        "SelfComposedDpEvent", "NoOpDpEvent"]
     raise ValueError(f"{name} is not supported by dpamp; supported: {', '.join(listed)}")
+
+
+def _truncated(event, rel):
+    """dp-accounting's TruncatedSubsampledGaussianDpEvent(dataset_size, sampling_probability,
+    truncated_batch_size, noise_multiplier): a Gaussian of sensitivity 1 on a truncated Poisson
+    sample (add/remove, the relation dp-accounting's PLD accountant analyses it under by
+    default); rate 0, batch 0 or dataset 0 cost nothing, as there."""
+    from .. import mechanisms as M
+    from ..core import sampling as S
+    if rel is not ADD_REMOVE:
+        raise ValueError("TruncatedSubsampledGaussianDpEvent is accounted under add/remove "
+                         "only in dpamp (a cut batch replaces a record; no substitution "
+                         "analysis is implemented)")
+    n = V.integer("dataset_size", event.dataset_size, low=0)
+    q = V.probability("sampling_probability", event.sampling_probability)
+    b = V.integer("truncated_batch_size", event.truncated_batch_size, low=0)
+    z = V.nonnegative("noise_multiplier", event.noise_multiplier)
+    if q == 0 or b == 0 or n == 0:
+        return None
+    if z == 0:
+        raise ValueError("a TruncatedSubsampledGaussianDpEvent with noise_multiplier 0 is not "
+                         "private")
+    return M.Gaussian(z, relation=rel).subsample(S.TruncatedPoisson(q, b, n))
 
 
 def _family_of_event(name: str):

@@ -32,13 +32,14 @@ __all__ = ["dpsgd", "dpsgd_stage"]
 def dpsgd_stage(*, noise_multiplier: float, batch_size: int | None = None,
                 dataset_size: int | None = None, epochs: float | None = None,
                 steps: int | None = None, sampler: str = "poisson",
-                sample_rate: float | None = None) -> Stage:
+                sample_rate: float | None = None, max_batch_size: int | None = None) -> Stage:
     """The plan's :class:`~dpamp.io.plan.Stage`: ``.mechanism`` (the composition),
     ``.steps`` and ``.assumed`` (sampler, relation, sensitivity, rate, steps, epochs)."""
     from .plan import PlanError, parse_stage
     words = {"mechanism": "gaussian", "noise_multiplier": noise_multiplier,
              "sampler": sampler, "batch_size": batch_size, "dataset_size": dataset_size,
-             "sample_rate": sample_rate, "epochs": epochs, "steps": steps}
+             "sample_rate": sample_rate, "epochs": epochs, "steps": steps,
+             "max_batch_size": max_batch_size}
     try:
         return parse_stage({k: v for k, v in words.items() if v is not None},
                            origin="dpsgd", cli=False)
@@ -50,7 +51,7 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
           dataset_size: int | None = None, epochs: float | None = None,
           steps: int | None = None, delta: float | None = None, epsilon: float | None = None,
           sampler: str = "poisson", sample_rate: float | None = None, method: str = "auto",
-          **options: Any) -> Guarantee:
+          max_batch_size: int | None = None, **options: Any) -> Guarantee:
     """The (epsilon, delta) guarantee of a DP-SGD run (module docstring): epsilon at ``delta``
     (or delta at ``epsilon``), a :class:`~dpamp.Guarantee` whose ``note`` states what was
     assumed. Give ``batch_size`` and ``dataset_size`` (or ``sample_rate`` for the Poisson
@@ -60,7 +61,7 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
         raise ValueError("give delta (for epsilon at delta) or epsilon (for delta at epsilon)")
     stage = dpsgd_stage(noise_multiplier=noise_multiplier, batch_size=batch_size,
                         dataset_size=dataset_size, epochs=epochs, steps=steps, sampler=sampler,
-                        sample_rate=sample_rate)
+                        sample_rate=sample_rate, max_batch_size=max_batch_size)
     mech = stage.mechanism
     if delta is not None:
         g = mech.epsilon(delta, method=method, **options)
@@ -76,7 +77,8 @@ def describe(stage: Stage) -> str:
     a = stage.assumed
     rel = as_relation(a["relation"]).words
     if "batch_size" in a:
-        how = f"batch {a['batch_size']} of {a['dataset_size']}"
+        how = f"batch {a['batch_size']} of {a['dataset_size']}" + (
+            f", cut to at most {a['max_batch_size']}" if "max_batch_size" in a else "")
     else:
         how = f"rate {a['sample_rate']:g}"
     given = stage.params.get("epochs")

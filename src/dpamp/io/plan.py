@@ -58,7 +58,8 @@ def _word_families() -> dict:
 _MECHANISM_KEYS = {word: fam.keys for word, fam in _word_families().items()}
 #: the sampling words of a stage; "sampling" and "rate" are the older spellings of "sampler"
 #: and "sample_rate" (same meaning); the samplers themselves are core/samplers.py's table
-_SAMPLING_WORDS = ("sampler", "sampling", "sample_rate", "rate", "batch_size", "dataset_size")
+_SAMPLING_WORDS = ("sampler", "sampling", "sample_rate", "rate", "batch_size", "dataset_size",
+                   "max_batch_size")
 _COMMON_KEYS = ("name", "mechanism", "relation", "steps", "epochs", "repeat_and_select")
 _TOP_KEYS = ("title", "delta", "methods", "tol", "stage")
 _ALL_STAGE_KEYS = sorted(set(_COMMON_KEYS + _SAMPLING_WORDS).union(*_MECHANISM_KEYS.values()))
@@ -423,6 +424,7 @@ def _mechanism_of(r, i, s, kind, relation):
 
 def _scheme_of(r, i, s, sampler, relation):
     """(per-step sampling scheme or None, exact rate, {batch_size, dataset_size} given)."""
+    extra = _sampler_extra(r, i, s, sampler)
     if sampler is None:
         return None, Fraction(1), {}
     rate_key = _one_of(r, i, s, "sample_rate", "rate", needed=False)
@@ -447,8 +449,25 @@ def _scheme_of(r, i, s, sampler, relation):
     if relation is not sampler.relation:  # Poisson restated under substitution
         scheme = smp.Poisson(m / n, relation=relation)
     else:
-        scheme = sampler.scheme(m, n)
-    return scheme, Fraction(m, n), {"batch_size": m, "dataset_size": n}
+        scheme = sampler.scheme(m, n, **extra)
+    return scheme, Fraction(m, n), {"batch_size": m, "dataset_size": n, **extra}
+
+
+def _sampler_extra(r, i, s, sampler) -> dict:
+    """The further words the sampler takes (``Sampler.extra``: max_batch_size for
+    truncated-poisson), each an integer >= 1; such a word given to another sampler is an
+    error naming it."""
+    wants = () if sampler is None else sampler.extra
+    for k in ("max_batch_size",):
+        if k in s and k not in wants:
+            name = "no sampler" if sampler is None else f"sampler {sampler.name!r}"
+            r.fail(i, k, f"not used by {name} (it is a word of 'truncated-poisson')")
+    out = {}
+    for k in wants:
+        if k not in s:
+            r.fail(i, k, f"missing: sampler {sampler.name!r} needs it (the largest batch kept)")
+        out[k] = r.check(i, k, V.integer, s[k], low=1)
+    return out
 
 
 def _steps_of(r: _Reader, i, s, scheme) -> int:

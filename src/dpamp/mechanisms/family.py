@@ -160,7 +160,11 @@ class Amplification:
     - ``profile_pair(sub, eps)``, ``profile_symmetric(sub)``, ``member_gamma(scheme)``;
     - ``crude_log_mgf(sub, t)``: a log-MGF bound of the privacy loss by joint convexity over a
       coupling of the samples (None where the scheme's own RDP moments apply);
-    - ``u_minus_i``: the U_{-i} coupling of 004 Thm 29 is established for the scheme.
+    - ``u_minus_i``: the U_{-i} coupling of 004 Thm 29 is established for the scheme;
+    - ``check(sub)``: raises ValueError when the scheme cannot amplify this base (called when
+      the subsampled mechanism is built), or None;
+    - ``rdp_cap(sub)``: the mechanism whose RDP curve caps the amplified one, where that is not
+      the base (a truncated batch can move a sum by twice the base's sensitivity), or None.
     """
 
     name: str
@@ -176,6 +180,8 @@ class Amplification:
     profile_source: Callable[[Any], str] = lambda sub: "000"
     crude_log_mgf: Callable[[Any, Any], Any] | None = None
     u_minus_i: bool = False
+    check: Callable[[Any], None] | None = None
+    rdp_cap: Callable[[Any], Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,6 +94,9 @@ class Subsampled(Mechanism):
                              f"{type(self.scheme).__name__}")
         if self.base.relation is not self.scheme.needs:
             raise relation_error(self.scheme, self.base, self.scheme.needs)
+        rule = amplification_of(self.scheme)
+        if rule is not None and getattr(rule, "check", None) is not None:
+            rule.check(self)
 
     @property
     def relation(self) -> Relation:  # type: ignore[override]
@@ -169,7 +172,9 @@ class Subsampled(Mechanism):
         fin = ~inf
         if fin.any():
             a = alpha[fin]
-            if self.rate >= 1.0:
+            cap_of = self._amplification().rdp_cap
+            cap = self.base if cap_of is None else cap_of(self)
+            if self.rate >= 1.0 and cap is self.base:
                 val = self.base._rdp(a)
             else:
                 # above the exact sums' largest order only the caps below apply (their integer
@@ -179,7 +184,7 @@ class Subsampled(Mechanism):
                 if small.any():
                     val[small] = interpolate_cgf(a[small], self._integer_cgf)
                 val = np.minimum(val, self._extra_rdp(a))
-                val = np.minimum(val, self.base._rdp(a))
+                val = np.minimum(val, cap._rdp(a))
                 if math.isfinite(eps_pure):
                     val = np.minimum(val, rr_rdp(eps_pure, a))
             out[fin] = val

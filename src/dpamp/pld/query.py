@@ -278,7 +278,8 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
         best = _tighter(best, state)
         if not _exact_parts(dirs) and rounds >= 2:
             return _not_met(best, rounds, "some part's lower and upper bounds differ by "
-                            "construction (a privacy profile; random allocation, 1 < k < t)")
+                            "construction (a privacy profile; random allocation, 1 < k < t; "
+                            "truncated Poisson sampling)")
         if time.monotonic() > deadline:
             return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
         up, low = state.last
