@@ -167,9 +167,15 @@ def _mechanism_classes_of_dpamp() -> set:
 
 
 def _samples():
+    from dpamp.mechanisms.matrix import SampledWitness, SensitivityWitness
+
     """One instance of every public mechanism type, with a cheap method that applies to it."""
     g, lap = dp.Gaussian(1.3), dp.Laplace(2.0)
     witness = g.post_process(dp.BernoulliSampling(0.1, 1, 2)).witnesses()[0]
+    banded = dp.MatrixMechanism(dp.BandedToeplitz((1.0, 0.5, 0.25), 10), 1.2,
+                                participation=dp.MinSeparation(3, 2))
+    cyclic = dp.MatrixMechanism(dp.BandedToeplitz((1.0, 0.5), 8), 1.1,
+                                participation=dp.CyclicPoisson(0.1, 2))
     return {
         dp.Gaussian: (g, "rdp"),
         dp.Laplace: (lap, "rdp"),
@@ -208,6 +214,9 @@ def _samples():
         dp.TreeAggregation: (dp.TreeAggregation(1.1, 100) * 2, "rdp"),
         dp.RepeatAndSelect: (dp.RepeatAndSelect(g * 3, 5.0, "truncated_negative_binomial",
                                                 0.5), "rdp"),
+        dp.MatrixMechanism: (banded, "rdp"),
+        SensitivityWitness: (banded.witnesses()[0], "rdp"),
+        SampledWitness: (cyclic.witnesses()[0], "rdp"),
     }
 
 
