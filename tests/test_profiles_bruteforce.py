@@ -284,12 +284,39 @@ def test_thm14_bruteforce(pmf, q, n, size_shift):
     assert (low[0] <= up[0]).all()
 
 
-def test_thm14_needs_population():
-    m = dp.Gaussian(1.0, relation=dp.SUBSTITUTION).subsample(
-        dp.Poisson(0.1, relation=dp.SUBSTITUTION))
-    with pytest.raises(NotImplementedError, match="population"):
-        dp.profile_pair(m, 1.0)
-    assert dp.profile_pair_lower(m, 1.0) is not None  # the membership pair needs no n
+def test_poisson_substitution_without_population_is_the_one_record_worst_case():
+    """With the dataset size unknown, datasets of one record are in the class: the sample is
+    empty (the same law under both) with probability 1 - q, and a base far from its empty
+    output attains q H(B || C). Upper and lower rows are both that curve; T steps compose to
+    the binomial mixture of Gaussians sum_k C(T, k) q^k (1-q)^(T-k) delta_G(mu sqrt(k); eps),
+    evaluated here in mpmath."""
+    import mpmath as mp
+    q, mu, T = 0.1, 1.0, 10
+    g = dp.Gaussian(1.0, sensitivity=mu, relation=dp.SUBSTITUTION)
+    m = g.subsample(dp.Poisson(q, relation=dp.SUBSTITUTION))
+    up, low = dp.profile_pair(m, EPS), dp.profile_pair_lower(m, EPS)
+    want = q * np.asarray(g.profile(EPS))
+    assert (low <= want * (1 + 1e-12)).all() and (up >= want * (1 - 1e-12)).all()
+    np.testing.assert_allclose(up[0], want, rtol=1e-9)
+    np.testing.assert_allclose(low[0], want, rtol=1e-9)
+
+    mp.mp.dps = 40
+
+    def delta_g(m_, e):          # Balle & Wang 2018, Thm 8
+        if m_ == 0:
+            return mp.mpf(0)
+        return mp.ncdf(m_ / 2 - e / m_) - mp.e ** e * mp.ncdf(-m_ / 2 - e / m_)
+
+    def truth(e):
+        e = mp.mpf(e)
+        return sum(mp.binomial(T, k) * mp.mpf(q) ** k * (1 - mp.mpf(q)) ** (T - k)
+                   * delta_g(mu * mp.sqrt(k), e) for k in range(T + 1))
+
+    r = (m * T).delta(3.0)
+    assert r.lower <= float(truth(3.0)) <= r.delta
+    e = (m * T).epsilon(1e-5)
+    assert float(truth(e.lower)) >= 1e-5 >= float(truth(e.epsilon))
+    assert e.epsilon - e.lower <= 1e-3 * e.epsilon
 
 
 # --- randomized response / membership inside: 000 Lemma 12 / Thm 13, exact everywhere ------------

@@ -11,9 +11,11 @@
 | RandomAllocation(k, t)         | add/remove                 | add/remove    (FS25a, FS25b: one epoch) |
 | Shuffled(batch_size, dataset_size) | relation (default add/remove) | the same (one epoch)      |
 
-000 Thm 14 depends on the dataset size n (datasets have equal sizes under substitution), so the
-profile of Poisson sampling under substitution needs ``population``; 000 Thm 11 bounds datasets of
-size n (either member of a pair) and needs none of the inner mechanism's add/remove behaviour.
+000 Thm 14 depends on the dataset size n (datasets have equal sizes under substitution): with
+``population`` it applies; without it the dataset may hold one record, and the profile is the
+worst case of that class, q delta(eps) (joint convexity; attained, so the bracket is tight);
+000 Thm 11 bounds datasets of size n (either member of a pair) and needs none of the inner
+mechanism's add/remove behaviour.
 
 RandomAllocation and Shuffled describe one *epoch* of t steps, not one step: ``mech.subsample``
 returns :class:`~dpamp.mechanisms.allocated.Allocated`, and ``* epochs`` composes epochs.
@@ -83,8 +85,9 @@ class Poisson(SamplingScheme):
     """Each record enters the sample independently with probability ``rate``.
 
     Default relation add/remove (the inner and the outer relation are the same). Under
-    substitution the privacy profile (000 Thm 14) depends on the dataset size: pass
-    ``population=n`` to enable it (ignored under add/remove)."""
+    substitution the amplified profile (000 Thm 14) depends on the dataset size: pass
+    ``population=n`` to enable it (ignored under add/remove); without it the answer is the
+    worst case over dataset sizes (one record: q delta(eps), no amplification of eps)."""
 
     rate: float
     relation: Relation = ADD_REMOVE

@@ -150,6 +150,14 @@ def _poisson_loss(sub, base):
     return base.poisson(sub.scheme.rate)
 
 
+def _poisson_profile_source(sub) -> str:
+    if sub.scheme.relation is ADD_REMOVE:
+        return "000 Thm 8 (Thm 2, both orders)"
+    if sub.scheme.population is None:
+        return "000 Thm 2 (joint convexity; the one-record worst case, no population given)"
+    return "000 Thm 14 (tighter proof form)"
+
+
 def _poisson_pair(sub, eps):
     from ..profiles.amplification import poisson_profile_pair
     return poisson_profile_pair(sub, eps)
@@ -252,8 +260,7 @@ declare_scheme(Poisson, Amplification(
     profile_symmetric=lambda sub: sub.scheme.relation is not ADD_REMOVE,
     member_gamma=lambda scheme: scheme.rate, extra_rdp=_poisson_extra_rdp,
     loss=_poisson_loss,
-    profile_source=lambda sub: "000 Thm 8 (Thm 2, both orders)"
-    if sub.scheme.relation is ADD_REMOVE else "000 Thm 14 (tighter proof form)",
+    profile_source=_poisson_profile_source,
     crude_log_mgf=lambda sub, t: _bridge().poisson_substitution_log_mgf(sub, t),
     u_minus_i=True))
 declare_scheme(WithoutReplacement, Amplification(

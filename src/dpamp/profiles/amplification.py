@@ -30,6 +30,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..core.relations import ADD_REMOVE
+from ..core.sampling import Poisson
 from ..mechanisms.family import amplification_of
 from . import core
 from .numerics import (ULP, ajc_epsilon, ajc_log_beta, ajc_reverse, down, envelope, log1mexp,
@@ -296,12 +297,14 @@ def poisson_profile_pair(m, eps):
     if scheme.relation is ADD_REMOVE:
         return mixture_pair_log(lambda e: core.log_pair(base, e), scheme.rate, eps)
     n = getattr(scheme, "population", None)
-    if n is None:
-        raise NotImplementedError(
-            "000 Thm 14 (Poisson sampling under substitution) depends on the dataset size: "
-            "use dp.Poisson(rate, relation=dp.SUBSTITUTION, population=n)")
     q = scheme.rate
     base_sym = lambda e: core.log_symmetric(base, e)  # noqa: E731
+    if n is None:
+        # Thm 14 needs the dataset size; joint convexity over the coupling does not, so a
+        # plan without ``population`` keeps a profile (and the PLD built on it) rather than
+        # leaving only RDP: delta'(eps) <= q delta(eps), non-increasing as delta is
+        v = pad_up(math.log(q) + base_sym(eps))
+        return np.stack([v, v])
     v = envelope(lambda e: np.minimum(thm14_log_profile(base_sym, q, n, e),
                                       pad_up(math.log(q) + base_sym(e))), eps)
     return np.stack([v, v])
@@ -326,11 +329,25 @@ def wr_profile_pair(m, eps):
     return np.stack([v, v])
 
 
+def _poisson_any_size(scheme) -> bool:
+    return isinstance(scheme, Poisson) and scheme.relation is not ADD_REMOVE \
+        and scheme.population is None
+
+
 def subsampled_lower(m, eps):
     """Lower rows: the gamma-mixture of the base's own lower pair (000 Lemma 12's membership
     pair), or None where the base has none."""
     base_lower = core.log_pair_lower(m.base, np.zeros(1))
     if base_lower is None:
         return None
+    if _poisson_any_size(m.scheme):
+        # Poisson under substitution with the dataset size unknown: the class includes
+        # datasets of one record, D = {x}, D' = {x'}, where the sample is empty (the same law
+        # under both) with probability 1 - q; a base whose output when empty is far from
+        # its outputs on {x}, {x'} (f(D) = c |D| + g(D), c -> inf, within the substitution
+        # sensitivity) attains q H(B || C) in both orders: the upper bound of the
+        # joint-convexity coupling above, so the bracket closes at that worst case
+        return pad_down(math.log(m.scheme.rate) + core.log_pair_lower(m.base, eps),
+                        8 * ULP)
     g = member_gamma(m.scheme)
     return mixture_pair_log(lambda e: core.log_pair_lower(m.base, e), g, eps, upper=False)
