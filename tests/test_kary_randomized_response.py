@@ -98,6 +98,33 @@ def test_renyi_curve_is_exact_at_real_orders(k, p):
         assert lo >= exact * (1 - 1e-12), (a, lo, exact)
 
 
+@pytest.mark.parametrize("k, p", [(3, 1 - 1e-12), (2 ** 53, 0.5), (3, 1e-200), (2 ** 40, 1e-300),
+                                  (1000, 0.999999), (2, 0.3)])
+def test_extreme_parameters(k, p):
+    """Near-zero and near-overflow epsilons, huge k, orders near 1 and past the far form's
+    switch (x = (alpha - 1) eps > 700): the curve and the profile still bracket the truth
+    tightly, without warnings (they are errors in the suite)."""
+    m = dp.KaryRandomizedResponse(k, p)
+    P, Q = rows(p, 2) if k == 2 else _lumped(p, k)
+    alphas = [1 + 1e-12, 1 + 1e-6, 1.5, 2.0, 10.0, 1e3, 1e6, 1e300]
+    br = m.renyi(alphas)
+    for a, up, lo in zip(alphas, br.upper, br.lower):
+        exact = exact_renyi(P, Q, a)
+        assert lo <= exact <= up and up <= exact * (1 + 1e-10), (a, lo, exact, up)
+    eps = np.array([0.0, 0.5 * m.pure_epsilon(), 2.0])
+    up, low = np.asarray(m.profile(eps)), dp.profile_pair_lower(m, eps)[0]
+    for e, u, lo in zip(eps, up, low):
+        exact = exact_delta(P, Q, e)
+        assert lo <= exact <= u and u <= exact * (1 + 1e-10) + 1e-300, (e, lo, exact, u)
+
+
+def _lumped(p, k):
+    """The three classes {0}, {1}, the rest (k too large to list every outcome)."""
+    p, k = mp.mpf(p), mp.mpf(k)
+    a, b, c = 1 - p + p / k, p / k, p * (k - 2) / k
+    return [a, b, c], [b, a, c]
+
+
 def test_renyi_both_directions_equal():
     """The pair is symmetric: D_alpha(Q || P) = D_alpha(P || Q) (so one curve serves both)."""
     P, Q = rows(0.3, 5)

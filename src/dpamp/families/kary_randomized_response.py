@@ -4,18 +4,20 @@
 Everything comes from its three-outcome pair P = (a, b, c), Q = (b, a, c), losses +eps, -eps, 0:
 the PLD is those atoms (the loss eps rounded up, outward; the engine discretises them
 pessimistically and optimistically, and fits its grid to eps), the profile the pair's
-hockey-stick curves (:func:`dpamp.profiles.divergence.finite_pair_log_rows`, exact up to
-rounding, so also a lower bound: every pair of neighbours with different values attains it), a
+hockey-stick curve, (a + b) times the randomized-response curve of eps (exact up to rounding,
+so also a lower bound: every pair of neighbours with different values attains it), a
 group of records the same pair (the statistic still takes two values), and dp-accounting's
 ``RandomizedResponseDpEvent(p, k)`` both ways for k > 2 (k = 2 stays
 :class:`~dpamp.mechanisms.randomized_response.RandomizedResponse`, as it was read before)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import validate as V
 from ..mechanisms.family import Family, ProfileHooks, declare
-from ..mechanisms.kary_randomized_response import KaryRandomizedResponse
+from ..mechanisms.kary_randomized_response import KaryRandomizedResponse, kary_epsilon
 
 
 def _loss(m: KaryRandomizedResponse):
@@ -38,12 +40,19 @@ def _loss(m: KaryRandomizedResponse):
 
 
 def _rows(m: KaryRandomizedResponse, eps, upper: bool):
-    from ..profiles.divergence import finite_pair_log_rows
-    la, lb, lc, err = m.log_masses()
-    lp, lq = np.array([la, lb, lc]), np.array([lb, la, lc])
-    row = finite_pair_log_rows(lp, lq, np.full(3, err), np.asarray(eps, dtype=float),
-                               upper=upper)[0]
-    return np.stack([row, row])     # the pair is symmetric: (Q, P) has the same curve
+    """H_{e^eps}(P || Q) = (a - e^eps b)_+ = (a + b) RR_eps0(eps) for eps >= 0 (the zero-loss
+    mass c adds nothing, and b <= a): the randomized-response curve of eps0 (rounded up for the
+    upper row, down for the lower one; the curve grows with eps0) times the mass a + b =
+    (1 - p) + 2p/k off the zero-loss outcomes, a sum of two non-negative terms (2 ulps). Both
+    orders are this curve (the pair is symmetric)."""
+    from ..profiles.closed_forms import rr_log_profile
+    from ..profiles.numerics import pad_down, pad_up
+    p, k = m.noise_parameter, float(m.k)
+    e0 = m.eps0 if upper else kary_epsilon(p, m.k, up=False)
+    log_s = math.log((1.0 - p) + 2.0 * p / k)
+    v = log_s + rr_log_profile(e0, np.asarray(eps, dtype=float), upper=upper)
+    row = pad_up(v) if upper else pad_down(v)
+    return np.stack([row, row])
 
 
 def _group(m, k, eps):

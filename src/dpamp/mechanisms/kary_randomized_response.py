@@ -119,17 +119,6 @@ class KaryRandomizedResponse(Mechanism):
     def pure_epsilon(self) -> float:
         return self.eps0
 
-    def log_masses(self) -> tuple[float, float, float, float]:
-        """(log a, log b, log c, an absolute error bound of each) of the pair's masses
-        a = (1 - p) + p/k, b = p/k, c = (k - 2) p/k (log c = -inf for k = 2): the sum and
-        quotients carry a couple of ulps relative, the logs one more and an ulp of their size."""
-        p, k = self.noise_parameter, float(self.k)
-        lb = math.log(p) - math.log(k)
-        la = math.log((1.0 - p) + p / k)
-        lc = math.log(p) + math.log(k - 2.0) - math.log(k) if self.k > 2 else -math.inf
-        err = 8 * _U * (1.0 + abs(la) + abs(lb) + (abs(lc) if self.k > 2 else 0.0))
-        return la, lb, lc, err
-
     def _log_moment(self, alpha: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
         """(log E_Q[(P/Q)^alpha], an absolute error bound) at finite alpha > 1 for the pair
         with loss ``eps`` in place of the exact one and the exact masses' ratios otherwise:
