@@ -378,3 +378,14 @@ def test_thousand_steps_against_the_multinomial_law():
     assert g.epsilon - g.lower < 1e-5
     old = dp.PureDP(dp.KaryRandomizedResponse(3, 0.9).pure_epsilon()) * 1000
     assert old.epsilon(1e-6).lower > 1.25 * exact
+
+
+def test_report_names_the_stage(tmp_path, capsys):
+    from dpamp import cli
+    plan = tmp_path / "plan.toml"
+    plan.write_text('delta = 1e-5\n[[stage]]\nmechanism = "kary_randomized_response"\nk = 5\n'
+                    'noise_parameter = 0.4\nrelation = "substitution"\nsteps = 10\n')
+    assert cli.main(["report", str(plan)]) == 0
+    out = capsys.readouterr().out
+    assert "stage 1: k-ary randomized response, k = 5, noise parameter 0.4;" in out
+    assert "assumed: k-ary randomized response, k = 5, noise parameter 0.4; 10 steps" in out
