@@ -123,8 +123,8 @@ def core_rows() -> list[Row]:
         Row("randomized_response", "RR k=3 p=.9 T=1000 (event)",
             dp.from_dp_event(E.SelfComposedDpEvent(E.RandomizedResponseDpEvent(0.9, 3), 1000)),
             1e-6, event=E.SelfComposedDpEvent(E.RandomizedResponseDpEvent(0.9, 3), 1000),
-            note="dpamp reads k-ary RR as pure DP of its epsilon: its bracket is that of the "
-                 "worst eps-DP mechanism, above the k-ary one; " + _RR_COUNT),
+            note="k-ary RR, read as dp.KaryRandomizedResponse (its exact three-outcome "
+                 "pair); " + _RR_COUNT),
     ]
 
 

@@ -24,7 +24,8 @@ READ = {
     "DiscreteLaplaceDpEvent": [E.DiscreteLaplaceDpEvent(0.5, 2)],
     "MixtureOfGaussiansDpEvent": [E.MixtureOfGaussiansDpEvent(1.5, [0.0, 1.0], [0.75, 0.25]),
                                   E.MixtureOfGaussiansDpEvent(2.0, [1.0, 3.0], [0.5, 0.5])],
-    "RandomizedResponseDpEvent": [E.RandomizedResponseDpEvent(0.5, 2)],
+    "RandomizedResponseDpEvent": [E.RandomizedResponseDpEvent(0.5, 2),
+                                  E.RandomizedResponseDpEvent(0.4, 5)],
     "ZCDpEvent": [E.ZCDpEvent(0.1)],
     "PoissonSampledDpEvent": [E.PoissonSampledDpEvent(0.01, E.GaussianDpEvent(1.1)),
                               E.PoissonSampledDpEvent(0.05, E.LaplaceDpEvent(2.0))],
@@ -104,6 +105,7 @@ def test_written_events_mean_the_same_to_dp_accounting(event):
 WRITTEN = [
     dp.Gaussian(1.5), dp.Gaussian(1.5, 1.0, S), dp.Laplace(2.0), dp.Laplace(2.0, 1.0, S),
     dp.DiscreteLaplace(0.5, 2), dp.RandomizedResponse(0.75, S), dp.ZCDP(0.1),
+    dp.KaryRandomizedResponse(3, 0.5, S), dp.KaryRandomizedResponse(7, 0.05, S) * 4,
     dp.MixtureOfGaussians(1.0, (0.0, 1.0, 2.0), (0.8, 0.15, 0.05)),
     dp.TreeAggregation(2.0, 1000), dp.TreeAggregation(2.0, 1000, relation=S),
     dp.RepeatAndSelect(dp.Gaussian(2.0), 10.0, "geometric"),
@@ -141,13 +143,15 @@ def test_no_event_is_a_clear_error_naming_the_part(m, name):
         dp.to_dp_event(m)
 
 
-def test_k_ary_randomized_response_is_read_as_pure_dp_and_not_written_back():
-    """dpamp has no k-ary randomized response: it reads it as pure DP of the same epsilon (sound,
-    loose: the exact pair has a zero-loss atom), which no dp-accounting event describes."""
+def test_k_ary_randomized_response_is_read_as_itself_and_written_back():
+    """k > 2 buckets is k-ary randomized response with its exact three-outcome pair (it was
+    read as pure DP of the same epsilon: a sound upper bound, but the lower bound of a worse
+    mechanism); k = 2 stays binary randomized response."""
     m = dp.from_dp_event(E.RandomizedResponseDpEvent(0.4, 5))
-    assert m == dp.PureDP(math.log1p(5 * 0.6 / 0.4), S)
-    with pytest.raises(ValueError, match="PureDP has no dp-accounting event"):
-        dp.to_dp_event(m)
+    assert m == dp.KaryRandomizedResponse(5, 0.4, S)
+    assert m.pure_epsilon() == pytest.approx(math.log1p(5 * 0.6 / 0.4), rel=1e-14)
+    assert dp.to_dp_event(m) == E.RandomizedResponseDpEvent(0.4, 5)
+    assert dp.from_dp_event(E.RandomizedResponseDpEvent(0.5, 2)) == dp.RandomizedResponse(0.75, S)
 
 
 class MadeUpDpEvent(E.DpEvent):

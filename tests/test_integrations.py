@@ -40,6 +40,10 @@ CASES = [
     (E.SelfComposedDpEvent(E.RandomizedResponseDpEvent(0.3, 2), 30), NR.REPLACE_ONE,
      dp.RandomizedResponse(0.85, S) * 30,
      """mechanism = "randomized_response"\np = 0.85\nrelation = "substitution"\nsteps = 30"""),
+    (E.SelfComposedDpEvent(E.RandomizedResponseDpEvent(0.4, 5), 30), NR.REPLACE_ONE,
+     dp.KaryRandomizedResponse(5, 0.4, S) * 30,
+     """mechanism = "kary_randomized_response"\nk = 5\nnoise_parameter = 0.4
+        relation = "substitution"\nsteps = 30"""),
     (E.ComposedDpEvent([E.GaussianDpEvent(3.0), E.LaplaceDpEvent(10.0),
                         E.SelfComposedDpEvent(E.ZCDpEvent(0.01), 3)]),
      NR.ADD_OR_REMOVE_ONE,
@@ -81,18 +85,20 @@ def test_subsampled_composition_of_gaussians_is_one_gaussian():
     assert x == dp.Gaussian(math.sqrt(2)).subsample(dp.Poisson(0.1))
 
 
-def test_k_ary_randomized_response_is_pure_dp_of_its_epsilon():
+def test_k_ary_randomized_response_is_read_with_its_exact_curve():
     p, k = 0.4, 5
     x = dp.from_dp_event(E.RandomizedResponseDpEvent(p, k))
-    # the likelihood ratio of the two rows: (1 - p + p/k) / (p/k)
-    assert x == dp.PureDP(math.log((1 - p + p / k) / (p / k)), S)
-    # dp-accounting's k-ary RDP curve at order inf is that pure epsilon
+    assert x == dp.KaryRandomizedResponse(k, p, S)
+    # the likelihood ratio of the two rows, (1 - p + p/k) / (p/k), is dp-accounting's order inf
     rdp_inf = R._compute_randomized_response_rdp(p, k, [math.inf], NR.REPLACE_ONE)[0]
+    assert x.pure_epsilon() == pytest.approx(math.log((1 - p + p / k) / (p / k)), rel=1e-14)
     assert x.pure_epsilon() == pytest.approx(rdp_inf, rel=1e-14)
-    # and at finite orders the exact k-ary curve is below the binary-RR curve we account
+    # at finite orders the curve is dp-accounting's exact k-ary one (not the binary-RR curve
+    # of pure DP, which lies above it)
     alphas = [1.5, 2, 4, 16]
     exact = R._compute_randomized_response_rdp(p, k, alphas, NR.REPLACE_ONE)
-    assert all(x.rdp(alphas) >= exact * (1 - 1e-12))
+    assert x.rdp(alphas) == pytest.approx(exact, rel=1e-12)
+    assert all(dp.PureDP(x.pure_epsilon()).rdp(alphas) > exact * (1 + 1e-3))
 
 
 @pytest.mark.parametrize("event", [

@@ -184,6 +184,7 @@ def _samples():
         dp.Skellam: (dp.Skellam(3.0, 2), "rdp"),
         dp.MixtureOfGaussians: (dp.MixtureOfGaussians(1.0, (0.0, 1.0), (0.7, 0.3)), "pld"),
         dp.RandomizedResponse: (dp.RandomizedResponse(0.8), "rdp"),
+        dp.KaryRandomizedResponse: (dp.KaryRandomizedResponse(5, 0.4, dp.SUBSTITUTION), "pld"),
         dp.PureDP: (dp.PureDP(0.7), "basic"),
         dp.ZCDP: (dp.ZCDP(0.05), "zcdp"),
         dp.EpsDelta: (dp.EpsDelta(0.5, 1e-7), "basic"),

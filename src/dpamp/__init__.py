@@ -23,6 +23,7 @@ from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, P
                          RandomizedResponse, RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
 from .mechanisms.discrete_laplace import DiscreteLaplace
+from .mechanisms.kary_randomized_response import KaryRandomizedResponse
 from .mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax
 from .mechanisms.tree_aggregation import TreeAggregation
 from .mechanisms.repeat_select import RepeatAndSelect
@@ -84,6 +85,7 @@ __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "Wi
            "WithReplacement", "RandomAllocation", "Shuffled", "TruncatedPoisson", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
            "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
+           "KaryRandomizedResponse",
            "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "TreeAggregation",
            "RepeatAndSelect", "DiscreteGaussian", "Skellam", "MixtureOfGaussians",
            "MatrixMechanism", "BLT", "BandedToeplitz", "BinaryTree", "DenseStrategy", "Toeplitz",

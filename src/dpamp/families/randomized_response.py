@@ -35,7 +35,9 @@ def _rr_words(words, relation):
 def _rr_event(event, relation, sensitivity):
     """dp-accounting's RandomizedResponseDpEvent(p, k): report the truth with probability
     1 - p, else a uniform bucket; k = 2 is randomized response with truth probability 1 - p/2,
-    k > 2 is pure log(1 + k (1 - p) / p)-DP (None: no privacy cost)."""
+    k > 2 is k-ary randomized response with its exact three-outcome pair (None: no privacy
+    cost)."""
+    from ..mechanisms.kary_randomized_response import KaryRandomizedResponse
     p = V.probability("noise_parameter", event.noise_parameter)
     k = V.integer("num_buckets", event.num_buckets, low=1)
     if k == 1 or p == 1:
@@ -45,7 +47,7 @@ def _rr_event(event, relation, sensitivity):
                          "the truth: not private")
     if k == 2:
         return RandomizedResponse(1.0 - p / 2.0, relation=relation)
-    return PureDP(math.log1p(k * (1.0 - p) / p), relation=relation)
+    return KaryRandomizedResponse(k, p, relation=relation)
 
 
 def _rr_to_event(m: RandomizedResponse):

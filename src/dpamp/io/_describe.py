@@ -30,6 +30,10 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     elif kind == "randomized_response":
         mech = ("randomized response, " +
                 (f"p = {_g(p['p'])}" if "p" in p else f"ε = {_g(p['epsilon'])}"))
+    elif kind == "kary_randomized_response":
+        mech = (f"k-ary randomized response, k = {_g(p['k'])}, " +
+                (f"noise parameter {_g(p['noise_parameter'])}" if "noise_parameter" in p
+                 else f"ε = {_g(p['epsilon'])}"))
     elif kind == "pure_dp":
         mech = f"ε-DP mechanism, ε = {_g(p['epsilon'])}"
     elif kind == "zcdp":

@@ -8,7 +8,7 @@ is imported only when called; it is a test extra, not a dependency).
 | GaussianDpEvent(z)                        | Gaussian(sigma=z, sensitivity=1 [*])                 |
 | LaplaceDpEvent(z)                         | Laplace(scale=z, sensitivity=1 [*])                  |
 | RandomizedResponseDpEvent(p, k=2)         | RandomizedResponse(1 - p/2), substitution            |
-| RandomizedResponseDpEvent(p, k>2)         | PureDP(log(1 + k(1-p)/p)), substitution  [**]        |
+| RandomizedResponseDpEvent(p, k>2)         | KaryRandomizedResponse(k, p), substitution [**]      |
 | ZCDpEvent(rho, xi=0)                      | ZCDP(rho)                                            |
 | DiscreteLaplaceDpEvent(a, Delta)          | DiscreteLaplace(a, sensitivity=Delta)                |
 | MixtureOfGaussiansDpEvent(s, c, p)        | MixtureOfGaussians(s, c, p), add/remove              |
@@ -25,9 +25,9 @@ is imported only when called; it is a test extra, not a dependency).
 | NonPrivateDpEvent, UnsupportedDpEvent, others | ValueError naming the event class               |
 
 ``to_dp_event(m)`` writes the other way, wherever dp-accounting has the event: each family's
-declared ``to_event`` (Gaussian, Laplace, discrete Laplace, randomized response of a bit, zCDP,
-tree aggregation, mixture of Gaussians under add/remove; a wrapper family, subsampled or
-repeat-and-select, around its base's event), a composition as ComposedDpEvent of
+declared ``to_event`` (Gaussian, Laplace, discrete Laplace, randomized response of a bit,
+k-ary randomized response, zCDP, tree aggregation, mixture of Gaussians under add/remove; a
+wrapper family, subsampled or repeat-and-select, around its base's event), a composition as ComposedDpEvent of
 SelfComposedDpEvent(part, count), a 0-DP mechanism (what NoOpDpEvent reads as) as NoOpDpEvent.
 Families with no dp-accounting event (PureDP, EpsDelta, the selection mechanisms, random
 allocation, ...) raise ValueError naming the part. The neighbouring relation is dp-accounting's *accountant*'s: give it
@@ -49,9 +49,10 @@ Semantics, as dp-accounting's own accountants use them:
   does the same: the queries run on one sample; Mironov et al. 2019 Sec. 3).
 * [***] on dp-accounting's main branch, not in 0.6.0 (whose event classes are all read or
   refused by name: tests/test_dp_event_interop.py).
-* [**] k-ary randomized response (k > 2) is accounted as pure epsilon-DP with its epsilon
-  log((1 - p + p/k) / (p/k)); binary RR is the dominating pair of every epsilon-DP mechanism
-  (004 Sec. 5), so this is a sound, slightly loose bound.
+* [**] k-ary randomized response (k > 2) is read as itself, with its exact three-outcome pair
+  P = (1 - p + p/k, p/k, (k-2) p/k) vs Q = (p/k, 1 - p + p/k, (k-2) p/k)
+  (:mod:`dpamp.mechanisms.kary_randomized_response`); pure DP with the same epsilon would be
+  sound for the upper bound but its lower bound is that of a worse mechanism, not this one's.
 """
 from __future__ import annotations
 

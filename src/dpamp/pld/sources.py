@@ -8,6 +8,7 @@ dominating pair (P, Q) (the other order is its swap), or raises NotImplementedEr
 | Gaussian(sigma, Delta)                      | N(Delta/sigma, 1) vs N(0, 1)            | 004 Prop. 3 |
 | Laplace(b, Delta)                           | Lap(Delta/b, 1) vs Lap(0, 1)            | 000 Thm 3's pair |
 | RandomizedResponse, PureDP(eps)             | randomized response (dominates eps-DP) | 004 fn. 16 |
+| KaryRandomizedResponse(k, p)                | its three atoms +-eps, 0 (exact)       | Kairouz, Bonawitz & Ramage 2016 |
 | EpsDelta(eps, delta)                        | the worst-case (eps, delta) pair       | 004 fn. 16 |
 | base.subsample(Poisson(q)) (add/remove)     | ((1-q) Q + q P, Q) and its swap         | 004 Thm 34's pair |
 | base.subsample(WithoutReplacement(m, n))    | symmetrised curve of 000 Thm 9          | 000 Thm 9  |
