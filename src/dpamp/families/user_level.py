@@ -10,6 +10,8 @@ same way. No plan word of its own: a plan says ``records_per_user`` on a Gaussia
 (:mod:`dpamp.io.plan`)."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare, family_of, \
     supports_rep
 from ..mechanisms.user_level import UserLevelGaussian
@@ -56,7 +58,7 @@ def _to_event(u: UserLevelGaussian):
     """dp-accounting's event of the upper mechanism: ``MixtureOfGaussiansDpEvent`` with the
     (outward-rounded) binomial weights, or the (Poisson-sampled) Gaussian event."""
     from dp_accounting import dp_event
-    up = u.bracket()[0]
+    up: Any = u.bracket()[0]
     if u.is_mixture:
         return dp_event.MixtureOfGaussiansDpEvent(up.sigma, list(up.sensitivities),
                                                   list(up.probabilities))

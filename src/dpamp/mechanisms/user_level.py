@@ -112,7 +112,7 @@ class UserLevelGaussian(Mechanism):
                              "removes one whole user (Poisson sampling)")
         object.__setattr__(self, "relation", rel)
         if self.is_mixture:
-            _check_mixture(m, float(self.sample_rate))  # type: ignore[arg-type]
+            _check_mixture(m, float(self.sample_rate))
 
     @property
     def is_mixture(self) -> bool:
@@ -167,8 +167,8 @@ def _bracket(u: UserLevelGaussian) -> tuple[Mechanism, Mechanism]:
         g = Gaussian(z, sensitivity=shift)
         return g, g
     if u.user_sampling or m == 1 or q >= 1.0:
-        s = Gaussian(z, sensitivity=shift)
-        s = s if q >= 1.0 else s.subsample(Poisson(q))
+        g = Gaussian(z, sensitivity=shift)
+        s = g if q >= 1.0 else g.subsample(Poisson(q))
         return s, s
     if u.user_clipping:
         lo, hi = _rate_bounds(m, q)
