@@ -242,11 +242,17 @@ def test_validation_names_the_parameter(kw, name):
     ({"records_per_user": 2, "user_sampling": "yes"}, "user_sampling"),
     ({"records_per_user": 2.5}, "records_per_user"),
     ({"records_per_user": 2, "sampler": "without-replacement"}, "sampler"),
+    ({"records_per_user": 2, "max_batch_size": 80, "sampler": "truncated-poisson"}, "sampler"),
+    ({"records_per_user": 2, "relation": "substitution"}, "relation"),
+    ({"records_per_user": 2, "mechanism": "laplace"}, "records_per_user"),
+    ({"records_per_user": 2, "user_sampling": True, "sampler": "none", "batch_size": None,
+      "dataset_size": None}, "user_sampling"),
 ])
 def test_plan_errors_name_the_key(words, key):
     from dpamp.io.plan import PlanError, parse_stage
     s = {"mechanism": "gaussian", "noise_multiplier": 1.0, "batch_size": 64,
          "dataset_size": 10000, "steps": 10, **words}
+    s = {k: v for k, v in s.items() if v is not None}
     with pytest.raises(PlanError, match=f"key '{key}'"):
         parse_stage(s, origin="plan.toml", cli=False)
 
@@ -276,6 +282,17 @@ records_per_user = 3
     ref = (dp.Gaussian(1.0, sensitivity=6.0, relation=dp.SUBSTITUTION).subsample(
         dp.WithoutReplacement(64, 10000)) * 20).epsilon(1e-5)
     assert u.epsilon == ref.epsilon
+
+
+def test_report_of_a_user_level_plan(tmp_path):
+    """The report states the unit and leaves out the per-record sampler comparison."""
+    plan = tmp_path / "p.toml"
+    plan.write_text('delta = 1e-5\nmethods = ["pld"]\n[[stage]]\nmechanism = "gaussian"\n'
+                    'noise_multiplier = 1.0\nbatch_size = 64\ndataset_size = 10000\n'
+                    'steps = 20\nrecords_per_user = 3\n')
+    out = subprocess.run([sys.executable, "-m", "dpamp", "report", str(plan)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "at most 3 records" in out and "by sampler" not in out
 
 
 def test_cli_flags_and_json():

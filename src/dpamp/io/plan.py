@@ -356,10 +356,14 @@ def _user_level(r, i, s, kind, step, scheme, assumed):
         return step, scheme
     if users or scheme is None:
         return dataclasses.replace(step, sensitivity=assumed["user_sensitivity"]), scheme
-    if not isinstance(scheme, smp.Poisson) or step.relation is not ADD_REMOVE:
+    if type(scheme) is not smp.Poisson:
         r.fail(i, "sampler", "record sampling at user level is accounted for the 'poisson' "
-                             f"sampler under add/remove; sample users ({r.k('user_sampling')}) "
-                             "for another sampler")
+                             f"sampler; sample users ({r.k('user_sampling')}) for another "
+                             "sampler")
+    if step.relation is not ADD_REMOVE:
+        r.fail(i, "relation", "record sampling at user level is accounted under add/remove of "
+                              f"a whole user; sample users ({r.k('user_sampling')}) for "
+                              "substitution")
     from ..mechanisms.user_level import UserLevelGaussian
     z = step.sigma / step.sensitivity
     if z * step.sensitivity != step.sigma:      # rounded: take the smaller noise multiplier
