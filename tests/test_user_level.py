@@ -36,9 +36,13 @@ def test_m1_is_ordinary_dpsgd_bit_for_bit():
 
 
 @pytest.mark.parametrize("method", ["pld", "rdp"])
-def test_m1_mechanism_equals_poisson_gaussian(method):
-    u = dp.UserLevelGaussian(1.1, 1, Q) * 50
-    g = dp.Gaussian(1.1).subsample(dp.Poisson(Q)) * 50
+@pytest.mark.parametrize("kw, sens", [
+    (dict(records_per_user=1), 1.0),
+    (dict(records_per_user=5, user_sampling=True, user_clipping=True), 1.0),
+    (dict(records_per_user=5, user_sampling=True), 5.0)])
+def test_exact_cases_equal_the_poisson_gaussian(method, kw, sens):
+    u = dp.UserLevelGaussian(1.1, sample_rate=Q, **kw) * 50
+    g = dp.Gaussian(1.1, sensitivity=sens).subsample(dp.Poisson(Q)) * 50
     a, b = u.epsilon(1e-5, method=method), g.epsilon(1e-5, method=method)
     assert (a.epsilon, a.lower) == (b.epsilon, b.lower)
 
