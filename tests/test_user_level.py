@@ -179,6 +179,20 @@ def test_tf_privacy_user_level_numbers_and_ours_below():
     assert math.isfinite(ten.epsilon)                     # where the classic route has none
 
 
+def test_tf_privacy_without_sampling():
+    """TF-Privacy's 'each example occurring once per epoch' lines (same tests): 5 steps of the
+    Gaussian with sensitivity m; example level 12.595 (PLD) and 13.376 (RDP), user level 30.579
+    at m = 2 (PLD), 56.224 at m = 3 (RDP, group privacy). dpamp's bracket holds the PLD values
+    (3 decimals) and lies below the RDP ones. Also the sampler 'none' line of dp.dpsgd."""
+    kw = dict(noise_multiplier=1.0, steps=5, delta=1e-6, sampler="none")
+    one = dp.dpsgd(**kw)
+    assert one.lower <= 12.5955 and one.epsilon >= 12.5945 and one.epsilon < 13.376
+    two = dp.dpsgd(**kw, records_per_user=2)
+    assert two.lower <= 30.5795 and two.epsilon >= 30.5785
+    assert dp.dpsgd(**kw, records_per_user=3).epsilon < 56.224
+    assert "whole dataset" in two.note and "at most 2 records" in two.note
+
+
 # --- the weights: outward rounding of the exact binomial ---------------------------------------
 
 def _tails(w):

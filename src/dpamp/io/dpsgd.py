@@ -93,8 +93,10 @@ def describe(stage: Stage) -> str:
     if "batch_size" in a:
         how = f"batch {a['batch_size']} of {a['dataset_size']}" + (
             f", cut to at most {a['max_batch_size']}" if "max_batch_size" in a else "")
-    else:
+    elif "sample_rate" in a:
         how = f"rate {a['sample_rate']:g}"
+    else:                                   # sampler "none": every record in every step
+        how = "the whole dataset every step"
     given = stage.params.get("epochs")
     count = f"{a['steps']} steps" + ("" if given is None else
                                      f" (= {given:g} epochs, rounded up to whole steps)")
