@@ -29,10 +29,11 @@ pair is attained (m aligned records of norm C), so it also gives lower bounds.
 
 *Record sampling, user clipping.* With probability (1-q)^m none of the user's records is drawn
 and the step's law is that of the smaller dataset; otherwise the clipped sum moves by a vector
-of norm at most 1. By joint convexity of the hockey-stick divergence over the drawn subsets
-(Balle, Barthe & Gaboardi 2018, Thm 2 / Sec. 5's argument for Poisson sampling) this is the
-Poisson-subsampled Gaussian at rate g = 1 - (1-q)^m; attained by a user whose clipped sum has
-norm C whatever is drawn.
+of norm at most 1. The step's law on the larger dataset is (1-g) Q' + g P' with Q' the smaller
+dataset's law and P' a mixture over the drawn subsets of Q' shifted by a vector of norm <= 1;
+advanced joint convexity (Balle, Barthe & Gaboardi 2018, Thm 2, as in their Thm 8 for Poisson
+sampling) and plain joint convexity over the subsets give the Poisson-subsampled Gaussian at
+rate g = 1 - (1-q)^m; attained by a user whose clipped sum has norm C whatever is drawn.
 
 *User sampling.* Users are the records of ordinary DP-SGD: the Poisson-subsampled Gaussian, at
 sensitivity 1 with user clipping, or m (the user's sum of m clipped records) without.
