@@ -218,6 +218,7 @@ def _samples():
         dp.MatrixMechanism: (banded, "rdp"),
         SensitivityWitness: (banded.witnesses()[0], "rdp"),
         SampledWitness: (cyclic.witnesses()[0], "rdp"),
+        dp.UserLevelGaussian: (dp.UserLevelGaussian(1.0, 3, 0.01) * 5, "pld"),
     }
 
 

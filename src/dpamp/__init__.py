@@ -30,6 +30,7 @@ from .mechanisms.repeat_select import RepeatAndSelect
 from .mechanisms.discrete_gaussian import DiscreteGaussian
 from .mechanisms.skellam import Skellam
 from .mechanisms.mixture_of_gaussians import MixtureOfGaussians
+from .mechanisms.user_level import UserLevelGaussian
 from .mechanisms.matrix import MatrixMechanism
 from .mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
                                            Toeplitz)
@@ -77,6 +78,8 @@ _LAZY = {
     "from_dp_event": ("dpamp.io.dp_events", "from_dp_event"),
     "to_dp_event": ("dpamp.io.dp_events", "to_dp_event"),
     "OpacusAccountant": ("dpamp.io.opacus", "OpacusAccountant"),
+    # user-level DP: the classic route (per-record guarantee, then group privacy), to compare
+    "group_privacy": ("dpamp.theorems.group_privacy", None),
     # DP-SGD in one call, in its own words (noise multiplier, batch size, dataset size, epochs)
     "dpsgd": ("dpamp.io.dpsgd", "dpsgd"),
 }
@@ -87,7 +90,7 @@ __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "Wi
            "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
            "KaryRandomizedResponse",
            "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "TreeAggregation",
-           "RepeatAndSelect", "DiscreteGaussian", "Skellam", "MixtureOfGaussians",
+           "RepeatAndSelect", "DiscreteGaussian", "Skellam", "MixtureOfGaussians", "UserLevelGaussian",
            "MatrixMechanism", "BLT", "BandedToeplitz", "BinaryTree", "DenseStrategy", "Toeplitz",
            "BallsInBins", "CyclicPoisson", "MinSeparation", "SingleEpoch", *_LAZY]
 

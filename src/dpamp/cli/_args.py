@@ -8,6 +8,9 @@
                            (core/samplers.py's table)
     --max-batch-size B     truncated-poisson: the largest batch kept
     --epochs E | --steps T the length of the run (epochs: ceil(E N / B) steps)
+    --records-per-user M   user-level DP: a user holds at most M records (docs/user-level.md)
+    --user-sampling        users, not records, are drawn at the rate (with --records-per-user)
+    --user-clipping        each user's summed contribution is clipped, not each record
 
 ``--sigma S`` is the Gaussian's standard deviation with ``--sensitivity`` (default 1 under
 add/remove, where it equals the noise multiplier; under substitution the sensitivity must be
@@ -25,7 +28,9 @@ import math
 _WORDS = {"noise_multiplier": "noise_multiplier", "sigma": "sigma",
           "sensitivity": "sensitivity", "sampler": "sampler", "batch_size": "batch_size",
           "dataset_size": "dataset_size", "sample_rate": "sample_rate", "poisson": "sample_rate",
-          "steps": "steps", "epochs": "epochs", "max_batch_size": "max_batch_size"}
+          "steps": "steps", "epochs": "epochs", "max_batch_size": "max_batch_size",
+          "records_per_user": "records_per_user", "user_sampling": "user_sampling",
+          "user_clipping": "user_clipping"}
 
 #: the matrix mechanism's flags (docs/matrix-mechanisms.md): flag -> the plan file's key
 _MATRIX_WORDS = {k: k for k in ("strategy", "bands", "coeffs", "buffer_decays", "output_scales",
@@ -107,6 +112,7 @@ def add_plan_args(p: argparse.ArgumentParser, *, method: bool = True, json: bool
                    help="passes over the dataset: ceil(E x N / B) steps")
     for old in ("--batch", "--population"):
         g.add_argument(old, action=_Retired, help=argparse.SUPPRESS)
+    _add_user_args(p)
     _add_matrix_args(p)
     if method:
         from ..accounting.registry import METHOD_NAMES
@@ -143,6 +149,18 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sampling-prob", type=float, metavar="Q",
                    help="cyclic-poisson: Poisson rate of each step within its group")
     g.add_argument("--bins", type=int, metavar="B", help="balls-in-bins: steps per epoch")
+
+
+def _add_user_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("user-level DP: the privacy unit is a user (docs/user-level.md)")
+    g.add_argument("--records-per-user", type=int, metavar="M",
+                   help="a user holds at most M records; the guarantee is for adding or "
+                        "removing one whole user")
+    g.add_argument("--user-sampling", action="store_true", default=None,
+                   help="users, not records, are drawn at the sampling rate")
+    g.add_argument("--user-clipping", action="store_true", default=None,
+                   help="each user's summed contribution is clipped to the clipping norm "
+                        "(not each record)")
 
 
 def _list(text: str, flag: str) -> list[float]:

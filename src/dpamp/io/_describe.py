@@ -15,6 +15,17 @@ def _keys(kind: str) -> tuple[str, ...]:
     return next((f.keys for _, f in families() if f.word == kind), ())
 
 
+def user_words(a: dict) -> str:
+    """What a user-level stage assumed: the unit, m, what is sampled and what is clipped."""
+    m = a["records_per_user"]
+    sampled = "users sampled" if a["user_sampling"] else (
+        "records sampled" if a.get("sampler", "none") != "none" else "no sampling")
+    clip = "each user's sum clipped" if a["user_clipping"] else "per-record clipping"
+    return (f"user-level: add/remove one user of at most {m} record{'s' if m != 1 else ''} "
+            f"({sampled}, {clip}; a user moves the sum by at most "
+            f"{_g(a['user_sensitivity'])})")
+
+
 def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     kind = p["mechanism"]
     if kind in ("gaussian", "laplace"):
@@ -48,6 +59,8 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
     else:  # a family's own word: its name and the keys given
         mech = ", ".join([kind.replace("_", " ")] + [
             f"{k} = {_g(a.get(k, p.get(k)))}" for k in _keys(kind) if k in p or k in a])
+    if a.get("unit") == "user":
+        mech += "; " + user_words(a)
     sampler = a.get("sampler", "none")
     if kind == "matrix":
         samp = a["participation"]

@@ -32,14 +32,18 @@ __all__ = ["dpsgd", "dpsgd_stage"]
 def dpsgd_stage(*, noise_multiplier: float, batch_size: int | None = None,
                 dataset_size: int | None = None, epochs: float | None = None,
                 steps: int | None = None, sampler: str = "poisson",
-                sample_rate: float | None = None, max_batch_size: int | None = None) -> Stage:
+                sample_rate: float | None = None, max_batch_size: int | None = None,
+                records_per_user: int | None = None, user_sampling: bool | None = None,
+                user_clipping: bool | None = None) -> Stage:
     """The plan's :class:`~dpamp.io.plan.Stage`: ``.mechanism`` (the composition),
-    ``.steps`` and ``.assumed`` (sampler, relation, sensitivity, rate, steps, epochs)."""
+    ``.steps`` and ``.assumed`` (sampler, relation, sensitivity, rate, steps, epochs; at user
+    level the unit, records_per_user, user_sampling, user_clipping)."""
     from .plan import PlanError, parse_stage
     words = {"mechanism": "gaussian", "noise_multiplier": noise_multiplier,
              "sampler": sampler, "batch_size": batch_size, "dataset_size": dataset_size,
              "sample_rate": sample_rate, "epochs": epochs, "steps": steps,
-             "max_batch_size": max_batch_size}
+             "max_batch_size": max_batch_size, "records_per_user": records_per_user,
+             "user_sampling": user_sampling, "user_clipping": user_clipping}
     try:
         return parse_stage({k: v for k, v in words.items() if v is not None},
                            origin="dpsgd", cli=False)
@@ -51,17 +55,27 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
           dataset_size: int | None = None, epochs: float | None = None,
           steps: int | None = None, delta: float | None = None, epsilon: float | None = None,
           sampler: str = "poisson", sample_rate: float | None = None, method: str = "auto",
-          max_batch_size: int | None = None, **options: Any) -> Guarantee:
+          max_batch_size: int | None = None, records_per_user: int | None = None,
+          user_sampling: bool | None = None, user_clipping: bool | None = None,
+          **options: Any) -> Guarantee:
     """The (epsilon, delta) guarantee of a DP-SGD run (module docstring): epsilon at ``delta``
     (or delta at ``epsilon``), a :class:`~dpamp.Guarantee` whose ``note`` states what was
     assumed. Give ``batch_size`` and ``dataset_size`` (or ``sample_rate`` for the Poisson
     sampler), and ``epochs`` or ``steps`` (both: they must agree). ``options`` go to the
-    accounting method (e.g. ``tol`` for the PLD)."""
+    accounting method (e.g. ``tol`` for the PLD).
+
+    User level (docs/user-level.md): ``records_per_user`` m makes the privacy unit a user
+    holding at most m records; ``user_sampling`` (users, not records, are drawn at the rate)
+    and ``user_clipping`` (each user's summed contribution is clipped to C, not each record).
+    Records drawn by Poisson sampling with per-record clipping give the binomial mixture of
+    Gaussians (:class:`dpamp.UserLevelGaussian`)."""
     if (delta is None) == (epsilon is None):
         raise ValueError("give delta (for epsilon at delta) or epsilon (for delta at epsilon)")
     stage = dpsgd_stage(noise_multiplier=noise_multiplier, batch_size=batch_size,
                         dataset_size=dataset_size, epochs=epochs, steps=steps, sampler=sampler,
-                        sample_rate=sample_rate, max_batch_size=max_batch_size)
+                        sample_rate=sample_rate, max_batch_size=max_batch_size,
+                        records_per_user=records_per_user, user_sampling=user_sampling,
+                        user_clipping=user_clipping)
     mech = stage.mechanism
     if delta is not None:
         g = mech.epsilon(delta, method=method, **options)
@@ -79,10 +93,16 @@ def describe(stage: Stage) -> str:
     if "batch_size" in a:
         how = f"batch {a['batch_size']} of {a['dataset_size']}" + (
             f", cut to at most {a['max_batch_size']}" if "max_batch_size" in a else "")
-    else:
+    elif "sample_rate" in a:
         how = f"rate {a['sample_rate']:g}"
+    else:                                   # sampler "none": every record in every step
+        how = "the whole dataset every step"
     given = stage.params.get("epochs")
     count = f"{a['steps']} steps" + ("" if given is None else
                                      f" (= {given:g} epochs, rounded up to whole steps)")
-    return (f"noise multiplier {a['noise_multiplier']:g}, sampler {a['sampler']} ({how}), "
+    text = (f"noise multiplier {a['noise_multiplier']:g}, sampler {a['sampler']} ({how}), "
             f"{rel} relation, sensitivity {a['sensitivity']:g} x the clipping norm, {count}")
+    if a.get("unit") == "user":
+        from ._describe import user_words
+        text += "; " + user_words(a)
+    return text

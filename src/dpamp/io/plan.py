@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import sys
 from fractions import Fraction
@@ -61,8 +62,11 @@ _MECHANISM_KEYS = {word: fam.keys for word, fam in _word_families().items()}
 _SAMPLING_WORDS = ("sampler", "sampling", "sample_rate", "rate", "batch_size", "dataset_size",
                    "max_batch_size")
 _COMMON_KEYS = ("name", "mechanism", "relation", "steps", "epochs", "repeat_and_select")
+#: user-level DP-SGD (a user holds at most records_per_user records; dp.UserLevelGaussian)
+_USER_WORDS = ("records_per_user", "user_sampling", "user_clipping")
 _TOP_KEYS = ("title", "delta", "methods", "tol", "stage")
-_ALL_STAGE_KEYS = sorted(set(_COMMON_KEYS + _SAMPLING_WORDS).union(*_MECHANISM_KEYS.values()))
+_ALL_STAGE_KEYS = sorted(set(_COMMON_KEYS + _SAMPLING_WORDS + _USER_WORDS).union(
+    *_MECHANISM_KEYS.values()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,16 +288,18 @@ def _parse_stage(r: _Reader, i: int, s: dict) -> Stage:
     if kind not in _MECHANISM_KEYS:
         r.fail(i, "mechanism", f"must be one of {', '.join(_MECHANISM_KEYS)} (got {kind!r})")
     for key in s:  # a key of another mechanism
-        if key not in _COMMON_KEYS + _SAMPLING_WORDS and key not in _MECHANISM_KEYS[kind]:
+        if key not in _COMMON_KEYS + _SAMPLING_WORDS + _USER_WORDS and \
+                key not in _MECHANISM_KEYS[kind]:
             r.fail(i, key, f"not a parameter of mechanism {kind!r} (its keys: "
                            f"{', '.join(_MECHANISM_KEYS[kind])})")
     sampler = _sampler_of(r, i, s)
     relation = _relation_of(r, i, s, sampler)
     step, assumed = _mechanism_of(r, i, s, kind, relation)
     scheme, rate, sizes = _scheme_of(r, i, s, sampler, relation)
-    if scheme is not None:
+    step, sampled = _user_level(r, i, s, kind, step, scheme, assumed)
+    if sampled is not None:
         try:
-            step = step.subsample(scheme)
+            step = step.subsample(sampled)
         except ValueError as e:
             r.fail(i, "relation", str(e))
     runs = _steps_of(r, i, s, scheme)
@@ -316,6 +322,56 @@ def _parse_stage(r: _Reader, i: int, s: dict) -> Stage:
         step = _repeat_and_select(r, i, s["repeat_and_select"], step * runs, assumed)
         return Stage(name, step, 1, params, assumed, runs * unit)
     return Stage(name, step, runs, params, assumed, unit)
+
+
+def _flag(name, value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false (got {value!r})")
+    return value
+
+
+def _user_level(r, i, s, kind, step, scheme, assumed):
+    """(step, scheme to subsample it by) at user level, where ``records_per_user`` is given
+    (dp.UserLevelGaussian, docs/user-level.md): with user sampling, or without sampling, the
+    Gaussian's sensitivity becomes the user's (m records, or 1 with user clipping); with
+    Poisson sampling of records the step is the user-level mixture, its sampling inside it.
+    m = 1 changes nothing (ordinary DP-SGD, bit for bit)."""
+    given = [k for k in _USER_WORDS if k in s]
+    if not given:
+        return step, scheme
+    if "records_per_user" not in s:
+        r.fail(i, given[0], f"needs {r.k('records_per_user')} (the most records one user "
+                            "holds)")
+    if kind != "gaussian":
+        r.fail(i, "records_per_user", f"user-level accounting is for the Gaussian mechanism "
+                                      f"(DP-SGD), not {kind!r}")
+    m = r.check(i, "records_per_user", V.integer, s["records_per_user"], low=1)
+    users = r.check(i, "user_sampling", _flag, s.get("user_sampling", False))
+    clip = r.check(i, "user_clipping", _flag, s.get("user_clipping", False))
+    if users and scheme is None:
+        r.fail(i, "user_sampling", "needs a sampler (users are drawn by it)")
+    assumed.update(unit="user", records_per_user=m, user_sampling=users, user_clipping=clip,
+                   user_sensitivity=float(step.sensitivity * (1 if clip else m)))
+    if m == 1:
+        return step, scheme
+    if users or scheme is None:
+        return dataclasses.replace(step, sensitivity=assumed["user_sensitivity"]), scheme
+    if type(scheme) is not smp.Poisson:
+        r.fail(i, "sampler", "record sampling at user level is accounted for the 'poisson' "
+                             f"sampler; sample users ({r.k('user_sampling')}) for another "
+                             "sampler")
+    if step.relation is not ADD_REMOVE:
+        r.fail(i, "relation", "record sampling at user level is accounted under add/remove of "
+                              f"a whole user; sample users ({r.k('user_sampling')}) for "
+                              "substitution")
+    from ..mechanisms.user_level import UserLevelGaussian
+    z = step.sigma / step.sensitivity
+    if z * step.sensitivity != step.sigma:      # rounded: take the smaller noise multiplier
+        z = math.nextafter(z, 0.0)
+    try:
+        return UserLevelGaussian(z, m, scheme.rate, user_clipping=clip), None
+    except ValueError as e:
+        r.fail(i, "records_per_user", str(e))
 
 
 _REPEAT_KEYS = ("mean", "distribution", "shape")

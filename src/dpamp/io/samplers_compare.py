@@ -123,8 +123,9 @@ def plot(noise_multiplier: float, batch_size: int, dataset_size: int, epochs: in
 def for_plan(plan, delta: float) -> dict | None:
     """:func:`compare` at the plan's epochs when the plan is one DP-SGD stage (a Gaussian with
     a noise multiplier on batches of B of N records, any of :data:`SAMPLERS`), else None: how
-    the same run fares under the other samplers, for reports."""
-    if len(plan.stages) != 1:
+    the same run fares under the other samplers, for reports. Not for a user-level stage
+    (``records_per_user``): the comparison accounts per record."""
+    if len(plan.stages) != 1 or plan.stages[0].assumed.get("unit") == "user":
         return None
     st = plan.stages[0]
     p, a = st.params, st.assumed
