@@ -83,6 +83,24 @@ def test_the_matrix_is_true_everywhere():
     _check_cells(list(SAMPLERS), dp.available_methods())
 
 
+def test_families_that_sample_themselves_are_listed_and_true():
+    """A family whose sampling is its own parameter has a row per sampler on the page, and
+    its cells are true for the methods a user meets first."""
+    own = capabilities().own
+    assert {c.family for c in own} >= {"MatrixMechanism", "UserLevelGaussian"}
+    for _, fam in families():
+        if fam.own_samplers is None:
+            continue
+        for label, mech in fam.own_samplers().items():
+            for method in ("pld", "rdp", "zcdp"):
+                if dp.supports(mech, method):
+                    g = mech.epsilon(1e-5, method=method)
+                    assert 0 <= g.epsilon < float("inf"), (fam.name, label, method)
+                else:
+                    with pytest.raises(ValueError, match="does not apply"):
+                        mech.epsilon(1e-5, method=method)
+
+
 if __name__ == "__main__":
     DOC.write_text(page())
     print(f"wrote {DOC}")

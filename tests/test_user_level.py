@@ -330,3 +330,26 @@ def test_json_round_trip_and_event():
     ev = dp.to_dp_event(dp.UserLevelGaussian(1.0, 3, 0.05))
     assert type(ev).__name__ == "MixtureOfGaussiansDpEvent"
     assert list(ev.sensitivities) == [0.0, 1.0, 2.0, 3.0]
+
+
+@given(st.integers(1, 4), st.floats(0.05, 0.95), st.integers(0, 10_000))
+@settings(max_examples=25, deadline=None)
+def test_moving_weight_to_a_larger_shift_dominates(m, frac, seed):
+    """The rounding argument: moving mass from shift k to k + 1 never lowers either order's
+    hockey-stick divergence against N(0, 1) (midpoint quadrature on [-30, 40])."""
+    rng = np.random.default_rng(seed)
+    w = rng.dirichlet(np.full(m + 1, 0.5))
+    k = int(rng.integers(0, m))
+    w2 = w.copy()
+    w2[k] -= frac * w[k]
+    w2[k + 1] += frac * w[k]
+    x = np.linspace(-30.0, 40.0, 70_001)
+    dx = x[1] - x[0]
+    pdf = lambda mu: np.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    q0 = pdf(0.0)
+    p1 = sum(wi * pdf(i) for i, wi in enumerate(w))
+    p2 = sum(wi * pdf(i) for i, wi in enumerate(w2))
+    for e in (0.0, 0.5, 1.5, 3.0):
+        a = math.exp(e)
+        assert np.maximum(p1 - a * q0, 0).sum() * dx <= np.maximum(p2 - a * q0, 0).sum() * dx + 1e-9
+        assert np.maximum(q0 - a * p1, 0).sum() * dx <= np.maximum(q0 - a * p2, 0).sum() * dx + 1e-9

@@ -40,6 +40,8 @@ class Capabilities:
     samplers), ``markdown()`` the same for docs."""
 
     cells: tuple[Cell, ...]
+    #: families that sample themselves (``Family.own_samplers``): their own sampler labels
+    own: tuple[Cell, ...] = ()
 
     def __iter__(self):
         return iter(self.cells)
@@ -89,7 +91,29 @@ class Capabilities:
             out.append("")
             out += [f"{n}. {why}" for why, n in reasons.items()]
             out.append("")
-        return "\n".join(out)
+        return "\n".join(out + self._own_markdown(methods))
+
+    def _own_markdown(self, methods) -> list[str]:
+        """The families whose sampling is a parameter of the mechanism: a row per family and
+        own sampler, a column per method."""
+        if not self.own:
+            return []
+        rows = list(dict.fromkeys((c.family, c.sampler) for c in self.own))
+        find = {(c.family, c.sampler, c.method): c.support for c in self.own}
+        reasons: dict[str, int] = {}
+        out = ["### families that sample themselves", "",
+               "| family | sampler | " + " | ".join(methods) + " |",
+               "|---" * (len(methods) + 2) + "|"]
+        for f, s in rows:
+            cells = []
+            for m in methods:
+                sup = find[(f, s, m)]
+                cells.append("yes" if sup else f"no ({reasons.setdefault(sup.why, len(reasons) + 1)})")
+            out.append(f"| {f} | {s} | " + " | ".join(cells) + " |")
+        out.append("")
+        out += [f"{n}. {why}" for why, n in reasons.items()]
+        out.append("")
+        return out
 
 
 def example(family_cls, fam, sampler: str):
@@ -117,4 +141,7 @@ def capabilities(methods: list[str] | None = None) -> Capabilities:
                 continue
             for name in names:
                 cells.append(Cell(fam.name, sampler, name, registry.supports(mech, name)))
-    return Capabilities(tuple(cells))
+    own = [Cell(fam.name, label, name, registry.supports(mech, name))
+           for _, fam in families() if fam.own_samplers is not None
+           for label, mech in fam.own_samplers().items() for name in names]
+    return Capabilities(tuple(cells), tuple(own))

@@ -267,6 +267,17 @@ declare(MatrixMechanism, Family(
                          source="000 Thm 4 at the matrix mechanism's sensitivity"),
     zcdp=lambda m: None if m.route == CYCLIC else ulps_up(0.5 * m.mu[1] ** 2, 4),
     has=_has, word="matrix", keys=_KEYS, from_words=_words, whole_run=True,
-    to_event=_to_event, describe=_describe))
+    to_event=_to_event, describe=_describe, own_samplers=lambda: _own_samplers()))
+
+
+def _own_samplers() -> dict[str, MatrixMechanism]:
+    """Typical instances per participation schema (the capability matrix)."""
+    from ..core.sampling import Poisson
+    c = BandedToeplitz((1.0, 0.5), 8)
+    return {label: MatrixMechanism(c, 1.0, participation=p)  # type: ignore[arg-type]
+            for label, p in (
+        ("single epoch", SingleEpoch()), ("(k, b)-participation", MinSeparation(2, 4)),
+        ("cyclic Poisson", CyclicPoisson(0.1, 2)), ("balls in bins", BallsInBins(4)),
+        ("Poisson", Poisson(0.1)))}
 
 __all__ = ["bsr_coefficients", "NO_AMPLIFICATION"]

@@ -86,4 +86,8 @@ declare(UserLevelGaussian, Family(
                          source="the user-level pair (Ganesh 2024 Thm 3.1; Schuchardt et al. "
                                 "2024): a binomial mixture of Gaussians or 000 Thm 8"),
     zcdp=_delegate("zcdp"), gaussian_mu=None, poisson_gaussian=_delegate("poisson_gaussian"),
-    to_event=_to_event, describe=describe))
+    to_event=_to_event, describe=describe, own_samplers=lambda: {
+        "records, Poisson": UserLevelGaussian(1.0, 4, 0.01),
+        "records, Poisson, user clipping": UserLevelGaussian(1.0, 4, 0.01, user_clipping=True),
+        "users, Poisson": UserLevelGaussian(1.0, 4, 0.01, user_sampling=True),
+        "none": UserLevelGaussian(1.0, 4)}))

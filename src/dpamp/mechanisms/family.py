@@ -118,7 +118,10 @@ class Family:
       gets the wrapped event's mechanism, ``to_event(m, inner)`` the base's event
       (:mod:`dpamp.io.dp_events` walks the nesting);
     - ``describe(m)``: the words of a report row ("Gaussian noise, sigma 1.1, sensitivity 1");
-    - ``example(relation)``: a typical instance under ``relation`` (the capability matrix).
+    - ``example(relation)``: a typical instance under ``relation`` (the capability matrix);
+    - ``own_samplers()``: for a family whose sampling is one of its own parameters (a matrix
+      mechanism's participation, user-level DP-SGD's sampling), typical instances by sampler
+      label: the capability matrix's table of such families.
     """
 
     name: str
@@ -142,6 +145,7 @@ class Family:
     to_event: Callable[..., Any] | None = None
     describe: Callable[[Any], str] | None = None
     example: Callable[[Any], Any] | None = None
+    own_samplers: Callable[[], dict[str, Any]] | None = None
     why_not: str = ""
 
 

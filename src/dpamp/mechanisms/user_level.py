@@ -42,8 +42,9 @@ Exactness. q is the rate as given (a double); the binomial weights are computed 
 rational arithmetic (:func:`binomial_weights`) and rounded *outward* into two mixtures: the
 upper one moves probability to larger shifts (its tail sums P[K >= k] are at least the exact
 ones, after the mixture's own normalisation), the lower one to smaller shifts. Moving mass to a
-larger shift gives a dominating pair (the mixture's trade-off curve falls as a shift grows:
-each shifted Gaussian pair is a post-processing of the larger shift's, Blackwell), so the
+larger shift gives a dominating pair in both orders (a mixture of Gaussians is monotone in
+each of its sensitivities, the fact the conditional composition of Choquette-Choo, Ganesh,
+Steinke & Thakurta 2024 rests on; checked by quadrature in the tests), so the
 upper mixture bounds the truth from above and the lower mixture is dominated by it: the
 bracket holds. Weights below 2^-1000 are folded into the largest shift (upper) or into shift 0
 (lower). The rate g is rounded up and down likewise (the Poisson pair grows with its rate).
