@@ -24,9 +24,8 @@ from_discrete_gaussian_mechanism. Its PLD accountant runs at value_discretizatio
 uses its default orders. Tree aggregation is accounted by dp-accounting only under REPLACE_SPECIAL
 (a record replaced by a zero one), which moves a node as much as add/remove does.
 
-Slots (rows filled in by work under way, issue 34): truncated Poisson sampling, read from
-dp-accounting's TruncatedSubsampledGaussianDpEvent (the rows appear once dp.from_dp_event reads
-it; until then the slot prints why not), and user-level accounting (:func:`user_level_rows`).
+Truncated Poisson sampling is read from dp-accounting's TruncatedSubsampledGaussianDpEvent;
+user-level DP-SGD is written as the MixtureOfGaussiansDpEvent of its binomial mixture.
 """
 from __future__ import annotations
 
@@ -152,10 +151,13 @@ def truncated_poisson_rows() -> list[Row]:
 
 
 def user_level_rows() -> list[Row]:
-    """Slot: user-level accounting (a user contributing several records), being built; append
-    its rows here in the same format (a Row with the dpamp mechanism and, where dp-accounting
-    has one, its event)."""
-    return []
+    """User-level DP-SGD with record sampling and per-record clipping: dpamp's binomial
+    mixture of Gaussians; dp-accounting gets the same mixture as a MixtureOfGaussiansDpEvent
+    (dp.to_dp_event)."""
+    q = 256 / 60000
+    return [Row("user_level", f"user-level m={m} s=1.1 q=256/60000 T={T}",
+                dp.UserLevelGaussian(1.1, m, q) * T, 1e-5)
+            for m, T in ((2, 2340), (4, 2340), (8, 234))]
 
 
 # --- running ------------------------------------------------------------------------------------
