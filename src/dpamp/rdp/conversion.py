@@ -179,8 +179,10 @@ def _minimise(search: _Search) -> tuple[float, float]:
     # is then much closer to the minimum than that (1e-8 relative on the DP-SGD plan W1)
     for _ in range(_VERTEX_STEPS):
         v, predicted = search.vertex()
+        if not v.size:
+            break
         search.add(v)
-        got = search.vals[np.searchsorted(search.lam, v)] if v.size else predicted
+        got = float(search.vals[np.argmin(np.abs(search.lam - v[0]))])
         if not abs(got - predicted) > 1e-6 * abs(got):
             break
     i, lam, _, _ = search.best()
