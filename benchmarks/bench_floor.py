@@ -219,6 +219,10 @@ def main(argv):
             (ts, teps), tcpu, twall = best(theirs_w9, (), 1, cold=False)
             row("dp-accounting calibrate (PLD)", (f"sigma {ts:.6f} (its epsilon {teps:.6f})",
                                                    tcpu, twall), cpu)
+            import dpamp as dp
+            for name, sig in (("dpamp's", s), ("dp-accounting's", ts)):
+                g = (dp.Gaussian(sig).subsample(dp.Poisson(Q)) * STEPS).epsilon(DELTA)
+                print(f"  dpamp's bracket at {name} sigma: [{g.lower:.6f}, {g.epsilon:.6f}]")
 
 
 if __name__ == "__main__":
