@@ -86,18 +86,18 @@ MECHS = {
          log_delta=-12.0)
 def test_search_never_above_the_dense_lattice(kind, sigma, log_q, log_n, log_delta):
     """The searched minimum is no larger than the same objective's minimum over dp-accounting's
-    orders, tenths up to 64 and integers up to 1100 (rounding aside); and within 1e-5 of the
-    minimum over a grid twice as fine. (Typically within 1e-9 of it: 300 random plans of this
-    test's ranges. Where the curve turns up sharply at the best order the parabola vertices
-    converge slower: in the explicit example the one-step curve grows 10^7-fold from order
-    52 to 54 and the search ends 1.1e-6 above the finer grid.)"""
+    orders, tenths up to 64 and integers up to 1100 (rounding aside); and within 1e-6 of the
+    minimum over a grid twice as fine (never above it on 300 random plans of these ranges).
+    The explicit example turns up sharply at its best order (the one-step curve grows
+    10^7-fold from order 52 to 54), where parabola vertices alone stopped 1.1e-6 above the
+    finer grid; the orders tried around each vertex bring it below."""
     mech = MECHS[kind](sigma, 10.0 ** log_q, max(1, round(10.0 ** log_n)))
     delta = 10.0 ** log_delta
     ours, alpha = epsilon_from_rdp(mech._rdp, delta)
     if ours == 0.0:
         return                   # certified by the Bretagnolle-Huber test; nothing is lower
     assert ours <= _dense(mech._rdp, LATTICE, delta) * (1 + 1e-12)
-    assert ours <= _dense(mech._rdp, FINE, delta) * (1 + 1e-5)
+    assert ours <= _dense(mech._rdp, FINE, delta) * (1 + 1e-6)
     # the reported value is attained: it is the objective at the returned order
     assert ours == pytest.approx(_dense(mech._rdp, np.array([alpha]), delta), rel=1e-15)
 

@@ -91,6 +91,7 @@ _SWEEP = np.concatenate([np.arange(1.0, 12.0), [13.0, 15, 19, 23, 27, 31, 39, 47
 _BELOW_2 = np.concatenate([np.geomspace(1e-3, 0.1, 9)[:-1], np.arange(1, 10) / 10.0])
 _WIDE_BRACKET = 24     # an integer bracket with more interior integers is thinned first
 _VERTEX_STEPS = 4      # parabola vertices tried at most (each one vectorised call of one order)
+_STENCIL = np.array([-1 / 16, -1 / 32, 0.0, 1 / 32, 1 / 16])
 _KL_ORDER = 1e-6       # lambda of the Bretagnolle-Huber test of epsilon_from_rdp
 
 
@@ -153,9 +154,11 @@ def _minimise(search: _Search) -> tuple[float, float]:
     the bracket around the best integer narrowed over the integers inside it (every integer
     once it is narrow); the orders in (1, 2) when 2 is the best integer; the tenths of a unit
     around the best integer (or 20 steps across the bracket below 2); and the vertex of the
-    parabola through the best order and its neighbours, repeated while it gains. The orders tried contain
-    dp-accounting's (tenths below 11, integers above) near the best, so where the objective
-    is unimodal the value is no larger than its minimum over them."""
+    parabola through the best order and its neighbours, with four orders close around it (at
+    1/32 and 1/16 of its distance from that best order), repeated until the parabola predicts
+    the value at its vertex to 1e-6. The orders tried contain dp-accounting's (tenths below
+    11, integers above) near the best, so where the objective is unimodal the value is no
+    larger than its minimum over them."""
     search.add(_SWEEP)
     i, lam, lo, hi = search.best()
     while i == search.lam.size - 1 and lam < 1e6 and np.isfinite(search.vals[i]):
@@ -178,10 +181,13 @@ def _minimise(search: _Search) -> tuple[float, float]:
     # vertices until the parabola predicts the value at its vertex to 1e-6 relative: the value
     # is then much closer to the minimum than that (1e-8 relative on the DP-SGD plan W1)
     for _ in range(_VERTEX_STEPS):
+        here = search.lam[int(np.argmin(search.vals))]
         v, predicted = search.vertex()
         if not v.size:
             break
-        search.add(v)
+        # with the vertex, four orders close around it, in the same call: the vertex's own
+        # error is typically a small fraction of its distance from the best order so far
+        search.add(v[0] + abs(v[0] - here) * _STENCIL)
         got = float(search.vals[np.argmin(np.abs(search.lam - v[0]))])
         if not abs(got - predicted) > 1e-6 * abs(got):
             break
