@@ -135,13 +135,15 @@ class _Search:
         if not (0 < i < self.lam.size - 1) or not np.all(np.isfinite(self.vals[i - 1: i + 2])):
             return np.empty(0), math.nan
         (x0, x1, x2), (f0, f1, f2) = self.lam[i - 1: i + 2], self.vals[i - 1: i + 2]
-        d0, d2 = (f0 - f1) / (x0 - x1), (f2 - f1) / (x2 - x1)
-        c = (d2 - d0) / (x2 - x0)           # f = f1 + b (x - x1) + c (x - x1)^2
-        b = d0 - c * (x0 - x1)
-        if not c > 0:
+        with np.errstate(all="ignore"):     # objectives near the double range: no vertex
+            d0, d2 = (f0 - f1) / (x0 - x1), (f2 - f1) / (x2 - x1)
+            c = (d2 - d0) / (x2 - x0)           # f = f1 + b (x - x1) + c (x - x1)^2
+            b = d0 - c * (x0 - x1)
+            v = x1 - b / (2 * c) if c > 0 else math.nan
+            predicted = f1 - b * b / (4 * c) if c > 0 else math.nan
+        if not (x0 < v < x2 and math.isfinite(predicted)):
             return np.empty(0), math.nan
-        v = x1 - b / (2 * c)
-        return (np.array([v]), f1 - b * b / (4 * c)) if x0 < v < x2 else (np.empty(0), math.nan)
+        return np.array([v]), float(predicted)
 
 
 def _minimise(search: _Search) -> tuple[float, float]:
