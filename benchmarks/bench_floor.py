@@ -14,7 +14,8 @@ Rows (Poisson-subsampled Gaussians, add/remove):
                (linearity). dp-accounting's PLD at 1e-3 on 100 parts with --peers-parts only
   W9           calibrate sigma for epsilon 3 at delta 1e-5 on W1 (dpamp's default method and
                rtol; dp_accounting.calibrate_dp_mechanism with its PLD accountant, default
-               discretisation and tol)
+               discretisation and tol), then dpamp's bracket at both sigmas (is each one's
+               epsilon proven <= 3?)
 
 dpamp runs cold: every cache of dpamp's answers is cleared and the mechanism built afresh
 before each run (outside the timed region); the best CPU of --repeat runs is printed with its
