@@ -30,10 +30,13 @@ def poisson_log_moments(base_eps: np.ndarray, q: float, orders: np.ndarray) -> n
     a = orders[:, None].astype(float)
     kk = k[None, :].astype(float)
     log1mq = np.log1p(-q) if q < 1 else -np.inf
+    # log n! for n = 0 .. kmax, looked up: the same gammaln values as on the whole matrix
+    lfact = gammaln(np.arange(kmax + 1, dtype=float) + 1.0)
+    above = np.clip(orders[:, None] - k[None, :], 0, kmax)     # alpha - k where k <= alpha
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         # (alpha-k) log(1-q): 0 * -inf must be 0 at k = alpha when q = 1
         tail = np.where(a - kk == 0, 0.0, (a - kk) * log1mq)
-        terms = (gammaln(a + 1) - gammaln(kk + 1) - gammaln(a - kk + 1) + tail
+        terms = (lfact[orders][:, None] - lfact[k][None, :] - lfact[above] + tail
                  + kk * np.log(q) + log_expm1((k - 1) * base_eps[: kmax - 1])[None, :])
     terms = np.where(kk <= a, terms, -np.inf)
     with np.errstate(invalid="ignore", over="ignore"):
