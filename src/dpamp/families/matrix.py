@@ -29,7 +29,8 @@ import numpy as np
 from ..core import validate as V
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare
-from ..mechanisms.matrix import CYCLIC, GAUSSIAN, NO_AMPLIFICATION, MatrixMechanism
+from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION,
+                                 MatrixMechanism)
 from ..mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
                                             Toeplitz)
 from ..mechanisms.participation import (BallsInBins, CyclicPoisson, MinSeparation,
@@ -269,4 +270,57 @@ declare(MatrixMechanism, Family(
     has=_has, word="matrix", keys=_KEYS, from_words=_words, whole_run=True,
     to_event=_to_event, describe=_describe))
 
-__all__ = ["bsr_coefficients", "NO_AMPLIFICATION"]
+# --- the amplified route (Poisson sampling, any lower-triangular C) ---------------------------
+
+def _amplifiable(m: MatrixMechanism) -> bool:
+    """Poisson sampling of every step (``dp.Poisson(q)``: one group) on the no-amplification
+    route, with a square C: what :mod:`dpamp.amplification.matrix` bounds."""
+    p = m.participation
+    return (m.route == NO_AMPLIFICATION and isinstance(p, CyclicPoisson) and p.partitions == 1
+            and m.strategy.dense().shape[0] == m.n)
+
+
+def _better(m: MatrixMechanism, plain, amp, field: str):
+    """The smaller of two proven upper bounds, saying which route answered."""
+    import dataclasses as dc
+    ours, theirs = getattr(amp, field), getattr(plain, field)
+    detail = (f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + {amp.slack:.6g} "
+              "(histories whose posterior bound fails)")
+    if ours < theirs:
+        return dc.replace(plain, **{field: ours}, lower=None, method=CONDITIONAL,
+                          source="Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (conditional "
+                                 "composition)",
+                          note=f"route {CONDITIONAL}: {detail}; route {NO_AMPLIFICATION} gave "
+                               f"{theirs:.6g}")
+    return dc.replace(plain, note=f"route {NO_AMPLIFICATION}; route {CONDITIONAL} gave "
+                                  f"{ours:.6g} ({detail})")
+
+
+def amplified_epsilon(m: MatrixMechanism, delta: float):
+    """epsilon at ``delta``: the smaller of the no-amplification bound (``m.epsilon``) and the
+    conditional-composition bound (:func:`dpamp.amplification.matrix.query.epsilon`) where it
+    applies (``_amplifiable``); else ``m.epsilon(delta)``. Both are proven upper bounds; the
+    answer's ``method`` names the route that gave it (no lower bound: amplification may make
+    the truth smaller than any witness of the worst pattern)."""
+    plain = m.epsilon(delta)
+    if not _amplifiable(m):
+        return plain
+    from ..amplification.matrix import query
+    q = m.participation.sampling_prob  # type: ignore[attr-defined]
+    amp = query.epsilon(m.matrix(), m.noise_multiplier, q, delta)
+    return _better(m, plain, amp, "epsilon")
+
+
+def amplified_delta(m: MatrixMechanism, epsilon: float):
+    """delta at ``epsilon``, the smaller of the two routes (:func:`amplified_epsilon`)."""
+    plain = m.delta(epsilon)
+    if not _amplifiable(m):
+        return plain
+    from ..amplification.matrix import query
+    q = m.participation.sampling_prob  # type: ignore[attr-defined]
+    amp = query.delta(m.matrix(), m.noise_multiplier, q, epsilon)
+    return _better(m, plain, amp, "delta")
+
+
+__all__ = ["bsr_coefficients", "NO_AMPLIFICATION", "CONDITIONAL", "amplified_epsilon",
+           "amplified_delta"]

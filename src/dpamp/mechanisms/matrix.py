@@ -61,6 +61,10 @@ if TYPE_CHECKING:
 __all__ = ["MatrixMechanism", "SensitivityWitness", "SampledWitness"]
 
 GAUSSIAN, CYCLIC, NO_AMPLIFICATION = "gaussian", "cyclic-poisson", "no-amplification"
+#: the amplified upper bound of Poisson sampling with any lower-triangular C
+#: (:mod:`dpamp.amplification.matrix`; ``dpamp.families.matrix.amplified_epsilon`` takes the
+#: smaller of it and no-amplification's)
+CONDITIONAL = "conditional-composition"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,11 +34,11 @@ import math
 import numpy as np
 
 from ...core.rounding import ulps_up
+from ...mechanisms.matrix import CONDITIONAL
 from .steps import step_mixture
 
 __all__ = ["StepMixtures", "dominating_steps", "CONDITIONAL", "WINDOW"]
 
-CONDITIONAL = "conditional-composition"
 #: past steps whose participation patterns are enumerated (2^WINDOW sets per step); older
 #: steps with C[i, j] != 0 are counted as taken part
 WINDOW = 10
