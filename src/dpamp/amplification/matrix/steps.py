@@ -83,7 +83,8 @@ def _coarsen(v: np.ndarray, mass: np.ndarray, cap: int) -> tuple[np.ndarray, np.
     if v.size <= cap or v[-1] <= 0:
         return v, mass
     h = v[-1] / (cap - 1)
-    up = np.nextafter(np.ceil(v / h) * h, np.inf)
+    # ceil(v / h) h can fall an ulp short of v (v / h rounded down): the maximum keeps it above
+    up = np.maximum(np.nextafter(np.ceil(v / h) * h, np.inf), v)
     up[v == 0] = 0.0
     return _merge(up, mass)
 
