@@ -81,7 +81,7 @@ def _check(c: np.ndarray) -> np.ndarray:
 def dominating_steps(c, sigma: float, q: float, delta_p: float,
                      window: int = WINDOW) -> StepMixtures:
     """Each step's dominating mixture (:func:`.steps.step_mixture`) with the budget ``delta_p``
-    split equally over the sets of all windows; equal steps (a Toeplitz C past its first bands)
+    split over the steps and the sets of their windows; equal steps (a Toeplitz C past its first bands)
     are computed once and counted."""
     a = _check(np.asarray(c, dtype=float))
     n = a.shape[0]
@@ -91,7 +91,10 @@ def dominating_steps(c, sigma: float, q: float, delta_p: float,
         raise ValueError(f"delta_p must be positive (got {delta_p!r})")
     wins = [_window(a[i], i, window) for i in range(n)]
     events = sum((1 << w.size) - 1 for w, _ in wins)
-    log_beta = math.log(delta_p) - math.log(max(events, 1))
+    # the budget split equally over the steps with a past to condition on, then over the sets
+    # of each step's window (steps._set_budgets)
+    busy = sum(1 for w, _ in wins if w.size)
+    log_beta = math.log(delta_p) - math.log(max(busy, 1))
     cache: dict[bytes, tuple] = {}
     counts: dict[tuple, int] = {}
     for i, (win, older) in enumerate(wins):

@@ -94,6 +94,17 @@ def _merge(v: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u, np.bincount(inv, weights=mass, minlength=u.size)
 
 
+def _set_budgets(k: np.ndarray, w: int, log_beta: float) -> np.ndarray:
+    """log of each set's share of the step's budget: the sets of size k share 2^-k / (1 - 2^-w)
+    of it equally (a singleton's posterior bound q e^eps matters most; a large set's is small
+    whatever its eps), rounded down by 1e-12 so the shares sum to at most the budget."""
+    kk = k.astype(int)
+    log_share = -kk * math.log(2.0) - math.log1p(-2.0 ** -w)
+    log_count = np.array([math.lgamma(w + 1) - math.lgamma(j + 1) - math.lgamma(w - j + 1)
+                          for j in kk])
+    return log_beta + log_share - log_count - 1e-12
+
+
 def step_mixture(past_row: np.ndarray, past_block: np.ndarray, diag: float, older: float,
                  q: float, sigma: float, log_beta: float,
                  cap: int = MAX_COMPONENTS) -> tuple[np.ndarray, np.ndarray]:
@@ -102,14 +113,14 @@ def step_mixture(past_row: np.ndarray, past_block: np.ndarray, diag: float, olde
     ``past_row``: |C[i, j]| of the window's w past steps; ``past_block``: |C[t, j]| for the rows
     t < i that those columns touch (rows x w); ``diag`` |C[i, i]|; ``older`` the sum of
     |C[i, j]| over the past steps outside the window (counted as taken part); ``log_beta``: the
-    log of each set's share of the tail budget. Shifts in the units of C (sigma not divided)."""
+    log of the step's share of the tail budget (split over its sets by ``_set_budgets``). Shifts in the units of C (sigma not divided)."""
     w = past_row.size
     if w:
         bits = _subsets(w)
         s = (bits @ past_row) * (1 + _REL)
         norms = np.sqrt(np.sum((past_block @ bits.T) ** 2, axis=0)) * (1 + _REL) / sigma
         k = bits.sum(axis=1)
-        eps = posterior_exponents(norms[1:], k[1:], q, log_beta)
+        eps = posterior_exponents(norms[1:], k[1:], q, _set_budgets(k[1:], w, log_beta))
         with np.errstate(over="ignore"):
             p_sets = np.minimum(np.exp(k[1:] * math.log(q) + eps) * (1 + _REL), 1.0)
         v, mass = _law(*_tail_function(s, np.concatenate([[0.0], p_sets]), w))

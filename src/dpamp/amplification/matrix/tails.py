@@ -65,16 +65,17 @@ def tail_log_bound(mu: np.ndarray, log1m_qk: np.ndarray, eps: np.ndarray) -> np.
 
 
 def posterior_exponents(mu: np.ndarray, k: np.ndarray, q: float,
-                        log_beta: float) -> np.ndarray:
+                        log_beta) -> np.ndarray:
     """eps_A >= 0 per set (vectorised over sets: mu_A, |A| = k) with
-    Pr_P[R_A > e^{eps_A}] <= beta = exp(log_beta): the upper end of a bisection whose every
+    Pr_P[R_A > e^{eps_A}] <= beta = exp(log_beta) (a number, or one per set): the upper end of a bisection whose every
     upper end was checked with :func:`tail_log_bound` (so the answer is proven, whatever the
     bisection's accuracy)."""
     mu = np.asarray(mu, dtype=float)
     k = np.asarray(k, dtype=float)
     log1m_qk = np.log1p(-np.power(q, k))
+    log_beta = np.broadcast_to(np.asarray(log_beta, dtype=float), mu.shape)
     lo = np.zeros_like(mu)
-    hi = 0.5 * mu * mu + mu * (np.sqrt(2.0 * max(-log_beta, 1.0)) + 3.0) + 1.0
+    hi = 0.5 * mu * mu + mu * (np.sqrt(2.0 * np.maximum(-log_beta, 1.0)) + 3.0) + 1.0
     for _ in range(60):                       # grow hi until it is certified
         bad = tail_log_bound(mu, log1m_qk, hi) > log_beta
         if not bad.any():
