@@ -51,7 +51,10 @@ def _slack(steps: StepMixtures, eps0: float, d_p: float, d_pld0: float) -> float
     condition on (a diagonal C: the mixtures are exact, no history is bad)."""
     if steps.events == 0:
         return 0.0
-    return float(ulps_up(math.exp(eps0) * d_p * (1 + 1e-12) + d_pld0, 4))
+    log_part = eps0 + math.log(d_p)
+    if log_part > 0:                  # the slack is above 1: no bound from this candidate
+        return math.inf
+    return float(ulps_up(math.exp(log_part) * (1 + 1e-12) + d_pld0, 4))
 
 
 def _eps(comp, d: float) -> float:
