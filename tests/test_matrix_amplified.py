@@ -152,3 +152,31 @@ def test_the_family_takes_the_smaller_route_and_names_it():
     # routes without sampling are left as they are
     m3 = dp.MatrixMechanism(c, 4.0)
     assert amplified_epsilon(m3, 1e-6) == m3.epsilon(1e-6)
+
+
+def test_cyclic_poisson_is_above_the_exact_reduction():
+    """b <= p groups: the cyclic-Poisson route is exact (Choquette-Choo et al. 2023: DP-SGD over
+    the group's steps at the column norm); conditional composition over each group's steps must
+    not go below its proven lower end."""
+    n, z, q = 24, 1.5, 0.1
+    c = np.eye(n) + 0.6 * np.eye(n, k=-1)
+    m = dp.MatrixMechanism(c, z, participation=dp.CyclicPoisson(q, 2))
+    assert m.route == "cyclic-poisson"
+    exact = m.epsilon(1e-5)
+    ours = Q.epsilon(c, z, q, 1e-5, partitions=2)
+    assert ours.epsilon >= exact.lower
+    d = Q.delta(c, z, q, exact.lower, partitions=2)
+    assert d.delta >= m.delta(exact.lower).lower
+
+
+def test_cyclic_poisson_with_more_bands_than_groups():
+    from dpamp.families.matrix import amplified_epsilon
+    n = 24
+    c = np.eye(n) + 0.6 * np.eye(n, k=-1) + 0.3 * np.eye(n, k=-2)
+    m = dp.MatrixMechanism(c, 3.0, participation=dp.CyclicPoisson(0.05, 2))
+    assert m.route == "no-amplification"
+    g = amplified_epsilon(m, 1e-6)
+    assert g.method == "conditional-composition" and g.epsilon < m.epsilon(1e-6).epsilon
+    # the worst group answers: no smaller than either group alone
+    e0 = Q._one_epsilon(c, 3.0, 0.05, 1e-6, Q.ETA, 10, np.arange(n) % 2 == 0).epsilon
+    assert g.epsilon >= e0

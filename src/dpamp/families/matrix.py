@@ -273,10 +273,11 @@ declare(MatrixMechanism, Family(
 # --- the amplified route (Poisson sampling, any lower-triangular C) ---------------------------
 
 def _amplifiable(m: MatrixMechanism) -> bool:
-    """Poisson sampling of every step (``dp.Poisson(q)``: one group) on the no-amplification
-    route, with a square C: what :mod:`dpamp.amplification.matrix` bounds."""
+    """Poisson or cyclic Poisson sampling on the no-amplification route (more bands than
+    groups, or a non-banded C), with a square C: what :mod:`dpamp.amplification.matrix`
+    bounds."""
     p = m.participation
-    return (m.route == NO_AMPLIFICATION and isinstance(p, CyclicPoisson) and p.partitions == 1
+    return (m.route == NO_AMPLIFICATION and isinstance(p, CyclicPoisson)
             and m.strategy.dense().shape[0] == m.n)
 
 
@@ -306,8 +307,9 @@ def amplified_epsilon(m: MatrixMechanism, delta: float):
     if not _amplifiable(m):
         return plain
     from ..amplification.matrix import query
-    q = m.participation.sampling_prob  # type: ignore[attr-defined]
-    amp = query.epsilon(m.matrix(), m.noise_multiplier, q, delta)
+    p = m.participation
+    amp = query.epsilon(m.matrix(), m.noise_multiplier, p.sampling_prob, delta,  # type: ignore[attr-defined]
+                        partitions=p.partitions)  # type: ignore[attr-defined]
     return _better(m, plain, amp, "epsilon")
 
 
@@ -317,8 +319,9 @@ def amplified_delta(m: MatrixMechanism, epsilon: float):
     if not _amplifiable(m):
         return plain
     from ..amplification.matrix import query
-    q = m.participation.sampling_prob  # type: ignore[attr-defined]
-    amp = query.delta(m.matrix(), m.noise_multiplier, q, epsilon)
+    p = m.participation
+    amp = query.delta(m.matrix(), m.noise_multiplier, p.sampling_prob, epsilon,  # type: ignore[attr-defined]
+                      partitions=p.partitions)  # type: ignore[attr-defined]
     return _better(m, plain, amp, "delta")
 
 

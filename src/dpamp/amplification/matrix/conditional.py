@@ -78,13 +78,21 @@ def _check(c: np.ndarray) -> np.ndarray:
     return np.abs(c)
 
 
-def dominating_steps(c, sigma: float, q: float, delta_p: float,
-                     window: int = WINDOW) -> StepMixtures:
+def dominating_steps(c, sigma: float, q: float, delta_p: float, window: int = WINDOW,
+                     eligible=None) -> StepMixtures:
     """Each step's dominating mixture (:func:`.steps.step_mixture`) with the budget ``delta_p``
-    split over the steps and the sets of their windows; equal steps (a Toeplitz C past its first bands)
-    are computed once and counted."""
+    split over the steps and the sets of their windows; equal steps (a Toeplitz C past its
+    first bands) are computed once and counted. ``eligible`` (booleans, one per step; default
+    all): the steps the record may be sampled in (cyclic Poisson: its group's steps); in the
+    others it never takes part, so their columns are dropped."""
     a = _check(np.asarray(c, dtype=float))
     n = a.shape[0]
+    if eligible is not None:
+        e = np.asarray(eligible, dtype=bool)
+        if e.shape != (n,):
+            raise ValueError(f"eligible must hold one boolean per step ({n}; got shape "
+                             f"{e.shape})")
+        a = np.where(e[None, :], a, 0.0)
     if not (0 < q <= 1):
         raise ValueError(f"sampling_prob must be in (0, 1] (got {q!r})")
     if not (delta_p > 0):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from ...core.rounding import ulps_up
 from ...mechanisms.composition import compose_counts
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
@@ -61,10 +63,10 @@ def _eps(comp, d: float) -> float:
     return float(comp.epsilon(d, method="pld").epsilon)
 
 
-def _candidate(c, sigma, q, delta, eta, window, guess) -> tuple[Amplified, float]:
+def _candidate(c, sigma, q, delta, eta, window, guess, eligible) -> tuple[Amplified, float]:
     """The bound with the bad histories' budget eta delta e^{-guess} / 2, and its eps0."""
     d_p = eta * delta * math.exp(-guess) / 2
-    steps = dominating_steps(c, sigma, q, d_p, window)
+    steps = dominating_steps(c, sigma, q, d_p, window, eligible)
     comp = composition(steps)
     eps0 = _eps(comp, eta * delta / 2)
     slack = _slack(steps, eps0, d_p, eta * delta / 2)
@@ -73,19 +75,39 @@ def _candidate(c, sigma, q, delta, eta, window, guess) -> tuple[Amplified, float
     return Amplified(_eps(comp, delta - slack), delta, delta - slack, slack, steps), eps0
 
 
-def epsilon(c, sigma: float, q: float, delta: float, *, eta: float = ETA,
-            window: int = WINDOW) -> Amplified:
-    """The smallest epsilon this route proves at ``delta`` over at most three guesses of eps0
-    (5, then eps0 + 1/2 of the previous candidate, capped at 600: a smaller guess buys a larger
-    budget per set, a guess below eps0 a larger slack); each candidate is proven."""
+def _groups(n: int, partitions: int):
+    """The steps of each group of cyclic Poisson (group g: steps g, g + p, ...); one group of
+    every step for Poisson (None)."""
+    if int(partitions) != partitions or partitions < 1:
+        raise ValueError(f"partitions must be an integer >= 1 (got {partitions!r})")
+    if partitions == 1:
+        return [None]
+    idx = np.arange(n)
+    return [idx % partitions == g for g in range(min(partitions, n))]
+
+
+def epsilon(c, sigma: float, q: float, delta: float, *, partitions: int = 1,
+            eta: float = ETA, window: int = WINDOW) -> Amplified:
+    """The epsilon this route proves at ``delta``: under cyclic Poisson with ``partitions``
+    groups, the largest over the groups (a record is in one group, and every record must be
+    covered), each group's the smallest of :func:`_one_epsilon`."""
     if not (0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1) (got {delta!r})")
     if not (0 < eta < 1):
         raise ValueError(f"eta must be in (0, 1) (got {eta!r})")
+    n = np.asarray(c).shape[0]
+    out = [_one_epsilon(c, sigma, q, delta, eta, window, e) for e in _groups(n, partitions)]
+    return max(out, key=lambda r: r.epsilon)
+
+
+def _one_epsilon(c, sigma, q, delta, eta, window, eligible) -> Amplified:
+    """The smallest epsilon over at most three guesses of eps0 (5, then eps0 + 1/2 of the
+    previous candidate, capped at 600: a smaller guess buys a larger budget per set, a guess
+    below eps0 a larger slack); each candidate is proven."""
     best, guess, tried = None, 5.0, set()
     for _ in range(3):
         tried.add(guess)
-        cand, eps0 = _candidate(c, sigma, q, delta, eta, window, guess)
+        cand, eps0 = _candidate(c, sigma, q, delta, eta, window, guess, eligible)
         if best is None or cand.epsilon < best.epsilon:
             best = cand
         if cand.steps.events == 0:
@@ -97,13 +119,20 @@ def epsilon(c, sigma: float, q: float, delta: float, *, eta: float = ETA,
     return best
 
 
-def delta(c, sigma: float, q: float, eps: float, *, delta_p: float = DELTA_P,
-          window: int = WINDOW) -> Amplified:
+def delta(c, sigma: float, q: float, eps: float, *, partitions: int = 1,
+          delta_p: float = DELTA_P, window: int = WINDOW) -> Amplified:
     """delta_PLD(eps) + delta' with the bad histories' budget ``delta_p`` and eps0 the PLD's
-    epsilon at delta_p (so delta' <= (e^{eps0} + 1) delta_p)."""
+    epsilon at delta_p (so delta' <= (e^{eps0} + 1) delta_p); the largest over the groups of
+    cyclic Poisson."""
     if not (eps >= 0):
         raise ValueError(f"epsilon must be >= 0 (got {eps!r})")
-    steps = dominating_steps(c, sigma, q, delta_p, window)
+    n = np.asarray(c).shape[0]
+    return max((_one_delta(c, sigma, q, eps, delta_p, window, e) for e in _groups(n, partitions)),
+               key=lambda r: r.delta)
+
+
+def _one_delta(c, sigma, q, eps, delta_p, window, eligible) -> Amplified:
+    steps = dominating_steps(c, sigma, q, delta_p, window, eligible)
     comp = composition(steps)
     eps0 = _eps(comp, delta_p)
     slack = _slack(steps, eps0, delta_p, delta_p)
