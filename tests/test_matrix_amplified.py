@@ -22,16 +22,17 @@ def _patterns(n):
     return np.array([[(k >> j) & 1 for j in range(n)] for k in range(1 << n)], dtype=float)
 
 
-def exact_delta(c, sigma, q, eps, nodes=120):
+def exact_delta(c, sigma, q, eps, nodes=120, pats=None, logw=None):
     """max over both orders of H_{e^eps} between sum_B q^|B| (1-q)^{n-|B|} N(C B, sigma^2 I)
-    and N(0, sigma^2 I): the last coordinate in closed form (the loss is non-decreasing in it,
-    C >= 0), the others by Gauss-Hermite quadrature (a smooth integrand), bisection for the
-    root in log space."""
+    (or sum_B w_B N(C B, sigma^2 I) for given patterns and log-weights) and N(0, sigma^2 I):
+    the last coordinate in closed form (the loss is non-decreasing in it, C >= 0), the others
+    by Gauss-Hermite quadrature (a smooth integrand), bisection for the root in log space."""
     c = np.asarray(c, float) / sigma
     n = c.shape[0]
-    pats = _patterns(n)
-    means = pats @ c.T                                    # (2^n, n)
-    logw = pats.sum(1) * math.log(q) + (n - pats.sum(1)) * math.log1p(-q)
+    if pats is None:
+        pats = _patterns(n)
+        logw = pats.sum(1) * math.log(q) + (n - pats.sum(1)) * math.log1p(-q)
+    means = pats @ c.T                                    # (patterns, n)
     x, wts = np.polynomial.hermite_e.hermegauss(nodes)
     wts = wts / wts.sum()
     grids = np.meshgrid(*([x] * (n - 1)), indexing="ij") if n > 1 else []
@@ -178,5 +179,45 @@ def test_cyclic_poisson_with_more_bands_than_groups():
     g = amplified_epsilon(m, 1e-6)
     assert g.method == "conditional-composition" and g.epsilon < m.epsilon(1e-6).epsilon
     # the worst group answers: no smaller than either group alone
-    e0 = Q._one_epsilon(c, 3.0, 0.05, 1e-6, Q.ETA, 10, np.arange(n) % 2 == 0).epsilon
+    e0 = Q._best_epsilon(lambda d: dominating_steps(c, 3.0, 0.05, d, 10, np.arange(n) % 2 == 0),
+                         1e-6, Q.ETA).epsilon
     assert g.epsilon >= e0
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_balls_in_bins_one_epoch_is_above_the_exact_pair(n):
+    """One epoch of n steps: the record joins one uniform step, P = (1/n) sum_j N(C e_j, .)
+    against N(0, .); its exact delta (quadrature) is at most ours."""
+    c, z = C3[:n, :n], 1.0
+    pats, logw = np.eye(n), np.full(n, -math.log(n))
+    for eps in (0.3, 1.0):
+        ours = Q.delta_bins(c, z, n, eps)
+        truth = exact_delta(c, z, None, eps, pats=pats, logw=logw)
+        assert truth <= ours.delta, (eps, truth, ours)
+    r = Q.epsilon_bins(c, z, n, 1e-3)
+    assert exact_delta(c, z, None, r.epsilon, pats=pats, logw=logw) <= 1e-3
+
+
+def test_balls_in_bins_of_one_step_is_the_gaussian():
+    """bins = 1: every step is taken; the bound is the Gaussian of sensitivity |C 1| (every
+    posterior bound is 1) at delta less the slack (a tenth of delta)."""
+    c, z = C3, 2.0
+    r = Q.epsilon_bins(c, z, 1, 1e-6)
+    g = dp.Gaussian(1.0, float(np.linalg.norm(c.sum(1))) / z)
+    assert r.epsilon >= g.epsilon(1e-6).lower
+    assert r.epsilon <= g.epsilon(r.delta_pld).epsilon * (1 + 2e-3)   # the PLD grid
+
+
+def test_balls_in_bins_banded_and_checked():
+    from dpamp.amplification.matrix.bins import dominating_steps_bins
+    n = 40
+    c = np.eye(n) + 0.5 * np.eye(n, k=-1) + 0.25 * np.eye(n, k=-2)
+    r = Q.epsilon_bins(c, 16.0, 10, 1e-6)
+    m = dp.MatrixMechanism(c, 16.0, participation=dp.BallsInBins(10))
+    assert r.epsilon < m.epsilon(1e-6).epsilon             # (at z = 4 it is not: docs)
+    assert len(r.steps.parts) <= 12     # one mixture per epoch position (the first epoch's own)
+    from dpamp.families.matrix import amplified_epsilon
+    g = amplified_epsilon(m, 1e-6)
+    assert g.method == "conditional-composition" and g.epsilon == r.epsilon
+    with pytest.raises(ValueError, match="bins"):
+        dominating_steps_bins(c, 1.0, 7, 1e-9)

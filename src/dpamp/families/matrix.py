@@ -274,11 +274,12 @@ declare(MatrixMechanism, Family(
 
 def _amplifiable(m: MatrixMechanism) -> bool:
     """Poisson or cyclic Poisson sampling on the no-amplification route (more bands than
-    groups, or a non-banded C), with a square C: what :mod:`dpamp.amplification.matrix`
-    bounds."""
+    groups, or a non-banded C), or balls in bins with bins dividing n, with a square C: what
+    :mod:`dpamp.amplification.matrix` bounds."""
     p = m.participation
-    return (m.route == NO_AMPLIFICATION and isinstance(p, CyclicPoisson)
-            and m.strategy.dense().shape[0] == m.n)
+    if m.route != NO_AMPLIFICATION or m.strategy.dense().shape[0] != m.n:
+        return False
+    return isinstance(p, CyclicPoisson) or (isinstance(p, BallsInBins) and m.n % p.bins == 0)
 
 
 def _better(m: MatrixMechanism, plain, amp, field: str):
@@ -308,8 +309,11 @@ def amplified_epsilon(m: MatrixMechanism, delta: float):
         return plain
     from ..amplification.matrix import query
     p = m.participation
-    amp = query.epsilon(m.matrix(), m.noise_multiplier, p.sampling_prob, delta,  # type: ignore[attr-defined]
-                        partitions=p.partitions)  # type: ignore[attr-defined]
+    if isinstance(p, BallsInBins):
+        amp = query.epsilon_bins(m.matrix(), m.noise_multiplier, p.bins, delta)
+    else:
+        amp = query.epsilon(m.matrix(), m.noise_multiplier, p.sampling_prob, delta,  # type: ignore[attr-defined]
+                            partitions=p.partitions)  # type: ignore[attr-defined]
     return _better(m, plain, amp, "epsilon")
 
 
@@ -320,8 +324,11 @@ def amplified_delta(m: MatrixMechanism, epsilon: float):
         return plain
     from ..amplification.matrix import query
     p = m.participation
-    amp = query.delta(m.matrix(), m.noise_multiplier, p.sampling_prob, epsilon,  # type: ignore[attr-defined]
-                      partitions=p.partitions)  # type: ignore[attr-defined]
+    if isinstance(p, BallsInBins):
+        amp = query.delta_bins(m.matrix(), m.noise_multiplier, p.bins, epsilon)
+    else:
+        amp = query.delta(m.matrix(), m.noise_multiplier, p.sampling_prob, epsilon,  # type: ignore[attr-defined]
+                          partitions=p.partitions)  # type: ignore[attr-defined]
     return _better(m, plain, amp, "delta")
 
 

@@ -37,7 +37,8 @@ from ...core.rounding import ulps_up
 from ...mechanisms.matrix import CONDITIONAL
 from .steps import step_mixture
 
-__all__ = ["StepMixtures", "dominating_steps", "CONDITIONAL", "WINDOW"]
+__all__ = ["StepMixtures", "dominating_steps", "check_lower_triangular", "CONDITIONAL",
+           "WINDOW"]
 
 #: past steps whose participation patterns are enumerated (2^WINDOW sets per step); older
 #: steps with C[i, j] != 0 are counted as taken part
@@ -66,7 +67,8 @@ def _window(row: np.ndarray, i: int, window: int) -> tuple[np.ndarray, float]:
     return win, float(ulps_up(math.fsum(row[older]), 4))
 
 
-def _check(c: np.ndarray) -> np.ndarray:
+def check_lower_triangular(c: np.ndarray) -> np.ndarray:
+    """|C| of a square, finite, lower-triangular C (errors name ``strategy``)."""
     if c.ndim != 2 or c.shape[0] != c.shape[1]:
         raise ValueError(f"strategy: conditional composition needs a square C (got shape "
                          f"{c.shape})")
@@ -85,7 +87,7 @@ def dominating_steps(c, sigma: float, q: float, delta_p: float, window: int = WI
     first bands) are computed once and counted. ``eligible`` (booleans, one per step; default
     all): the steps the record may be sampled in (cyclic Poisson: its group's steps); in the
     others it never takes part, so their columns are dropped."""
-    a = _check(np.asarray(c, dtype=float))
+    a = check_lower_triangular(np.asarray(c, dtype=float))
     n = a.shape[0]
     if eligible is not None:
         e = np.asarray(eligible, dtype=bool)

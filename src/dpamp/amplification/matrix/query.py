@@ -18,9 +18,10 @@ import numpy as np
 from ...core.rounding import ulps_up
 from ...mechanisms.composition import compose_counts
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
+from .bins import dominating_steps_bins
 from .conditional import CONDITIONAL, WINDOW, StepMixtures, dominating_steps
 
-__all__ = ["Amplified", "epsilon", "delta", "composition"]
+__all__ = ["Amplified", "epsilon", "delta", "epsilon_bins", "delta_bins", "composition"]
 
 #: share of delta spent on the bad histories (eta) in an epsilon query
 ETA = 0.1
@@ -63,10 +64,11 @@ def _eps(comp, d: float) -> float:
     return float(comp.epsilon(d, method="pld").epsilon)
 
 
-def _candidate(c, sigma, q, delta, eta, window, guess, eligible) -> tuple[Amplified, float]:
-    """The bound with the bad histories' budget eta delta e^{-guess} / 2, and its eps0."""
+def _candidate(build, delta, eta, guess) -> tuple[Amplified, float]:
+    """The bound with the bad histories' budget eta delta e^{-guess} / 2 (``build(d_p)`` makes
+    the steps' mixtures), and its eps0."""
     d_p = eta * delta * math.exp(-guess) / 2
-    steps = dominating_steps(c, sigma, q, d_p, window, eligible)
+    steps = build(d_p)
     comp = composition(steps)
     eps0 = _eps(comp, eta * delta / 2)
     slack = _slack(steps, eps0, d_p, eta * delta / 2)
@@ -86,28 +88,41 @@ def _groups(n: int, partitions: int):
     return [idx % partitions == g for g in range(min(partitions, n))]
 
 
-def epsilon(c, sigma: float, q: float, delta: float, *, partitions: int = 1,
-            eta: float = ETA, window: int = WINDOW) -> Amplified:
-    """The epsilon this route proves at ``delta``: under cyclic Poisson with ``partitions``
-    groups, the largest over the groups (a record is in one group, and every record must be
-    covered), each group's the smallest of :func:`_one_epsilon`."""
+def _check(delta: float, eta: float) -> None:
     if not (0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1) (got {delta!r})")
     if not (0 < eta < 1):
         raise ValueError(f"eta must be in (0, 1) (got {eta!r})")
+
+
+def epsilon(c, sigma: float, q: float, delta: float, *, partitions: int = 1,
+            eta: float = ETA, window: int = WINDOW) -> Amplified:
+    """The epsilon this route proves at ``delta`` under (cyclic) Poisson sampling: with
+    ``partitions`` groups, the largest over the groups (a record is in one group, and every
+    record must be covered), each group's the smallest of :func:`_best_epsilon`."""
+    _check(delta, eta)
     n = np.asarray(c).shape[0]
-    out = [_one_epsilon(c, sigma, q, delta, eta, window, e) for e in _groups(n, partitions)]
+    out = [_best_epsilon(lambda d_p, e=e: dominating_steps(c, sigma, q, d_p, window, e),
+                         delta, eta) for e in _groups(n, partitions)]
     return max(out, key=lambda r: r.epsilon)
 
 
-def _one_epsilon(c, sigma, q, delta, eta, window, eligible) -> Amplified:
+def epsilon_bins(c, sigma: float, bins: int, delta: float, *, eta: float = ETA,
+                 window: int = WINDOW) -> Amplified:
+    """The epsilon this route proves at ``delta`` under balls in bins (:mod:`.bins`)."""
+    _check(delta, eta)
+    return _best_epsilon(lambda d_p: dominating_steps_bins(c, sigma, bins, d_p, window),
+                         delta, eta)
+
+
+def _best_epsilon(build, delta, eta) -> Amplified:
     """The smallest epsilon over at most three guesses of eps0 (5, then eps0 + 1/2 of the
     previous candidate, capped at 600: a smaller guess buys a larger budget per set, a guess
     below eps0 a larger slack); each candidate is proven."""
     best, guess, tried = None, 5.0, set()
     for _ in range(3):
         tried.add(guess)
-        cand, eps0 = _candidate(c, sigma, q, delta, eta, window, guess, eligible)
+        cand, eps0 = _candidate(build, delta, eta, guess)
         if best is None or cand.epsilon < best.epsilon:
             best = cand
         if cand.steps.events == 0:
@@ -127,12 +142,19 @@ def delta(c, sigma: float, q: float, eps: float, *, partitions: int = 1,
     if not (eps >= 0):
         raise ValueError(f"epsilon must be >= 0 (got {eps!r})")
     n = np.asarray(c).shape[0]
-    return max((_one_delta(c, sigma, q, eps, delta_p, window, e) for e in _groups(n, partitions)),
-               key=lambda r: r.delta)
+    return max((_delta_of(dominating_steps(c, sigma, q, delta_p, window, e), eps, delta_p)
+                for e in _groups(n, partitions)), key=lambda r: r.delta)
 
 
-def _one_delta(c, sigma, q, eps, delta_p, window, eligible) -> Amplified:
-    steps = dominating_steps(c, sigma, q, delta_p, window, eligible)
+def delta_bins(c, sigma: float, bins: int, eps: float, *, delta_p: float = DELTA_P,
+               window: int = WINDOW) -> Amplified:
+    """delta at ``eps`` under balls in bins (:func:`delta`'s slack)."""
+    if not (eps >= 0):
+        raise ValueError(f"epsilon must be >= 0 (got {eps!r})")
+    return _delta_of(dominating_steps_bins(c, sigma, bins, delta_p, window), eps, delta_p)
+
+
+def _delta_of(steps: StepMixtures, eps: float, delta_p: float) -> Amplified:
     comp = composition(steps)
     eps0 = _eps(comp, delta_p)
     slack = _slack(steps, eps0, delta_p, delta_p)

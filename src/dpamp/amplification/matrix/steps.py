@@ -38,7 +38,8 @@ import numpy as np
 
 from .tails import posterior_exponents
 
-__all__ = ["step_mixture", "MAX_COMPONENTS"]
+__all__ = ["step_mixture", "dominating_law", "set_budgets", "subsets", "merge",
+           "MAX_COMPONENTS"]
 
 #: shifts of one step's mixture at most: beyond, shifts are rounded up onto a grid (larger
 #: shifts dominate, previous module docstring), which keeps the PLD of each step cheap
@@ -47,7 +48,7 @@ MAX_COMPONENTS = 64
 _REL = 1e-12
 
 
-def _subsets(w: int) -> np.ndarray:
+def subsets(w: int) -> np.ndarray:
     """The 2^w patterns of w steps as rows of 0/1 (bit j of the row index is step j)."""
     idx = np.arange(1 << w)
     return ((idx[:, None] >> np.arange(w)) & 1).astype(float)
@@ -69,6 +70,14 @@ def _tail_function(s: np.ndarray, p_sets: np.ndarray, w: int) -> tuple[np.ndarra
     return v, np.concatenate([[1.0], tails])
 
 
+def dominating_law(s: np.ndarray, p_sets: np.ndarray, w: int,
+                   cap: int = MAX_COMPONENTS) -> tuple[np.ndarray, np.ndarray]:
+    """(shifts, masses) of a law stochastically dominating s(x) for x a pattern of w
+    coordinates with Pr[x_A = 1] <= p_sets[A] (A a bitmask; p_sets[0] unused), at most ``cap``
+    shifts (rounded up)."""
+    return _coarsen(*_law(*_tail_function(s, p_sets, w)), cap)
+
+
 def _law(v: np.ndarray, tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Masses of the law with these upper tails (built from the top: each tail is the sum of
     masses no larger than it, so the rounding stays relative to it)."""
@@ -86,23 +95,25 @@ def _coarsen(v: np.ndarray, mass: np.ndarray, cap: int) -> tuple[np.ndarray, np.
     # ceil(v / h) h can fall an ulp short of v (v / h rounded down): the maximum keeps it above
     up = np.maximum(np.nextafter(np.ceil(v / h) * h, np.inf), v)
     up[v == 0] = 0.0
-    return _merge(up, mass)
+    return merge(up, mass)
 
 
-def _merge(v: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def merge(v: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     u, inv = np.unique(v, return_inverse=True)
     return u, np.bincount(inv, weights=mass, minlength=u.size)
 
 
-def _set_budgets(k: np.ndarray, w: int, log_beta: float) -> np.ndarray:
-    """log of each set's share of the step's budget: the sets of size k share 2^-k / (1 - 2^-w)
-    of it equally (a singleton's posterior bound q e^eps matters most; a large set's is small
-    whatever its eps), rounded down by 1e-12 so the shares sum to at most the budget."""
+def set_budgets(k: np.ndarray, log_beta: float) -> np.ndarray:
+    """log of each set's share of the step's budget, for the sets of sizes ``k`` (>= 1) that
+    need one: the sets of size k share 2^-k (normalised over the sizes present) equally (a
+    singleton's posterior bound q e^eps matters most; a large set's is small whatever its eps),
+    rounded down by 1e-12 so the shares sum to at most the budget."""
     kk = k.astype(int)
-    log_share = -kk * math.log(2.0) - math.log1p(-2.0 ** -w)
-    log_count = np.array([math.lgamma(w + 1) - math.lgamma(j + 1) - math.lgamma(w - j + 1)
-                          for j in kk])
-    return log_beta + log_share - log_count - 1e-12
+    sizes, counts = np.unique(kk, return_counts=True)
+    log_norm = math.log(math.fsum(2.0 ** -float(j) for j in sizes))
+    log_count = dict(zip(sizes.tolist(), np.log(counts).tolist()))
+    return np.array([log_beta - j * math.log(2.0) - log_norm - log_count[j] - 1e-12
+                     for j in kk.tolist()])
 
 
 def step_mixture(past_row: np.ndarray, past_block: np.ndarray, diag: float, older: float,
@@ -113,21 +124,21 @@ def step_mixture(past_row: np.ndarray, past_block: np.ndarray, diag: float, olde
     ``past_row``: |C[i, j]| of the window's w past steps; ``past_block``: |C[t, j]| for the rows
     t < i that those columns touch (rows x w); ``diag`` |C[i, i]|; ``older`` the sum of
     |C[i, j]| over the past steps outside the window (counted as taken part); ``log_beta``: the
-    log of the step's share of the tail budget (split over its sets by ``_set_budgets``). Shifts in the units of C (sigma not divided)."""
+    log of the step's share of the tail budget (split over its sets by :func:`set_budgets`). Shifts in the units of C (sigma not
+    divided)."""
     w = past_row.size
     if w:
-        bits = _subsets(w)
+        bits = subsets(w)
         s = (bits @ past_row) * (1 + _REL)
         norms = np.sqrt(np.sum((past_block @ bits.T) ** 2, axis=0)) * (1 + _REL) / sigma
         k = bits.sum(axis=1)
-        eps = posterior_exponents(norms[1:], k[1:], q, _set_budgets(k[1:], w, log_beta))
+        eps = posterior_exponents(norms[1:], k[1:], q, set_budgets(k[1:], log_beta))
         with np.errstate(over="ignore"):
             p_sets = np.minimum(np.exp(k[1:] * math.log(q) + eps) * (1 + _REL), 1.0)
-        v, mass = _law(*_tail_function(s, np.concatenate([[0.0], p_sets]), w))
-        v, mass = _coarsen(v, mass, cap)
+        v, mass = dominating_law(s, np.concatenate([[0.0], p_sets]), w, cap)
     else:
         v, mass = np.zeros(1), np.ones(1)
     shifts = np.concatenate([v, v + diag]) + older
     probs = np.concatenate([mass * (1 - q), mass * q])
     shifts = shifts * (1 + _REL) if (older or diag) else shifts
-    return _merge(shifts, probs)
+    return merge(shifts, probs)

@@ -61,7 +61,9 @@ def tail_log_bound(mu: np.ndarray, log1m_qk: np.ndarray, eps: np.ndarray) -> np.
         # log(e^eps - e^{eps'}) = eps + log(1 - e^{-gap}), rounded down by _PAD
         val = lh - eps[ok] - np.log(-np.expm1(-gap)) + _PAD
         best[ok] = np.minimum(best[ok], val)
-    return np.minimum(best + log1m_qk + _PAD, 0.0)
+    with np.errstate(invalid="ignore"):
+        out = np.where(np.isneginf(log1m_qk), -np.inf, best + log1m_qk + _PAD)
+    return np.minimum(out, 0.0)
 
 
 def posterior_exponents(mu: np.ndarray, k: np.ndarray, q: float,
@@ -72,7 +74,8 @@ def posterior_exponents(mu: np.ndarray, k: np.ndarray, q: float,
     bisection's accuracy)."""
     mu = np.asarray(mu, dtype=float)
     k = np.asarray(k, dtype=float)
-    log1m_qk = np.log1p(-np.power(q, k))
+    with np.errstate(divide="ignore"):       # q^k = 1: P_A = P, the bound is 0 (log -inf)
+        log1m_qk = np.log1p(-np.power(q, k))
     log_beta = np.broadcast_to(np.asarray(log_beta, dtype=float), mu.shape)
     lo = np.zeros_like(mu)
     hi = 0.5 * mu * mu + mu * (np.sqrt(2.0 * np.maximum(-log_beta, 1.0)) + 3.0) + 1.0
