@@ -116,18 +116,26 @@ def epsilon_bins(c, sigma: float, bins: int, delta: float, *, eta: float = ETA,
 
 
 def _best_epsilon(build, delta, eta) -> Amplified:
-    """The smallest epsilon over at most three guesses of eps0 (5, then eps0 + 1/2 of the
-    previous candidate, capped at 600: a smaller guess buys a larger budget per set, a guess
-    below eps0 a larger slack); each candidate is proven."""
+    """The smallest epsilon over at most six guesses g of eps0: from 5, up to max(eps0 + 1/2,
+    2 g) while the slack e^{eps0 - g} eta delta / 2 + eta delta / 2 is not below delta (a
+    larger guess shrinks the budget per set, which raises eps0 until the posterior bounds
+    saturate at 1), down to eps0 + 1/2 once one is (a smaller guess buys a larger budget);
+    capped at 600. Every candidate is proven; the answer is a function of the inputs only."""
     best, guess, tried = None, 5.0, set()
-    for _ in range(3):
+    for _ in range(6):
         tried.add(guess)
         cand, eps0 = _candidate(build, delta, eta, guess)
         if best is None or cand.epsilon < best.epsilon:
             best = cand
         if cand.steps.events == 0:
             break
-        guess = min(round(eps0 + 0.5, 3), 600.0)
+        if math.isfinite(cand.epsilon):
+            lower = round(eps0 + 0.5, 3)
+            if lower >= guess:
+                break
+            guess = lower
+        else:
+            guess = min(round(max(eps0 + 0.5, 2 * guess), 3), 600.0)
         if guess in tried:
             break
     assert best is not None
