@@ -35,7 +35,7 @@ import numpy as np
 
 from ...core.rounding import ulps_up
 from ...mechanisms.matrix import CONDITIONAL
-from .steps import step_mixture
+from .steps import step_mixture, window_law
 
 __all__ = ["StepMixtures", "dominating_steps", "check_lower_triangular", "CONDITIONAL",
            "WINDOW"]
@@ -55,6 +55,23 @@ class StepMixtures:
     delta_p: float
     events: int
     sigma: float
+
+
+#: ratio of the geometric grid that the older steps' sum is rounded up onto (a larger shift
+#: dominates; fewer distinct steps to compose when C has more bands than the window)
+OLDER_GRID = 1 + 1 / 64
+
+
+def older_grid(x: float) -> float:
+    """x rounded up onto the grid OLDER_GRID^k (k an integer; 0 stays 0)."""
+    if x <= 0:
+        return 0.0
+    k = math.ceil(math.log(x) / math.log(OLDER_GRID))
+    up = OLDER_GRID ** k
+    while up < x:                     # the logarithms' rounding: step up until above
+        k += 1
+        up = OLDER_GRID ** k
+    return float(up)
 
 
 def _window(row: np.ndarray, i: int, window: int) -> tuple[np.ndarray, float]:
@@ -105,15 +122,18 @@ def dominating_steps(c, sigma: float, q: float, delta_p: float, window: int = WI
     # of each step's window (steps._set_budgets)
     busy = sum(1 for w, _ in wins if w.size)
     log_beta = math.log(delta_p) - math.log(max(busy, 1))
-    cache: dict[bytes, tuple] = {}
+    laws: dict[bytes, tuple] = {}
+    cache: dict[tuple, tuple] = {}
     counts: dict[tuple, int] = {}
     for i, (win, older) in enumerate(wins):
         rows = slice(int(win[0]) if win.size else i, i)
         row, block = a[i, win], a[rows, win]
-        key = b"|".join([row.tobytes(), block.tobytes(), np.float64(a[i, i]).tobytes(),
-                         np.float64(older).tobytes()])
-        if key not in cache:
-            s, p = step_mixture(row, block, float(a[i, i]), older, q, sigma, log_beta)
-            cache[key] = (tuple(float(x) for x in s), tuple(float(x) for x in p))
-        counts[cache[key]] = counts.get(cache[key], 0) + 1
+        key = b"|".join([row.tobytes(), block.tobytes()])
+        if key not in laws:
+            laws[key] = window_law(row, block, q, sigma, log_beta)
+        full = (key, float(a[i, i]), older_grid(older))
+        if full not in cache:
+            sh, p = step_mixture(laws[key], full[1], full[2], q)
+            cache[full] = (tuple(float(x) for x in sh), tuple(float(x) for x in p))
+        counts[cache[full]] = counts.get(cache[full], 0) + 1
     return StepMixtures(tuple(counts.items()), float(delta_p), events, float(sigma))

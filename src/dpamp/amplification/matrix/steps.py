@@ -38,7 +38,7 @@ import numpy as np
 
 from .tails import posterior_exponents
 
-__all__ = ["step_mixture", "dominating_law", "set_budgets", "subsets", "merge",
+__all__ = ["step_mixture", "window_law", "dominating_law", "set_budgets", "subsets", "merge",
            "MAX_COMPONENTS"]
 
 #: shifts of one step's mixture at most: beyond, shifts are rounded up onto a grid (larger
@@ -116,28 +116,32 @@ def set_budgets(k: np.ndarray, log_beta: float) -> np.ndarray:
                      for j in kk.tolist()])
 
 
-def step_mixture(past_row: np.ndarray, past_block: np.ndarray, diag: float, older: float,
-                 q: float, sigma: float, log_beta: float,
-                 cap: int = MAX_COMPONENTS) -> tuple[np.ndarray, np.ndarray]:
-    """(shifts, probabilities) of the dominating mixture of one step (module docstring).
-
-    ``past_row``: |C[i, j]| of the window's w past steps; ``past_block``: |C[t, j]| for the rows
-    t < i that those columns touch (rows x w); ``diag`` |C[i, i]|; ``older`` the sum of
-    |C[i, j]| over the past steps outside the window (counted as taken part); ``log_beta``: the
-    log of the step's share of the tail budget (split over its sets by :func:`set_budgets`). Shifts in the units of C (sigma not
-    divided)."""
+def window_law(past_row: np.ndarray, past_block: np.ndarray, q: float, sigma: float,
+               log_beta: float, cap: int = MAX_COMPONENTS) -> tuple[np.ndarray, np.ndarray]:
+    """(shifts, masses) of a law dominating s(x_W) = sum_{j in W} |C[i, j]| x_j given the past
+    (module docstring). ``past_row``: |C[i, j]| of the window's w past steps; ``past_block``:
+    |C[t, j]| for the rows t < i that those columns touch (rows x w); ``log_beta``: the log of
+    the step's share of the tail budget (split over its sets by :func:`set_budgets`)."""
     w = past_row.size
-    if w:
-        bits = subsets(w)
-        s = (bits @ past_row) * (1 + _REL)
-        norms = np.sqrt(np.sum((past_block @ bits.T) ** 2, axis=0)) * (1 + _REL) / sigma
-        k = bits.sum(axis=1)
-        eps = posterior_exponents(norms[1:], k[1:], q, set_budgets(k[1:], log_beta))
-        with np.errstate(over="ignore"):
-            p_sets = np.minimum(np.exp(k[1:] * math.log(q) + eps) * (1 + _REL), 1.0)
-        v, mass = dominating_law(s, np.concatenate([[0.0], p_sets]), w, cap)
-    else:
-        v, mass = np.zeros(1), np.ones(1)
+    if not w:
+        return np.zeros(1), np.ones(1)
+    bits = subsets(w)
+    s = (bits @ past_row) * (1 + _REL)
+    norms = np.sqrt(np.sum((past_block @ bits.T) ** 2, axis=0)) * (1 + _REL) / sigma
+    k = bits.sum(axis=1)
+    eps = posterior_exponents(norms[1:], k[1:], q, set_budgets(k[1:], log_beta))
+    with np.errstate(over="ignore"):
+        p_sets = np.minimum(np.exp(k[1:] * math.log(q) + eps) * (1 + _REL), 1.0)
+    return dominating_law(s, np.concatenate([[0.0], p_sets]), w, cap)
+
+
+def step_mixture(law: tuple[np.ndarray, np.ndarray], diag: float, older: float,
+                 q: float) -> tuple[np.ndarray, np.ndarray]:
+    """(shifts, probabilities) of the dominating mixture of one step: the window's law
+    (:func:`window_law`), plus ``older`` (the sum of |C[i, j]| over the past steps outside the
+    window, counted as taken part), plus ``diag`` = |C[i, i]| with probability q (the current
+    step, independent of the past). Shifts in the units of C (sigma not divided)."""
+    v, mass = law
     shifts = np.concatenate([v, v + diag]) + older
     probs = np.concatenate([mass * (1 - q), mass * q])
     shifts = shifts * (1 + _REL) if (older or diag) else shifts
