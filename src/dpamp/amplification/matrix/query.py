@@ -116,12 +116,13 @@ def epsilon_bins(c, sigma: float, bins: int, delta: float, *, eta: float = ETA,
 
 
 def _best_epsilon(build, delta, eta) -> Amplified:
-    """The smallest epsilon over at most six guesses g of eps0: from 5, up to max(eps0 + 1/2,
-    2 g) while the slack e^{eps0 - g} eta delta / 2 + eta delta / 2 is not below delta (a
-    larger guess shrinks the budget per set, which raises eps0 until the posterior bounds
-    saturate at 1), down to eps0 + 1/2 once one is (a smaller guess buys a larger budget);
-    capped at 600. Every candidate is proven; the answer is a function of the inputs only."""
-    best, guess, tried = None, 5.0, set()
+    """The smallest epsilon over at most six guesses g of eps0. From 5: while the slack
+    e^{eps0 - g} eta delta / 2 + eta delta / 2 is not below delta, the next guess is eps0 + 1/2
+    (after two such misses, at least 2 g: a larger guess shrinks the budget per set, which
+    raises eps0 until the posterior bounds saturate at 1); once a candidate is finite, one more
+    at eps0 + 1/2 if that is smaller (a smaller guess buys a larger budget). Capped at 600.
+    Every candidate is proven; the answer is a function of the inputs only."""
+    best, guess, tried, misses = None, 5.0, set(), 0
     for _ in range(6):
         tried.add(guess)
         cand, eps0 = _candidate(build, delta, eta, guess)
@@ -135,7 +136,9 @@ def _best_epsilon(build, delta, eta) -> Amplified:
                 break
             guess = lower
         else:
-            guess = min(round(max(eps0 + 0.5, 2 * guess), 3), 600.0)
+            misses += 1
+            nxt = eps0 + 0.5 if misses < 3 else max(eps0 + 0.5, 2 * guess)
+            guess = min(round(nxt, 3), 600.0)
         if guess in tried:
             break
     assert best is not None
