@@ -68,6 +68,8 @@ def _candidate(build, delta, eta, guess) -> tuple[Amplified, float]:
     """The bound with the bad histories' budget eta delta e^{-guess} / 2 (``build(d_p)`` makes
     the steps' mixtures), and its eps0."""
     d_p = eta * delta * math.exp(-guess) / 2
+    if not d_p > 0:                   # underflow: no budget to split, no candidate
+        return Amplified(math.inf, delta, 0.0, math.inf, build(1e-300)), math.inf
     steps = build(d_p)
     comp = composition(steps)
     eps0 = _eps(comp, eta * delta / 2)
@@ -116,14 +118,15 @@ def epsilon_bins(c, sigma: float, bins: int, delta: float, *, eta: float = ETA,
 
 
 def _best_epsilon(build, delta, eta) -> Amplified:
-    """The smallest epsilon over at most six guesses g of eps0. From 5: while the slack
+    """The smallest epsilon over at most ten guesses g of eps0. From 5: while the slack
     e^{eps0 - g} eta delta / 2 + eta delta / 2 is not below delta, the next guess is eps0 + 1/2
     (after two such misses, at least 2 g: a larger guess shrinks the budget per set, which
     raises eps0 until the posterior bounds saturate at 1); once a candidate is finite, one more
-    at eps0 + 1/2 if that is smaller (a smaller guess buys a larger budget). Capped at 600.
+    at eps0 + 1/2 if that is smaller (a smaller guess buys a larger budget). Capped at 690
+    (e^-690 eta delta / 2 is still a positive double for any delta above 1e-14).
     Every candidate is proven; the answer is a function of the inputs only."""
     best, guess, tried, misses = None, 5.0, set(), 0
-    for _ in range(6):
+    for _ in range(10):
         tried.add(guess)
         cand, eps0 = _candidate(build, delta, eta, guess)
         if best is None or cand.epsilon < best.epsilon:
@@ -138,7 +141,7 @@ def _best_epsilon(build, delta, eta) -> Amplified:
         else:
             misses += 1
             nxt = eps0 + 0.5 if misses < 3 else max(eps0 + 0.5, 2 * guess)
-            guess = min(round(nxt, 3), 600.0)
+            guess = min(round(nxt, 3), 690.0)
         if guess in tried:
             break
     assert best is not None
