@@ -221,3 +221,21 @@ def test_balls_in_bins_banded_and_checked():
     assert g.method == "conditional-composition" and g.epsilon == r.epsilon
     with pytest.raises(ValueError, match="bins"):
         dominating_steps_bins(c, 1.0, 7, 1e-9)
+
+
+@pytest.mark.slow
+def test_random_tiny_cases_stay_above_the_exact_pairs():
+    """Drawn C >= 0 (n = 2, 3), noise, rates and epsilons: the exact delta of the fixed-
+    direction pair (Poisson, and balls in bins over one epoch) never exceeds ours."""
+    rng = np.random.default_rng(1)
+    for _ in range(12):
+        n = int(rng.integers(2, 4))
+        c = np.tril(rng.uniform(0, 1.5, (n, n))) + 0.3 * np.eye(n)
+        z = float(rng.choice([0.7, 1.0, 2.0, 4.0]))
+        q = float(rng.choice([0.05, 0.2, 0.5, 0.9]))
+        for eps in (0.1, 1.0, 3.0):
+            assert exact_delta(c, z, q, eps) <= Q.delta(c, z, q, eps).delta
+        pats, logw = np.eye(n), np.full(n, -math.log(n))
+        for eps in (0.1, 1.0):
+            assert exact_delta(c, z, None, eps, pats=pats, logw=logw) <= \
+                Q.delta_bins(c, z, n, eps).delta
