@@ -22,11 +22,12 @@ def _patterns(n):
     return np.array([[(k >> j) & 1 for j in range(n)] for k in range(1 << n)], dtype=float)
 
 
-def exact_delta(c, sigma, q, eps, nodes=120, pats=None, logw=None):
+def exact_delta(c, sigma, q, eps, nodes=64, pats=None, logw=None):
     """max over both orders of H_{e^eps} between sum_B q^|B| (1-q)^{n-|B|} N(C B, sigma^2 I)
     (or sum_B w_B N(C B, sigma^2 I) for given patterns and log-weights) and N(0, sigma^2 I):
     the last coordinate in closed form (the loss is non-decreasing in it, C >= 0), the others
-    by Gauss-Hermite quadrature (a smooth integrand), bisection for the root in log space."""
+    by Gauss-Hermite quadrature (a smooth integrand: 64 nodes agree with 120 to 1e-15 on
+    C3), bisection for the root in log space."""
     c = np.asarray(c, float) / sigma
     n = c.shape[0]
     if pats is None:
