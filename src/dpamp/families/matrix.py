@@ -29,7 +29,8 @@ import numpy as np
 from ..core import validate as V
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare
-from ..mechanisms.matrix import CYCLIC, GAUSSIAN, NO_AMPLIFICATION, MatrixMechanism
+from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION,
+                                 MatrixMechanism)
 from ..mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
                                             Toeplitz)
 from ..mechanisms.participation import (BallsInBins, CyclicPoisson, MinSeparation,
@@ -280,4 +281,67 @@ def _own_samplers() -> dict[str, MatrixMechanism]:
         ("cyclic Poisson", CyclicPoisson(0.1, 2)), ("balls in bins", BallsInBins(4)),
         ("Poisson", Poisson(0.1)))}
 
-__all__ = ["bsr_coefficients", "NO_AMPLIFICATION"]
+# --- the amplified route (Poisson sampling, any lower-triangular C) ---------------------------
+
+def _amplifiable(m: MatrixMechanism) -> bool:
+    """Poisson or cyclic Poisson sampling on the no-amplification route (more bands than
+    groups, or a non-banded C), or balls in bins with bins dividing n, with a square C: what
+    :mod:`dpamp.amplification.matrix` bounds."""
+    p = m.participation
+    if m.route != NO_AMPLIFICATION or m.strategy.dense().shape[0] != m.n:
+        return False
+    return isinstance(p, CyclicPoisson) or (isinstance(p, BallsInBins) and m.n % p.bins == 0)
+
+
+def _better(m: MatrixMechanism, plain, amp, field: str):
+    """The smaller of two proven upper bounds, saying which route answered."""
+    import dataclasses as dc
+    ours, theirs = getattr(amp, field), getattr(plain, field)
+    detail = (f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + {amp.slack:.6g} "
+              "(histories whose posterior bound fails)")
+    if ours < theirs:
+        return dc.replace(plain, **{field: ours}, lower=None, method=CONDITIONAL,
+                          source="Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (conditional "
+                                 "composition)",
+                          note=f"route {CONDITIONAL}: {detail}; route {NO_AMPLIFICATION} gave "
+                               f"{theirs:.6g}")
+    return dc.replace(plain, note=f"route {NO_AMPLIFICATION}; route {CONDITIONAL} gave "
+                                  f"{ours:.6g} ({detail})")
+
+
+def amplified_epsilon(m: MatrixMechanism, delta: float):
+    """epsilon at ``delta``: the smaller of the no-amplification bound (``m.epsilon``) and the
+    conditional-composition bound (:func:`dpamp.amplification.matrix.query.epsilon`) where it
+    applies (``_amplifiable``); else ``m.epsilon(delta)``. Both are proven upper bounds; the
+    answer's ``method`` names the route that gave it (no lower bound: amplification may make
+    the truth smaller than any witness of the worst pattern)."""
+    plain = m.epsilon(delta)
+    if not _amplifiable(m):
+        return plain
+    from ..amplification.matrix import query
+    p = m.participation
+    if isinstance(p, BallsInBins):
+        amp = query.epsilon_bins(m.matrix(), m.noise_multiplier, p.bins, delta)
+    else:
+        amp = query.epsilon(m.matrix(), m.noise_multiplier, p.sampling_prob, delta,  # type: ignore[attr-defined]
+                            partitions=p.partitions)  # type: ignore[attr-defined]
+    return _better(m, plain, amp, "epsilon")
+
+
+def amplified_delta(m: MatrixMechanism, epsilon: float):
+    """delta at ``epsilon``, the smaller of the two routes (:func:`amplified_epsilon`)."""
+    plain = m.delta(epsilon)
+    if not _amplifiable(m):
+        return plain
+    from ..amplification.matrix import query
+    p = m.participation
+    if isinstance(p, BallsInBins):
+        amp = query.delta_bins(m.matrix(), m.noise_multiplier, p.bins, epsilon)
+    else:
+        amp = query.delta(m.matrix(), m.noise_multiplier, p.sampling_prob, epsilon,  # type: ignore[attr-defined]
+                          partitions=p.partitions)  # type: ignore[attr-defined]
+    return _better(m, plain, amp, "delta")
+
+
+__all__ = ["bsr_coefficients", "NO_AMPLIFICATION", "CONDITIONAL", "amplified_epsilon",
+           "amplified_delta"]

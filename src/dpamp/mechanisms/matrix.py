@@ -29,9 +29,12 @@ How it is accounted (``route``):
   every pattern the schema can draw lies in a (k, b) set (``Participation.worst_case``), the
   output is a mixture over patterns drawn independently of the data, and by joint convexity
   the mixture is no less private than its worst member: the Gaussian bound of that set is a
-  proven upper bound, with no lower bound (amplification may make the truth smaller). The
-  amplified bounds of Choquette-Choo et al. (ICLR 2024, ICLR 2025) will take this route's
-  place: :meth:`MatrixMechanism.matrix` and ``participation`` are their inputs.
+  proven upper bound, with no lower bound (amplification may make the truth smaller).
+- **conditional-composition** (:mod:`dpamp.amplification.matrix`, Choquette-Choo, Ganesh,
+  Steinke & Thakurta, ICLR 2024): an amplified upper bound for Poisson, cyclic Poisson and
+  balls in bins with any square lower-triangular C, from :meth:`MatrixMechanism.matrix` and
+  ``participation``; ``dpamp.families.matrix.amplified_epsilon`` / ``amplified_delta`` answer
+  with the smaller of it and no-amplification's bound, naming the route.
 """
 from __future__ import annotations
 
@@ -61,6 +64,10 @@ if TYPE_CHECKING:
 __all__ = ["MatrixMechanism", "SensitivityWitness", "SampledWitness"]
 
 GAUSSIAN, CYCLIC, NO_AMPLIFICATION = "gaussian", "cyclic-poisson", "no-amplification"
+#: the amplified upper bound of Poisson sampling with any lower-triangular C
+#: (:mod:`dpamp.amplification.matrix`; ``dpamp.families.matrix.amplified_epsilon`` takes the
+#: smaller of it and no-amplification's)
+CONDITIONAL = "conditional-composition"
 
 
 @dataclasses.dataclass(frozen=True)
