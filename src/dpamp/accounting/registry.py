@@ -218,11 +218,13 @@ def _best_upper(mechanism, g: Guarantee, name: str, query) -> Guarantee:
         if h.value < g.value:
             lows = [v for v in (g.lower, h.lower) if v is not None]
             field = "epsilon" if g.query == "epsilon" else "delta"
+            from ..core.rounding import round_up
             g = dataclasses.replace(
                 g, **{field: h.value}, lower=max(lows) if lows else None, method=other,  # type: ignore[arg-type]  # epsilon or delta: a float
                 source=f"{h.source}; lower bound: {g.source}",
-                note=f"{g.note}; auto: the upper bound is {other}'s ({h.value:.6g}), smaller "
-                     f"than {name}'s ({g.value:.6g}); the lower bound is the larger of both")
+                note=f"{g.note}; auto: the upper bound is {other}'s ({round_up(h.value, 6)}), "
+                     f"smaller than {name}'s ({round_up(g.value, 6)}); the lower bound is the "
+                     "larger of both")
         return g
     return g
 

@@ -208,7 +208,7 @@ def count(steps=None, epochs=None, scheme: SamplingScheme | None = None, *,
             raise ValueError(f"{steps_name} {n} and {epochs_name} {epochs:g} disagree: "
                              f"{n} steps of {t} per epoch are {runs} epochs; give one of them")
         assert m is not None            # steps or epochs was given
-        return m
+        return _at_most_max(m, epochs_name, epochs, "epochs")
     if epochs is None:
         assert n is not None            # steps was given
         return n
@@ -218,4 +218,17 @@ def count(steps=None, epochs=None, scheme: SamplingScheme | None = None, *,
         q = rate_of(scheme)
         raise ValueError(f"{steps_name} {n} and {epochs_name} {e:g} disagree: {e:g} epochs at "
                          f"rate {q} are ceil({e:g} x {1 / q}) = {m} steps; give one of them")
+    return _at_most_max(m, epochs_name, e, "steps")
+
+
+def _at_most_max(m: int, epochs_name: str, epochs, what: str) -> int:
+    """The count ``m`` that ``epochs`` make, refused naming the epochs where it is above
+    :data:`~dpamp.core.validate.MAX_INTEGER` (2^53: counts are used as exact floats downstream;
+    the composition would refuse it later, naming no parameter the user wrote)."""
+    if m > V.MAX_INTEGER:
+        from .rounding import fmt, round_down
+        shown = round_down(m, 4) if m < 10 ** 300 else f"a {len(str(m))}-digit number of"
+        raise ValueError(f"{epochs_name} must make at most 2^53 = {V.MAX_INTEGER} {what} "
+                         f"(got {fmt(float(epochs))} epochs: {shown} {what}); give fewer "
+                         "epochs")
     return m

@@ -59,8 +59,9 @@ def _header(plan):
 
 
 def _d(x: float) -> str:
-    """delta as written by people: 1e-5, not 1e-05."""
-    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e+")
+    """delta as written by people: 1e-5, not 1e-05 (the one format, core.rounding.fmt)."""
+    from ..core.rounding import fmt
+    return fmt(x)
 
 
 def text(rows, delta: float, plan=None, mechanism=None) -> str:
@@ -216,7 +217,8 @@ def risk_lines(s: dict, assumed: list[str]) -> list[str]:
                    f"{round_down(mu['lower'], 4)})")
         if mid["upper"] != float("inf"):
             a, b = mid["fpr_range"]
-            out.append(f"  Gaussian DP for FPR in [{a:g}, 1 - {1 - b:.0e}]: mu <= "
+            out.append(f"  Gaussian DP for FPR in [{_d(a)}, 1 - {_d(float(f'{1 - b:.0e}'))}]: "
+                       f"mu <= "
                        f"{round_up(mid['upper'], 4)} (no mu below {round_down(mid['lower'], 4)})")
     out.append(f"  method: {s['method']}" + (f"; {s['note']}" if s["note"] else ""))
     return out
@@ -243,6 +245,6 @@ def risk_markdown(mechanism) -> list[str]:
                "certify a bound below it.")
     out += ["", "| FPR | TPR (upper bound) | TPR reached |", "|---|---|---|"]
     for r in s["tpr_at_fpr"]:
-        out.append(f"| {r['fpr']:g} | {round_up(r['tpr_upper'], 4)} | "
+        out.append(f"| {_d(r['fpr'])} | {round_up(r['tpr_upper'], 4)} | "
                    f"{round_down(r['tpr_lower'], 4)} |")
     return out

@@ -67,7 +67,8 @@ def compare(noise_multiplier: float, batch_size: int, dataset_size: int,
 def lines(result: dict) -> list[str]:
     """The comparison as text lines (uppers rounded up, lowers down)."""
     from ..core.rounding import round_down, round_up
-    out = [f"epsilon at delta {result['delta']:g} by sampler (proven brackets):",
+    from ..core.rounding import fmt
+    out = [f"epsilon at delta {fmt(result['delta'])} by sampler (proven brackets):",
            f"  {'epochs':>6}  " + "  ".join(f"{n:>24}" for n in result["samplers"])]
     for j, e in enumerate(result["epochs"]):
         cells = []
@@ -88,6 +89,7 @@ def plot(noise_multiplier: float, batch_size: int, dataset_size: int, epochs: in
     """epsilon against epochs (1 .. ``epochs``, about 12 log-spaced counts) for each sampler:
     the upper bound as a line, the proven bracket shaded (so the gap between the samplers is
     seen, not read). Returns :func:`compare`'s result; saves to ``output`` if given."""
+    from ..core.rounding import fmt
     from .plot import check_output, _figure, _finish
     out_path = check_output(output)
     E = V.integer("epochs", epochs, low=1)
@@ -114,7 +116,7 @@ def plot(noise_multiplier: float, batch_size: int, dataset_size: int, epochs: in
             ax.plot(x[low_ok], lo[low_ok], ls="--", color=line.get_color(), lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _finish(fig, ax, out_path, "epochs", f"epsilon at delta = {res['delta']:g}",
+    _finish(fig, ax, out_path, "epochs", f"epsilon at delta = {fmt(res['delta'])}",
             f"DP-SGD, noise multiplier {noise_multiplier:g}, batch {batch_size} of "
             f"{dataset_size}\n(lines: proven upper bounds; bands: down to proven lower bounds)")
     return res

@@ -1,0 +1,122 @@
+"""What a new user meets around the answers: every input error names the flag (command line),
+the file and key (plan, grid) or the parameter (Python), on one line without a traceback; one
+number format for delta; sources by authors and year."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import dpamp as dp
+
+SRC = os.path.join(os.path.dirname(__file__), "..", "src")
+
+PLAN = """delta = {delta}
+[[stage]]
+mechanism = "gaussian"
+noise_multiplier = 1.0
+batch_size = 100
+dataset_size = 10000
+{length}
+"""
+
+
+def run_cli(*args, cwd=None):
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC)}
+    return subprocess.run([sys.executable, "-m", "dpamp", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=120)
+
+
+def one_line_error(r) -> str:
+    """The single error line of a refused command (exit status 2, nothing on stdout)."""
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+# --- a number of epochs beyond what dpamp counts (2^53 steps) --------------------------------
+
+@pytest.mark.parametrize("length", ["epochs = 1e15", "epochs = 1.7e308",
+                                    "epochs = 9007199254740993"])
+def test_plan_epochs_beyond_2_53_names_file_and_key(tmp_path, length):
+    f = tmp_path / "big.toml"
+    f.write_text(PLAN.format(delta="1e-5", length=length))
+    line = one_line_error(run_cli("report", str(f)))
+    assert str(f) in line and "key 'epochs'" in line and "2^53" in line
+
+
+def test_plan_non_integer_steps_names_the_key(tmp_path):
+    f = tmp_path / "half.toml"
+    f.write_text(PLAN.format(delta="1e-5", length="steps = 2.5"))
+    line = one_line_error(run_cli("report", str(f)))
+    assert str(f) in line and "key 'steps'" in line and "integer" in line
+
+
+def test_cli_epochs_beyond_2_53_names_the_flag():
+    line = one_line_error(run_cli("epsilon", "--noise-multiplier", "1", "--batch-size", "100",
+                                  "--dataset-size", "10000", "--epochs", "1e15",
+                                  "--delta", "1e-5"))
+    assert "--epochs" in line and "2^53" in line
+
+
+def test_python_epochs_beyond_2_53_names_the_parameter():
+    with pytest.raises(ValueError, match="epochs.*2\\^53"):
+        dp.dpsgd(noise_multiplier=1, batch_size=100, dataset_size=10000, epochs=1e15,
+                 delta=1e-5)
+
+
+# --- one number format for delta ------------------------------------------------------------
+
+def test_one_format_for_delta_everywhere(capsys):
+    from dpamp import cli
+    from dpamp.core.rounding import fmt
+    from dpamp.io import report
+    assert [fmt(x) for x in (1e-5, 1e-6, 2.5e-7, 1e-4, 0.001, 60.0, 1e15)] == \
+        ["1e-5", "1e-6", "2.5e-7", "0.0001", "0.001", "60", "1e+15"]
+    step = dp.Gaussian(1.1).subsample(dp.Poisson(0.01))
+    g = (step * 100).epsilon(1e-5)
+    assert str(g).startswith("(") and ", 1e-5)-DP" in str(g)
+    assert ", 1e-5)-DP" in g._repr_markdown_()
+    # a delta query: the computed delta to 6 digits, as its lower bound
+    d = (step * 100).delta(1.0)
+    from dpamp.core.rounding import round_down, round_up
+    assert str(d).startswith(f"(1, {round_up(d.delta, 6)})-DP by ")
+    assert f"lower bound {round_down(d.lower, 6)}" in str(d)
+    outputs = []
+    for argv in (["epsilon", "--noise-multiplier", "1.1", "--sample-rate", "0.01", "--steps",
+                  "100", "--delta", "1e-5"],
+                 ["dpsgd", "--noise-multiplier", "1.1", "--sample-rate", "0.01", "--steps",
+                  "100", "--delta", "1e-5"],
+                 ["report", "--noise-multiplier", "1.1", "--batch-size", "100",
+                  "--dataset-size", "10000", "--steps", "100", "--delta", "1e-5"],
+                 ["report", "--noise-multiplier", "1.1", "--batch-size", "100",
+                  "--dataset-size", "10000", "--steps", "100", "--delta", "1e-5", "--markdown"],
+                 ["calibrate", "noise-multiplier", "--epsilon", "3", "--delta", "1e-5",
+                  "--sample-rate", "0.01", "--steps", "100", "--method", "rdp"]):
+        assert cli.main(argv) in (0, None)
+        outputs.append(capsys.readouterr().out)
+    for out in outputs:
+        assert "1e-05" not in out and "0.00001" not in out and "1e-06" not in out, out
+        assert "1e-5" in out, out
+    assert "1e-5" in report._d(1e-5)
+
+
+# --- why a method other than the default answered, where the user looks -----------------------
+
+def test_text_says_why_the_pld_did_not_answer(capsys):
+    from dpamp import cli
+    argv = ["epsilon", "--noise-multiplier", "1e-9", "--batch-size", "100", "--dataset-size",
+            "10000", "--epochs", "1", "--delta", "1e-6"]
+    assert cli.main(argv) in (0, None)
+    out = capsys.readouterr().out.splitlines()
+    assert "method rdp" in out[0] and out[1].startswith("method rdp: pld could not answer")
+    g = (dp.Gaussian(1e-9).subsample(dp.Poisson(0.01)) * 100).epsilon(1e-6)
+    assert g.method == "rdp" and "pld could not answer" in g.why_method
+    assert "\n  method rdp: pld could not answer" in str(g)
+    # the default answering: one line, nothing to explain
+    h = (dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 100).epsilon(1e-6)
+    assert h.why_method == "" and "\n" not in str(h)
