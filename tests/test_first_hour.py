@@ -120,3 +120,37 @@ def test_text_says_why_the_pld_did_not_answer(capsys):
     # the default answering: one line, nothing to explain
     h = (dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 100).epsilon(1e-6)
     assert h.why_method == "" and "\n" not in str(h)
+
+
+# --- delta = 0: the same rule on the command line, in plans, sweeps and Python -----------------
+
+def test_delta_zero_is_accepted_everywhere(tmp_path, capsys):
+    from dpamp import cli
+    f = tmp_path / "pure.toml"
+    f.write_text(PLAN.format(delta="0", length="steps = 10"))
+    assert cli.main(["report", str(f)]) in (0, None)
+    out = capsys.readouterr().out
+    assert "delta: 0" in out and "epsilon at delta 0 by sampler" in out
+    assert cli.main(["epsilon", "--noise-multiplier", "1", "--sample-rate", "0.01", "--steps",
+                     "10", "--delta", "0"]) in (0, None)
+    assert "epsilon ∞  delta 0" in capsys.readouterr().out
+    assert dp.load_plan(f).delta == 0.0
+    assert dp.Laplace(1.0).epsilon(0).epsilon == pytest.approx(1.0, rel=1e-4)
+    rows = dp.sweep({"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 10, "delta": 0.0},
+                    workers=1, progress=False)
+    assert not rows.errors, rows.errors
+    assert rows[0]["epsilon_upper"] == float("inf")
+
+
+@pytest.mark.parametrize("value", ["-1e-5", "1", "nan"])
+def test_delta_out_of_range_names_the_flag(value):
+    line = one_line_error(run_cli("epsilon", "--noise-multiplier", "1", "--sample-rate", "0.01",
+                                  "--steps", "10", "--delta", value))
+    assert "--delta" in line and "[0, 1)" in line
+
+
+def test_plan_delta_out_of_range_names_file_and_key(tmp_path):
+    f = tmp_path / "neg.toml"
+    f.write_text(PLAN.format(delta="-1e-5", length="steps = 10"))
+    line = one_line_error(run_cli("report", str(f)))
+    assert str(f) in line and "key 'delta'" in line and "[0, 1)" in line

@@ -189,7 +189,7 @@ def _answer(inputs: dict, row: dict, steps_cache: dict) -> None:
         assert runs is not None                # counted above (the target is not epochs)
         plan = step * runs
         if target == "epsilon":
-            g = plan.epsilon(V.delta(inputs["delta"]), method=method, **options)
+            g = plan.epsilon(V.delta(inputs["delta"], allow_zero=True), method=method, **options)
             row.update(epsilon_upper=g.epsilon, epsilon_lower=g.lower)
         else:
             eps = V.nonnegative("epsilon", inputs["epsilon"])

@@ -41,7 +41,7 @@ def compare(noise_multiplier: float, batch_size: int, dataset_size: int,
     ``{"epochs": [...], "delta": delta, "samplers": {name: {"upper": [...], "lower": [...],
     "relation": ..., "sensitivity": ..., "steps_per_epoch": ...}}}`` (a lower end is NaN where
     none is known). A sampler that cannot answer has NaN there and its error in "error"."""
-    d = V.delta(delta)
+    d = V.delta(delta, allow_zero=True)     # delta 0: pure epsilon, as everywhere else
     es = [V.integer("epochs", e, low=1) for e in np.atleast_1d(epochs).tolist()]
     out: dict[str, Any] = {"epochs": es, "delta": d, "samplers": {}}
     for name in samplers:
