@@ -154,3 +154,40 @@ def test_plan_delta_out_of_range_names_file_and_key(tmp_path):
     f.write_text(PLAN.format(delta="-1e-5", length="steps = 10"))
     line = one_line_error(run_cli("report", str(f)))
     assert str(f) in line and "key 'delta'" in line and "[0, 1)" in line
+
+
+# --- every part knows every sampler, and steps with agreeing epochs ----------------------------
+
+def test_sweeps_know_every_sampler():
+    from dpamp.accounting.sweep_grid import SAMPLERS, expand
+    from dpamp.core.samplers import SAMPLERS as CORE
+    assert {s.replace("_", "-") for s in SAMPLERS} == set(CORE)
+    rows = expand({"noise_multiplier": 1.0, "batch_size": 5, "dataset_size": 50,
+                   "sampler": ["with-replacement", "truncated-poisson"], "max_batch_size": 9,
+                   "steps": 10, "epochs": 1, "delta": 1e-5})
+    assert [r["sampler"] for r in rows] == ["with_replacement", "truncated_poisson"]
+    assert "max_batch_size" not in rows[0] and rows[1]["max_batch_size"] == 9
+
+
+def test_sweep_steps_and_epochs_must_agree(tmp_path):
+    g = tmp_path / "grid.toml"
+    g.write_text("noise_multiplier = 1.0\nbatch_size = 256\ndataset_size = 60000\n"
+                 "delta = 1e-5\nsteps = 200\nepochs = 1\n")
+    line = one_line_error(run_cli("sweep", str(g), "-o", str(tmp_path / "r.jsonl")))
+    assert str(g) in line and "key 'epochs'" in line and "235 steps" in line \
+        and "give one of them" in line
+
+
+def test_plans_doc_lists_every_sampler():
+    from dpamp.core.samplers import SAMPLERS
+    text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "plans.md"),
+                encoding="utf-8").read()
+    sampler_row = next(line for line in text.splitlines() if line.startswith("| `sampler`"))
+    for name in SAMPLERS:
+        assert f"`{name}`" in sampler_row, name
+        assert f"\n| `{name}` |" in text, name          # a row of the sampling table
+    sweeps = open(os.path.join(os.path.dirname(__file__), "..", "docs", "sweeps.md"),
+                  encoding="utf-8").read()
+    row = next(line for line in sweeps.splitlines() if line.startswith("| `sampler`"))
+    for name in SAMPLERS:
+        assert f'"{name.replace("-", "_")}"' in row, name
