@@ -191,3 +191,35 @@ def test_plans_doc_lists_every_sampler():
     row = next(line for line in sweeps.splitlines() if line.startswith("| `sampler`"))
     for name in SAMPLERS:
         assert f'"{name.replace("-", "_")}"' in row, name
+
+
+# --- sources by authors and year in every output ---------------------------------------------
+
+def _strings_outside_docstrings(path):
+    import ast
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    docs = {id(n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+
+
+def test_no_paper_numbers_in_what_the_code_prints():
+    # docstrings and comments cite the papers by file number (docs/papers/index.md); every
+    # string the code can print (errors, warnings, sources, help) names authors and year
+    import pathlib
+    import re
+    number = re.compile(r"(?<![\w.])00[0-4](?![\w.])")
+    root = pathlib.Path(SRC) / "dpamp"
+    hits = [f"{p.relative_to(root)}:{line}: {s[:60]!r}"
+            for p in root.rglob("*.py") if p.name != "citations.py"
+            for line, s in _strings_outside_docstrings(p) if number.search(s)]
+    assert not hits, hits
+
+
+def test_bernoulli_command_names_the_paper(capsys):
+    from dpamp import cli
+    assert cli.main(["bernoulli", "--c", "0.1", "--alpha", "5", "--epsilon", "1"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "Imola & Chaudhuri 2021" in out and "(001)" not in out

@@ -93,13 +93,15 @@ class Sampler:
 SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("poisson", ADD_REMOVE, lambda b, n: Poisson(b / n),
             "each record independently with probability B/N (the rate)",
-            "004 Thm 34 (RDP), 000 Thm 8 (profile)", rate_alone=True),
+            "Steinke 2022, Thm 34 (RDP), Balle, Barthe & Gaboardi 2018, Thm 8 (profile)",
+            rate_alone=True),
     Sampler("without-replacement", SUBSTITUTION, lambda b, n: WithoutReplacement(b, n),
             "a uniformly random subset of exactly B of the N records",
-            "003 Thms 9, 19 (RDP), 000 Thm 9 (profile)"),
+            "Wang, Balle & Kasiviswanathan 2019, Thms 9, 19 (RDP), Balle, Barthe & Gaboardi "
+            "2018, Thm 9 (profile)"),
     Sampler("with-replacement", SUBSTITUTION, lambda b, n: WithReplacement(b, n),
             "B records drawn independently and uniformly, with replacement",
-            "000 Thm 10 (profile)"),
+            "Balle, Barthe & Gaboardi 2018, Thm 10 (profile)"),
     Sampler("allocation", ADD_REMOVE, lambda b, n: RandomAllocation(1, max(1, n // b)),
             "each record in one uniformly random batch of the t = floor(N/B) batches of an "
             "epoch (random allocation, balls in bins)",
@@ -114,8 +116,8 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
             lambda b, n, max_batch_size: TruncatedPoisson(b / n, max_batch_size, n),
             "each record independently with probability B/N, the batch then cut to a uniformly "
             "random subset of at most max_batch_size records",
-            "a labelled mixture of 000 Thm 8 at two rates (arXiv 2508.15089; "
-            "dpamp.amplification.truncation)", extra=("max_batch_size",)),
+            "a labelled mixture of Balle, Barthe & Gaboardi 2018, Thm 8 at two rates (arXiv "
+            "2508.15089; dpamp.amplification.truncation)", extra=("max_batch_size",)),
 )}
 DEFAULT_SAMPLER = "poisson"
 

@@ -73,7 +73,7 @@ class ProfileHooks:
     group: Callable[..., Any] | None = None
     binary: Callable[[Any], bool] | None = None
     symmetric: Callable[[Any], bool] | None = None
-    source: str = "000 Sec. 2 (privacy profile)"
+    source: str = "Balle, Barthe & Gaboardi 2018, Sec. 2 (privacy profile)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +177,7 @@ class Amplification:
     extra_rdp: Callable[[Any, Any], Any] | None = None
     rdp_lower: Callable[[Any, Any], Any] | None = None
     loss: Callable[[Any, Any], Any] | None = None
-    profile_source: Callable[[Any], str] = lambda sub: "000"
+    profile_source: Callable[[Any], str] = lambda sub: "Balle, Barthe & Gaboardi 2018"
     crude_log_mgf: Callable[[Any, Any], Any] | None = None
     u_minus_i: bool = False
     check: Callable[[Any], None] | None = None

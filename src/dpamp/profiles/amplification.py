@@ -298,8 +298,9 @@ def poisson_profile_pair(m, eps):
     n = getattr(scheme, "population", None)
     if n is None:
         raise NotImplementedError(
-            "000 Thm 14 (Poisson sampling under substitution) depends on the dataset size: "
-            "use dp.Poisson(rate, relation=dp.SUBSTITUTION, population=n)")
+            "Balle, Barthe & Gaboardi 2018, Thm 14 (Poisson sampling under substitution) "
+            "depends on the dataset size: use dp.Poisson(rate, relation=dp.SUBSTITUTION, "
+            "population=n)")
     q = scheme.rate
     base_sym = lambda e: core.log_symmetric(base, e)  # noqa: E731
     v = envelope(lambda e: np.minimum(thm14_log_profile(base_sym, q, n, e),
