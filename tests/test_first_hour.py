@@ -223,3 +223,18 @@ def test_bernoulli_command_names_the_paper(capsys):
     assert cli.main(["bernoulli", "--c", "0.1", "--alpha", "5", "--epsilon", "1"]) in (0, None)
     out = capsys.readouterr().out
     assert "Imola & Chaudhuri 2021" in out and "(001)" not in out
+
+
+# --- a report says what its plan is, in words -------------------------------------------------
+
+def test_report_of_a_repeated_run_describes_it_in_words(tmp_path, capsys):
+    from dpamp import cli
+    f = tmp_path / "tuned.toml"
+    f.write_text(PLAN.format(delta="1e-5", length='epochs = 2\n'
+                             'repeat_and_select = { mean = 10, distribution = "geometric" }'))
+    assert cli.main(["report", str(f)]) in (0, None)
+    out = capsys.readouterr().out
+    assert "Relation." not in out and "compose(" not in out and "1 steps" not in out
+    assert "of: 200 steps of Gaussian" in out and "; 1 run;" in out
+    # the samplers table compares plain DP-SGD runs: not shown beside a repeated one
+    assert "by sampler" not in out

@@ -181,9 +181,10 @@ def risk_assumed(mech) -> list[str]:
 
     def count(m, c) -> str:
         fam = family_of(m)
-        if fam is not None and fam.whole_run:       # a matrix mechanism: c runs of n steps
+        # a matrix mechanism (c runs of n steps), the best of repeated runs: runs, not steps
+        if fam is not None and (fam.whole_run or fam.name == "RepeatAndSelect"):
             return f"{c} run{'s' * (c != 1)}"
-        return f"{c} steps"
+        return f"{c} step{'s' * (c != 1)}"
     return [f"{describe_mechanism(m)}; {count(m, c)}; {rel} neighbours" for m, c in mech.parts()]
 
 
@@ -213,13 +214,15 @@ def risk_lines(s: dict, assumed: list[str]) -> list[str]:
         out.append(f"  Gaussian DP: mu <= {round_up(mu['upper'], 6)} "
                    f"(no mu below {round_down(mu['lower'], 6)})")
     else:
-        out.append(f"  Gaussian DP: no mu certified for every FPR (needs at least "
-                   f"{round_down(mu['lower'], 4)})")
+        # over every FPR the extreme ones set the mu (the range line below leaves them out)
+        need = f" (the extreme FPRs need mu >= {round_down(mu['lower'], 4)})" \
+            if mu["lower"] > 0 else ""
+        out.append(f"  Gaussian DP: no mu certified for every FPR{need}")
         if mid["upper"] != float("inf"):
             a, b = mid["fpr_range"]
+            low = f" (no mu below {round_down(mid['lower'], 4)})" if mid["lower"] > 0 else ""
             out.append(f"  Gaussian DP for FPR in [{_d(a)}, 1 - {_d(float(f'{1 - b:.0e}'))}]: "
-                       f"mu <= "
-                       f"{round_up(mid['upper'], 4)} (no mu below {round_down(mid['lower'], 4)})")
+                       f"mu <= {round_up(mid['upper'], 4)}{low}")
     out.append(f"  method: {s['method']}" + (f"; {s['note']}" if s["note"] else ""))
     return out
 

@@ -130,8 +130,11 @@ def for_plan(plan, delta: float) -> dict | None:
         return None
     st = plan.stages[0]
     p, a = st.params, st.assumed
+    # a run repeated a random number of times (repeat_and_select) is not the DP-SGD run the
+    # table compares: its samplers' brackets would be read as the plan's own
     if p.get("mechanism") != "gaussian" or "noise_multiplier" not in p or \
-            "batch_size" not in a or a.get("sampler") not in SAMPLERS or "sensitivity" in p:
+            "batch_size" not in a or a.get("sampler") not in SAMPLERS or "sensitivity" in p or \
+            "repeat_and_select" in p:
         return None
     epochs = max(1, math.ceil(p.get("epochs", a["epochs"])))
     return compare(p["noise_multiplier"], a["batch_size"], a["dataset_size"], [epochs], delta)

@@ -309,7 +309,12 @@ def is_binary(mechanism: Any) -> bool:
 
 
 def describe(mechanism: Any) -> str:
-    """The family's words for one mechanism (a report row), else its repr."""
+    """The family's words for one mechanism (a report row); a composition in its parts' words
+    ("4688 steps of Gaussian, ..."); else its repr."""
     fam = family_of(mechanism)
-    return fam.describe(mechanism) if fam is not None and fam.describe is not None \
-        else repr(mechanism)
+    if fam is not None and fam.describe is not None:
+        return fam.describe(mechanism)
+    parts = mechanism.parts() if hasattr(mechanism, "parts") else ((mechanism, 1),)
+    if len(parts) > 1 or parts[0][0] is not mechanism:
+        return "; then ".join(f"{c} step{'s' * (c != 1)} of {describe(m)}" for m, c in parts)
+    return repr(mechanism)
