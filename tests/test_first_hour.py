@@ -238,3 +238,40 @@ def test_report_of_a_repeated_run_describes_it_in_words(tmp_path, capsys):
     assert "of: 200 steps of Gaussian" in out and "; 1 run;" in out
     # the samplers table compares plain DP-SGD runs: not shown beside a repeated one
     assert "by sampler" not in out
+
+
+# --- a library error in the command line's words ---------------------------------------------
+
+@pytest.mark.parametrize("argv, flag", [
+    (["epsilon", "--noise-multiplier", "1", "--sample-rate", "0.01", "--steps", "10",
+      "--delta", "1e-5", "--tol", "-1"], "--tol"),
+    (["calibrate", "noise-multiplier", "--epsilon", "3", "--delta", "0", "--sample-rate",
+      "0.01", "--steps", "100"], "--delta"),
+    (["risk", "--noise-multiplier", "1", "--sample-rate", "0.01", "--steps", "10", "--fpr",
+      "2"], "--fpr"),
+    (["bernoulli", "--c", "0.7", "--alpha", "5", "--epsilon", "1"], "--c"),
+    (["epsilon", "--noise-multiplier", "1", "--batch-size", "70000", "--dataset-size",
+      "60000", "--epochs", "1", "--delta", "1e-5"], "--batch-size"),
+    (["epsilon", "--noise-multiplier", "1", "--batch-size", "10", "--dataset-size", "100",
+      "--steps", "10", "--epochs", "2", "--delta", "1e-5"], "--epochs"),
+    (["epsilon", "--noise-multiplier", "1", "--sample-rate", "0.01", "--steps", "10",
+      "--delta", "1e-5", "--method", "foo"], "--method"),
+])
+def test_cli_errors_name_the_flag(argv, flag, capsys):
+    from dpamp import cli
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag in err[0] and "Traceback" not in err[0], err
+    name = flag[2:].replace("-", "_")
+    assert f"{name} must" not in err[0]          # the flag, not the Python parameter
+
+
+def test_unknown_method_is_refused_before_heavy_imports():
+    code = ("import sys\nfrom dpamp.cli import main\n"
+            "rc = main(['epsilon', '--noise-multiplier', '1', '--sample-rate', '0.01', "
+            "'--steps', '10', '--delta', '1e-5', '--method', 'foo'])\n"
+            "assert rc == 2 and 'scipy' not in sys.modules, sorted(sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": os.path.abspath(SRC)}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "--method" in r.stderr and "invalid choice" in r.stderr
