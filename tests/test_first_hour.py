@@ -275,3 +275,30 @@ def test_unknown_method_is_refused_before_heavy_imports():
                        env={**os.environ, "PYTHONPATH": os.path.abspath(SRC)}, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "--method" in r.stderr and "invalid choice" in r.stderr
+
+
+# --- long work is never silent -----------------------------------------------------------------
+
+def test_stages_print_a_line_each_when_not_on_a_terminal(monkeypatch):
+    import io
+    from dpamp.core.progress import stages
+    monkeypatch.delenv("DPAMP_PROGRESS", raising=False)
+    out = io.StringIO()
+    assert list(stages(["poisson", "shuffle"], "samplers", stream=out)) == ["poisson", "shuffle"]
+    assert out.getvalue().splitlines() == ["samplers: poisson (1/2)", "samplers: shuffle (2/2)"]
+    monkeypatch.setenv("DPAMP_PROGRESS", "0")
+    out = io.StringIO()
+    assert list(stages(["poisson"], "samplers", stream=out)) == ["poisson"]
+    assert out.getvalue() == ""
+
+
+def test_samplers_table_shuffle_part_is_quick():
+    # the shuffled-batches lower bound's 60-digit cells are computed once per cut and shared
+    # by both candidate pairs: the report's shuffle column stays cheap (it took ~5 s of CPU)
+    import time
+    from dpamp.io.samplers_compare import compare
+    compare(1.1, 256, 60000, [1], 1e-5, samplers=["poisson"])      # imports, warm-up
+    t0 = time.process_time()
+    r = compare(1.1, 256, 61000, [60], 1e-5, samplers=["shuffle"])
+    assert time.process_time() - t0 < 3.0
+    assert 12 < r["samplers"]["shuffle"]["lower"][0] < r["samplers"]["shuffle"]["upper"][0]

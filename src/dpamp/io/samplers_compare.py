@@ -36,15 +36,18 @@ def _run(noise_multiplier: float, batch_size: int, dataset_size: int, sampler: s
 
 def compare(noise_multiplier: float, batch_size: int, dataset_size: int,
             epochs: int | Sequence[int], delta: float, samplers: Sequence[str] = SAMPLERS,
-            method: str = "auto", **options: Any) -> dict:
+            method: str = "auto", announce: bool = False, **options: Any) -> dict:
     """For each sampler and each number of epochs, the proven bracket on epsilon(delta):
     ``{"epochs": [...], "delta": delta, "samplers": {name: {"upper": [...], "lower": [...],
     "relation": ..., "sensitivity": ..., "steps_per_epoch": ...}}}`` (a lower end is NaN where
-    none is known). A sampler that cannot answer has NaN there and its error in "error"."""
+    none is known). A sampler that cannot answer has NaN there and its error in "error".
+    ``announce``: show each sampler as it starts (a bar on a terminal, else a line on
+    standard error: core.progress.stages), for the long figure."""
+    from ..core.progress import stages
     d = V.delta(delta, allow_zero=True)     # delta 0: pure epsilon, as everywhere else
     es = [V.integer("epochs", e, low=1) for e in np.atleast_1d(epochs).tolist()]
     out: dict[str, Any] = {"epochs": es, "delta": d, "samplers": {}}
-    for name in samplers:
+    for name in (stages(samplers, "samplers") if announce else samplers):
         row: dict[str, Any] = {"upper": [], "lower": [], "error": None}
         for e in es:
             try:
@@ -95,7 +98,7 @@ def plot(noise_multiplier: float, batch_size: int, dataset_size: int, epochs: in
     E = V.integer("epochs", epochs, low=1)
     grid = np.unique(np.round(np.geomspace(1, E, min(E, 12))).astype(int)).tolist()
     res = compare(noise_multiplier, batch_size, dataset_size, grid, delta, method=method,
-                  **options)
+                  announce=True, **options)
     fig, ax = _figure()
     x = np.asarray(res["epochs"], dtype=float)
     for name, row in res["samplers"].items():
