@@ -302,3 +302,14 @@ def test_samplers_table_shuffle_part_is_quick():
     r = compare(1.1, 256, 61000, [60], 1e-5, samplers=["shuffle"])
     assert time.process_time() - t0 < 3.0
     assert 12 < r["samplers"]["shuffle"]["lower"][0] < r["samplers"]["shuffle"]["upper"][0]
+
+
+def test_the_api_reference_leads_with_what_dp_offers():
+    page = open(os.path.join(os.path.dirname(__file__), "..", "docs", "api", "public.md"),
+                encoding="utf-8").read()
+    missing = [n for n in dp.__all__ if f"`dp.{n}`" not in page]
+    assert not missing, missing
+    nav = open(os.path.join(os.path.dirname(__file__), "..", "mkdocs.yml"),
+               encoding="utf-8").read()
+    api = nav[nav.index("  - API:"):].splitlines()
+    assert api[1].strip() == "- api/public.md"
