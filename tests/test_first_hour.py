@@ -313,3 +313,13 @@ def test_the_api_reference_leads_with_what_dp_offers():
                encoding="utf-8").read()
     api = nav[nav.index("  - API:"):].splitlines()
     assert api[1].strip() == "- api/public.md"
+
+
+def test_a_dpsgd_query_loads_no_optimizer():
+    code = ("import sys\nimport dpamp as dp\n"
+            "dp.dpsgd(noise_multiplier=1.1, batch_size=256, dataset_size=60000, epochs=1, "
+            "delta=1e-5)\n"
+            "assert 'scipy.optimize' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": os.path.abspath(SRC)}, timeout=60)
+    assert r.returncode == 0, r.stderr
