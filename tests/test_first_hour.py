@@ -323,3 +323,14 @@ def test_a_dpsgd_query_loads_no_optimizer():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": os.path.abspath(SRC)}, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_report_risk_line_counts_an_epoch_samplers_steps(tmp_path, capsys):
+    from dpamp import cli
+    f = tmp_path / "alloc.toml"
+    f.write_text(PLAN.format(delta="1e-5", length='sampler = "allocation"\nepochs = 3')
+                 .replace("dataset_size = 10000", "dataset_size = 9700"))
+    assert cli.main(["report", str(f)]) in (0, None)
+    out = capsys.readouterr().out
+    assert "291 steps (3 epochs)" in out and "3 epochs (291 steps)" in out
+    assert "; 3 steps;" not in out

@@ -184,6 +184,10 @@ def risk_assumed(mech) -> list[str]:
         # a matrix mechanism (c runs of n steps), the best of repeated runs: runs, not steps
         if fam is not None and (fam.whole_run or fam.name == "RepeatAndSelect"):
             return f"{c} run{'s' * (c != 1)}"
+        scheme = getattr(m, "scheme", None)
+        if getattr(scheme, "per_epoch", False):     # an epoch sampler: the part is an epoch
+            t = int(getattr(scheme, "steps"))
+            return f"{c} epoch{'s' * (c != 1)} ({c * t} steps)"
         return f"{c} step{'s' * (c != 1)}"
     return [f"{describe_mechanism(m)}; {count(m, c)}; {rel} neighbours" for m, c in mech.parts()]
 
