@@ -250,6 +250,8 @@ def test_report_of_a_repeated_run_describes_it_in_words(tmp_path, capsys):
     (["risk", "--noise-multiplier", "1", "--sample-rate", "0.01", "--steps", "10", "--fpr",
       "2"], "--fpr"),
     (["bernoulli", "--c", "0.7", "--alpha", "5", "--epsilon", "1"], "--c"),
+    (["plot", "samplers", "--noise-multiplier", "1", "--batch-size", "64", "--dataset-size",
+      "60000", "--epochs", "0", "-o", "x.png"], "--epochs"),
     (["epsilon", "--noise-multiplier", "1", "--batch-size", "70000", "--dataset-size",
       "60000", "--epochs", "1", "--delta", "1e-5"], "--batch-size"),
     (["epsilon", "--noise-multiplier", "1", "--batch-size", "10", "--dataset-size", "100",

@@ -87,7 +87,7 @@ def main(argv=None) -> int:
 
 
 #: a library error that names a Python parameter: "delta must be in (0, 1) (got 0)"
-_PARAMETER = re.compile(r"^([a-z][a-z0-9_]*) (must|should) ")
+_PARAMETER = re.compile(r"^(--)?([a-z][a-z0-9_-]*) (must|should) ")
 
 
 def _as_flag_error(message: str, args) -> str:
@@ -95,10 +95,10 @@ def _as_flag_error(message: str, args) -> str:
     is one of the command's flags (``delta must be ...`` for ``--delta``), the flag, as an
     argument error names it (``dpamp calibrate: error: argument --delta: must be ...``)."""
     m = _PARAMETER.match(message)
-    name = m.group(1) if m else None
-    if name is not None and name in vars(args) and name not in ("func", "command"):
+    name = m.group(2).replace("-", "_") if m else None
+    if m and name in vars(args) and name not in ("func", "command"):
         flag = "--" + name.replace("_", "-")
-        return f"dpamp {args.command}: error: argument {flag}: {message[len(name) + 1:]}"
+        return f"dpamp {args.command}: error: argument {flag}: {message[m.end(2) + 1:]}"
     return f"dpamp: error: {message}"
 
 
