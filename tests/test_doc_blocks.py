@@ -124,3 +124,48 @@ def test_toml_blocks_are_read(page):
         if "delta" not in text.split("[[stage]]")[0]:
             text = "delta = 1e-5\n" + text
         assert parse_plan_text(text, where).stages, where
+
+
+def _command_lines(page: Path) -> list[tuple[int, str]]:
+    """(line, text) of every ``dpamp ...`` command shown in a ```sh or ```console block
+    (continuation lines joined, comments dropped)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    out, inside = [], None
+    for i, raw in enumerate(lines, start=1):
+        s = raw.strip()
+        if s.startswith("```"):
+            inside = None if inside else s[3:].strip()
+            continue
+        if inside not in ("sh", "console"):
+            continue
+        s = s[2:] if s.startswith("$ ") else s
+        if s.startswith("dpamp "):
+            out.append((i, s))
+        elif out and out[-1][1].endswith("\\") and out[-1][0] == i - 1:
+            out[-1] = (i, out[-1][1][:-1] + " " + s)
+    return [(i, t.split("#")[0]) for i, t in out]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if _command_lines(p)],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_commands_shown_use_real_subcommands_and_flags(page):
+    """A shown command names a subcommand dpamp has, and only flags that subcommand takes
+    (the words of a choice such as ``steps|epochs`` each a valid choice)."""
+    import argparse
+    from dpamp.cli.main import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for line, text in _command_lines(page):
+        words = text.replace("[", " ").replace("]", " ").replace("|", " | ").split()
+        command = words[1]
+        assert command in sub.choices, f"{page.name}:{line}: no command {command!r}"
+        parser = sub.choices[command]
+        flags = {s for a in parser._actions for s in a.option_strings}
+        choices = {c for a in parser._actions if a.choices and not a.option_strings
+                   for c in a.choices}
+        for w in words[2:]:
+            if w.startswith("-") and not w[1:2].isdigit():
+                assert w.split("=")[0] in flags, f"{page.name}:{line}: {command} has no {w}"
+        second = text.split()[2] if len(text.split()) > 2 else ""
+        if choices and not second.startswith("-"):
+            for c in second.split("|"):
+                assert c in choices, f"{page.name}:{line}: {command} has no {c!r}"
