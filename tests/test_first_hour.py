@@ -92,13 +92,14 @@ def test_one_format_for_delta_everywhere(capsys):
                  ["dpsgd", "--noise-multiplier", "1.1", "--sample-rate", "0.01", "--steps",
                   "100", "--delta", "1e-5"],
                  ["report", "--noise-multiplier", "1.1", "--batch-size", "100",
-                  "--dataset-size", "10000", "--steps", "100", "--delta", "1e-5"],
-                 ["report", "--noise-multiplier", "1.1", "--batch-size", "100",
                   "--dataset-size", "10000", "--steps", "100", "--delta", "1e-5", "--markdown"],
                  ["calibrate", "noise-multiplier", "--epsilon", "3", "--delta", "1e-5",
                   "--sample-rate", "0.01", "--steps", "100", "--method", "rdp"]):
         assert cli.main(argv) in (0, None)
         outputs.append(capsys.readouterr().out)
+    m = dp.Gaussian(1.1).subsample(dp.Poisson(0.01)) * 100
+    outputs.append(report.text([("rdp", m.epsilon(1e-5, method="rdp"), 0.0)], 1e-5,
+                               mechanism=m))
     for out in outputs:
         assert "1e-05" not in out and "0.00001" not in out and "1e-06" not in out, out
         assert "1e-5" in out, out

@@ -95,7 +95,7 @@ def _as_flag_error(message: str, args) -> str:
     is one of the command's flags (``delta must be ...`` for ``--delta``), the flag, as an
     argument error names it (``dpamp calibrate: error: argument --delta: must be ...``)."""
     m = _PARAMETER.match(message)
-    name = m.group(2).replace("-", "_") if m else None
+    name = m.group(2).replace("-", "_") if m else ""
     if m and name in vars(args) and name not in ("func", "command"):
         flag = "--" + name.replace("_", "-")
         return f"dpamp {args.command}: error: argument {flag}: {message[m.end(2) + 1:]}"
