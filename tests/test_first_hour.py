@@ -337,3 +337,17 @@ def test_report_risk_line_counts_an_epoch_samplers_steps(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "291 steps (3 epochs)" in out and "3 epochs (291 steps)" in out
     assert "; 3 steps;" not in out
+
+
+def test_import_dpamp_defines_only_the_common_mechanisms():
+    # the other families load when first named (import dpamp was 1.7 x import numpy)
+    code = ("import sys, dpamp as dp\n"
+            "lazy = ['dpamp.mechanisms.matrix', 'dpamp.mechanisms.matrix_strategies', "
+            "'dpamp.mechanisms.mixture_of_gaussians', 'dpamp.mechanisms.selection', "
+            "'dpamp.mechanisms.skellam', 'dpamp.mechanisms.discrete_gaussian']\n"
+            "assert not [m for m in lazy if m in sys.modules], sys.modules\n"
+            "assert dp.MatrixMechanism.__module__ == 'dpamp.mechanisms.matrix'\n"
+            "assert (dp.Skellam(50.0) * 3).epsilon(1e-5).epsilon > 0\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": os.path.abspath(SRC)}, timeout=60)
+    assert r.returncode == 0, r.stderr
