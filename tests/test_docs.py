@@ -82,3 +82,9 @@ def test_user_docs_name_papers_not_file_numbers():
                 if pattern.search(line)]
         assert not hits, f"{page.name}: {hits[:3]}"
     assert "paper 00" not in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_code_blocks_wrap_instead_of_overflowing(site):
+    css = (site / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    assert "pre-wrap" in css
+    assert "stylesheets/extra.css" in (site / "index.html").read_text(encoding="utf-8")

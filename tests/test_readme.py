@@ -18,8 +18,8 @@ sys.modules["readme_examples"] = R
 _spec.loader.exec_module(R)
 
 README = ROOT / "README.md"
-#: the files whose examples are checked: the README and the getting-started page of the site
-FILES = (README, ROOT / "docs" / "getting-started.md")
+#: the files whose examples are checked: the README and every page of the site that has one
+FILES = (README, *sorted(p for p in (ROOT / "docs").rglob("*.md") if R.parse(p)))
 EXAMPLES = R.parse(README)
 ALL = [ex for f in FILES for ex in R.parse(f)]
 

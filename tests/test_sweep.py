@@ -88,7 +88,12 @@ def test_expand_several_targets_drop_what_a_target_does_not_use():
     ({"target": "epochs", "noise_multiplier": 1.0, "sample_rate": 0.1, "epochs": 3,
       "epsilon": 1.0, "delta": 1e-5}, "epochs", "calibrates the number of epochs"),
     ({"noise_multiplier": 1.0, "sample_rate": 0.1, "steps": 1, "epochs": 2, "delta": 1e-5},
-     "epochs", "either 'steps' or 'epochs'"),
+     "epochs", "steps 1 and epochs 2 disagree"),
+    ({"noise_multiplier": 1.0, "sampler": "truncated_poisson", "batch_size": 5,
+      "dataset_size": 50, "steps": 1, "delta": 1e-5}, "max_batch_size", "needs"),
+    ({"noise_multiplier": 1.0, "sampler": "with-replacement", "batch_size": 5,
+      "dataset_size": 50, "max_batch_size": 9, "steps": 1, "delta": 1e-5}, "max_batch_size",
+     "only sampler 'truncated_poisson'"),
     ({"noise_multiplier": 1.0, "sample_rate": 0.1, "delta": 1e-5}, "steps", "'epochs' or"),
     ({"noise_multiplier": 1.0, "sample_rate": 0.1, "batch_size": 5, "dataset_size": 50,
       "steps": 1, "delta": 1e-5}, "sample_rate", "either 'sample_rate'"),
@@ -220,7 +225,7 @@ def test_epochs_become_steps_as_plans_count_them():
 def test_a_bad_row_records_its_error_and_the_others_finish(reference):
     bad = [r for r in reference if r["error"]]
     assert {r["error"] for r in bad} == {
-        "ValueError: delta must be in (0, 1) (got 1.5)",
+        "ValueError: delta must be in [0, 1) (got 1.5)",
         "ValueError: batch_size must be an integer in [1, 6400] (got 7000)"}
     assert len(bad) == 3 and reference.errors == 3
     assert all(r["epsilon_upper"] is None for r in bad)

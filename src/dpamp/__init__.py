@@ -6,7 +6,9 @@
 
 The public API, in the order of the flow describe -> represent -> compose -> query -> present
 (docs/architecture.md maps the folders). ``import dpamp`` loads the vocabulary and the
-mechanisms only; everything else (and scipy with it) is imported on first use (PEP 562).
+common mechanisms (Gaussian, Laplace, randomized response, pure, zCDP and (eps, delta)
+guarantees, subsampling, composition) only; everything else (the other families, the engines,
+scipy) is imported on first use (PEP 562).
 """
 from __future__ import annotations
 
@@ -22,24 +24,31 @@ from .core.sampling import (Poisson, RandomAllocation, Shuffled, TruncatedPoisso
 from .mechanisms import (Allocated, Composition, Gaussian, Laplace, Mechanism, PureDP,
                          RandomizedResponse, RDPCurve, Subsampled, ZCDP, compose)
 from .mechanisms.eps_delta import EpsDelta
-from .mechanisms.discrete_laplace import DiscreteLaplace
-from .mechanisms.kary_randomized_response import KaryRandomizedResponse
-from .mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax
-from .mechanisms.tree_aggregation import TreeAggregation
-from .mechanisms.repeat_select import RepeatAndSelect
-from .mechanisms.discrete_gaussian import DiscreteGaussian
-from .mechanisms.skellam import Skellam
-from .mechanisms.mixture_of_gaussians import MixtureOfGaussians
-from .mechanisms.user_level import UserLevelGaussian
-from .mechanisms.matrix import MatrixMechanism
-from .mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
-                                           Toeplitz)
-from .mechanisms.participation import BallsInBins, CyclicPoisson, MinSeparation, SingleEpoch
 
 __version__ = "0.1.0"
 
 #: name -> (module, attribute; None for the module itself), imported on first access
 _LAZY = {
+    # describe: the other mechanism families, each loaded when first named (defining their
+    # frozen dataclasses made ``import dpamp`` 1.7 x ``import numpy``; every family is
+    # declared on the first lookup of any, dpamp.families, so nothing depends on the order)
+    "DiscreteLaplace": ("dpamp.mechanisms.discrete_laplace", "DiscreteLaplace"),
+    "KaryRandomizedResponse": ("dpamp.mechanisms.kary_randomized_response",
+                               "KaryRandomizedResponse"),
+    "UserLevelGaussian": ("dpamp.mechanisms.user_level", "UserLevelGaussian"),
+    **{n: ("dpamp.mechanisms.selection", n) for n in ("ExponentialMechanism", "PermuteAndFlip",
+                                                      "ReportNoisyMax")},
+    "TreeAggregation": ("dpamp.mechanisms.tree_aggregation", "TreeAggregation"),
+    "RepeatAndSelect": ("dpamp.mechanisms.repeat_select", "RepeatAndSelect"),
+    "DiscreteGaussian": ("dpamp.mechanisms.discrete_gaussian", "DiscreteGaussian"),
+    "Skellam": ("dpamp.mechanisms.skellam", "Skellam"),
+    "MixtureOfGaussians": ("dpamp.mechanisms.mixture_of_gaussians", "MixtureOfGaussians"),
+    "MatrixMechanism": ("dpamp.mechanisms.matrix", "MatrixMechanism"),
+    **{n: ("dpamp.mechanisms.matrix_strategies", n) for n in ("BLT", "BandedToeplitz",
+                                                              "BinaryTree", "DenseStrategy",
+                                                              "Toeplitz")},
+    **{n: ("dpamp.mechanisms.participation", n) for n in ("BallsInBins", "CyclicPoisson",
+                                                          "MinSeparation", "SingleEpoch")},
     # represent: privacy profiles and tight amplification by subsampling (paper 000)
     "profiles": ("dpamp.profiles", None),
     **{n: ("dpamp.profiles", n) for n in ("RandomizedMembership", "group_profile",
@@ -78,8 +87,6 @@ _LAZY = {
     "from_dp_event": ("dpamp.io.dp_events", "from_dp_event"),
     "to_dp_event": ("dpamp.io.dp_events", "to_dp_event"),
     "OpacusAccountant": ("dpamp.io.opacus", "OpacusAccountant"),
-    # user-level DP: the classic route (per-record guarantee, then group privacy), to compare
-    "group_privacy": ("dpamp.theorems.group_privacy", None),
     # DP-SGD in one call, in its own words (noise multiplier, batch size, dataset size, epochs)
     "dpsgd": ("dpamp.io.dpsgd", "dpsgd"),
 }
@@ -87,12 +94,7 @@ _LAZY = {
 __all__ = ["Guarantee", "ADD_REMOVE", "SUBSTITUTION", "Relation", "Poisson", "WithoutReplacement",
            "WithReplacement", "RandomAllocation", "Shuffled", "TruncatedPoisson", "Allocated",
            "Composition", "Gaussian", "Laplace", "Mechanism", "PureDP", "RandomizedResponse",
-           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", "DiscreteLaplace",
-           "KaryRandomizedResponse",
-           "ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "TreeAggregation",
-           "RepeatAndSelect", "DiscreteGaussian", "Skellam", "MixtureOfGaussians", "UserLevelGaussian",
-           "MatrixMechanism", "BLT", "BandedToeplitz", "BinaryTree", "DenseStrategy", "Toeplitz",
-           "BallsInBins", "CyclicPoisson", "MinSeparation", "SingleEpoch", *_LAZY]
+           "RDPCurve", "Subsampled", "ZCDP", "compose", "EpsDelta", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -71,7 +71,7 @@ class Calibration:
     def __str__(self) -> str:
         """Rounded so that the printed value still meets the target: sigma up (more noise),
         a rate or a number of epochs down; the achieved epsilon up."""
-        from ..core.rounding import round_down, round_up
+        from ..core.rounding import fmt, round_down, round_up
         if isinstance(self.value, float):
             v = (round_up if self.parameter == "sigma" else round_down)(self.value, 6)
         else:
@@ -80,7 +80,7 @@ class Calibration:
             f" ({self.steps} steps)"
         eps = round_up(self.guarantee.epsilon, 6)
         out = (f"{self.parameter} = {v}{extra}: epsilon {eps} <= "
-               f"{self.target_epsilon:g} at delta {self.target_delta:g} by "
+               f"{fmt(self.target_epsilon)} at delta {fmt(self.target_delta)} by "
                f"{self.guarantee.method}")
         res = self.resolution
         if res is not None and self.rtol is not None and res > self.rtol * (1 + 1e-9):

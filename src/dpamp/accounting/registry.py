@@ -45,15 +45,17 @@ METHOD_NAMES = ("auto", "bounded-range", "mixing", "profile", "pld", "rdp", "rdp
 SUMMARIES = {
     "bounded-range": "adaptive compositions of eps-bounded-range mechanisms (exponential "
                      "mechanism): optimal, by dynamic programming (Dong, Durfee & Rogers 2020)",
-    "mixing": "amplification by post-processing with a mixing kernel (002 Thm 1)",
-    "profile": "exact privacy profile of one mechanism (000 Thms 3-4, 8-14)",
-    "pld": "privacy-loss distributions: certified tight bracket (004 Sec. 3-4)",
-    "rdp": "Rényi DP, improved conversion (004 Lemma 33.8)",
-    "rdp-classic": "Rényi DP, classic conversion (003 Lemma 6)",
-    "zcdp": "zero-concentrated DP: rho adds, improved conversion (004 Prop. 14)",
-    "kov": "optimal homogeneous (eps, delta) composition (004 Sec. 7, KOV15)",
-    "advanced": "advanced composition (004 Thms 18, 22)",
-    "basic": "basic composition (004 Thm 1)",
+    "mixing": ("amplification by post-processing with a mixing kernel (Balle, Barthe, Gaboardi & "
+               "Geumlek 2019, Thm 1)"),
+    "profile": ("exact privacy profile of one mechanism (Balle, Barthe & Gaboardi 2018, Thms 3-4, "
+                "8-14)"),
+    "pld": "privacy-loss distributions: certified tight bracket (Steinke 2022, Sec. 3-4)",
+    "rdp": "Rényi DP, improved conversion (Steinke 2022, Lemma 33.8)",
+    "rdp-classic": "Rényi DP, classic conversion (Wang, Balle & Kasiviswanathan 2019, Lemma 6)",
+    "zcdp": "zero-concentrated DP: rho adds, improved conversion (Steinke 2022, Prop. 14)",
+    "kov": "optimal homogeneous (eps, delta) composition (Steinke 2022, Sec. 7, KOV15)",
+    "advanced": "advanced composition (Steinke 2022, Thms 18, 22)",
+    "basic": "basic composition (Steinke 2022, Thm 1)",
 }
 
 
@@ -218,11 +220,13 @@ def _best_upper(mechanism, g: Guarantee, name: str, query) -> Guarantee:
         if h.value < g.value:
             lows = [v for v in (g.lower, h.lower) if v is not None]
             field = "epsilon" if g.query == "epsilon" else "delta"
+            from ..core.rounding import round_up
             g = dataclasses.replace(
                 g, **{field: h.value}, lower=max(lows) if lows else None, method=other,  # type: ignore[arg-type]  # epsilon or delta: a float
                 source=f"{h.source}; lower bound: {g.source}",
-                note=f"{g.note}; auto: the upper bound is {other}'s ({h.value:.6g}), smaller "
-                     f"than {name}'s ({g.value:.6g}); the lower bound is the larger of both")
+                note=f"{g.note}; auto: the upper bound is {other}'s ({round_up(h.value, 6)}), "
+                     f"smaller than {name}'s ({round_up(g.value, 6)}); the lower bound is the "
+                     "larger of both")
         return g
     return g
 

@@ -171,7 +171,10 @@ def _compute(mechanism, method, points, budget):
             except (OutOfReach, MemoryError) as err:
                 if method == "pld":
                     raise
-                fallback = f"pld: {err}; "
+                # a MemoryError's text is the byte count alone: say what it means
+                why = err if isinstance(err, OutOfReach) else \
+                    f"its grids would need more memory than it may use ({err} bytes)"
+                fallback = f"pld: {why}; "
         elif method == "pld":
             raise ValueError("method 'pld' needs a privacy-loss distribution for every part")
         else:

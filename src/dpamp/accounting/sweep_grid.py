@@ -28,9 +28,13 @@ __all__ = ["GridError", "KEYS", "TARGETS", "SAMPLERS", "COLUMNS", "COLUMN_TYPES"
 #: what a row computes: an epsilon bracket at delta, a delta bracket at epsilon, or the
 #: calibrated noise multiplier / number of epochs meeting (epsilon, delta)
 TARGETS = ("epsilon", "delta", "sigma", "epochs")
-#: "poisson": rate batch_size / dataset_size, add/remove, sensitivity 1;
-#: "without_replacement": batch_size of dataset_size each step, substitution, sensitivity 2
-SAMPLERS = ("poisson", "without_replacement", "allocation", "shuffle")
+#: every sampler of the command line, plans and dp.dpsgd (core/samplers.py; a test checks that
+#: the lists agree), written with "_" ("-" is read the same): "poisson": rate batch_size /
+#: dataset_size, add/remove, sensitivity 1; "without_replacement" and "with_replacement":
+#: batch_size of dataset_size each step, substitution, sensitivity 2; "allocation", "shuffle":
+#: epoch samplers; "truncated_poisson": Poisson cut to at most max_batch_size records
+SAMPLERS = ("poisson", "without_replacement", "with_replacement", "allocation", "shuffle",
+            "truncated_poisson")
 
 #: the keys of a grid and their types ("real", "integer", "count": an integer-valued real is
 #: stored as an integer, or a choice of strings)
@@ -40,6 +44,7 @@ KEYS = {
     "sampler": SAMPLERS,
     "batch_size": "integer",
     "dataset_size": "integer",
+    "max_batch_size": "integer",
     "sample_rate": "real",
     "epochs": "count",
     "steps": "integer",
@@ -68,14 +73,15 @@ _WHY_NOT = {
 
 #: the columns of every row, in order: the inputs, what is derived from them, the answer
 COLUMNS = ("target", "noise_multiplier", "sampler", "batch_size", "dataset_size",
-           "sample_rate", "epochs", "steps", "delta", "epsilon", "method", "tol",
+           "max_batch_size", "sample_rate", "epochs", "steps", "delta", "epsilon", "method", "tol",
            "relation", "sensitivity",
            "epsilon_upper", "epsilon_lower", "delta_upper", "delta_lower", "method_used",
            "evaluations", "source", "note", "error", "time", "key")
 COLUMN_TYPES = {c: "real" for c in ("noise_multiplier", "sample_rate", "delta", "epsilon",
                                     "tol", "sensitivity", "epsilon_upper", "epsilon_lower",
                                     "delta_upper", "delta_lower", "time")}
-COLUMN_TYPES.update({c: "integer" for c in ("batch_size", "dataset_size", "steps",
+COLUMN_TYPES.update({c: "integer" for c in ("batch_size", "dataset_size", "max_batch_size",
+                                            "steps",
                                             "evaluations")})
 COLUMN_TYPES["epochs"] = "count"
 
@@ -127,6 +133,8 @@ def _scalar(key: str, value, kind, block):
             bad("an integer")
         return int(value)
     choices = _methods() if kind == "method" else kind
+    if key == "sampler" and isinstance(value, str):
+        value = value.strip().lower().replace("-", "_")     # "_" and "-" alike, as elsewhere
     if not isinstance(value, str) or value not in choices:
         close = difflib.get_close_matches(str(value), choices, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -176,9 +184,15 @@ def _row(values: dict, block, inherited: set) -> dict:
         if target in _USED_BY[key]:
             need(key, f"target {target!r} needs it")
     if target != "epochs":
-        conflict("epochs", "steps", "give either 'steps' or 'epochs', not both")
         if "epochs" not in row:
             need("steps", f"target {target!r} needs 'epochs' or 'steps'")
+        elif "steps" in row:
+            _agree(row, block, inherited)
+    if row["sampler"] == "truncated_poisson":
+        need("max_batch_size", "sampler 'truncated_poisson' needs 'max_batch_size' (the "
+                               "largest batch kept)")
+    else:       # the other samplers' rows of a grid listing several samplers do without it
+        row.pop("max_batch_size", None)
     if row["sampler"] != "poisson":
         name = row["sampler"]
         if "sample_rate" in row:
@@ -196,6 +210,31 @@ def _row(values: dict, block, inherited: set) -> dict:
             need("dataset_size", "sampler 'poisson' needs 'sample_rate' or 'batch_size' + "
                                  "'dataset_size'")
     return row
+
+
+def _agree(row: dict, block, inherited: set) -> None:
+    """'steps' and 'epochs' both given: they must make the same count (core.samplers.count,
+    as on the command line and in plans), else an error of the grid naming the key. A row
+    whose sampling is itself invalid (a batch larger than the dataset) is left to its own
+    row error."""
+    from ..core import samplers
+    from ..core.sampling import Poisson, SamplingScheme
+    scheme: SamplingScheme
+    try:
+        if "sample_rate" in row:
+            scheme = Poisson(row["sample_rate"])
+        else:
+            extra = {"max_batch_size": row["max_batch_size"]} \
+                if row["sampler"] == "truncated_poisson" else {}
+            scheme = samplers.sampler(row["sampler"]).scheme(
+                row["batch_size"], row["dataset_size"], **extra)
+    except (KeyError, ValueError, TypeError, ZeroDivisionError):
+        return
+    try:
+        samplers.count(row["steps"], row["epochs"], scheme)
+    except ValueError as e:
+        key = "steps" if "epochs" in inherited and "steps" not in inherited else "epochs"
+        raise GridError(str(e), key, block) from None
 
 
 def expand(grid, defaults: Mapping | None = None) -> list[dict]:
@@ -231,6 +270,9 @@ def expand(grid, defaults: Mapping | None = None) -> list[dict]:
         if size > MAX_ROWS:
             raise GridError(f"the grid has {size} rows (at most {MAX_ROWS})", None, label)
         keys = list(merged)
+        if "max_batch_size" in own and "truncated_poisson" not in merged["sampler"]:
+            raise GridError("not used: only sampler 'truncated_poisson' takes it",
+                            "max_batch_size", label)
         for combo in itertools.product(*(merged[k] for k in keys)):
             row = _row(dict(zip(keys, combo)), label, inherited)
             used_defaults.update(k for k in row if k in shared and k not in own)

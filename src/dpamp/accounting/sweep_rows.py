@@ -8,10 +8,12 @@ of the clipping norm) on a batch sampled by ``sampler``:
 |-----------------------|-----------------------------------|------------|-------------|
 | "poisson"             | Poisson, rate batch_size / dataset_size (or sample_rate) | add/remove | 1 |
 | "without_replacement" | batch_size of dataset_size        | substitution | 2 (a replaced record moves a clipped sum by 2C) |
+| "with_replacement"    | batch_size draws from dataset_size, with replacement | substitution | 2 |
 | "allocation"          | one random batch of dataset_size // batch_size per epoch | add/remove | 1 |
 | "shuffle"             | reshuffled batches of batch_size, one pass per epoch | substitution | 2 |
+| "truncated_poisson"   | Poisson at batch_size / dataset_size, cut to at most max_batch_size | add/remove | 1 |
 
-(the samplers table of :mod:`dpamp.core.samplers`; the last two run whole epochs)
+(the samplers table of :mod:`dpamp.core.samplers`; allocation and shuffle run whole epochs)
 
 ``epochs`` become steps exactly as :func:`dpamp.calibrate.epochs` counts them (ceil(epochs /
 rate), in exact arithmetic: ``dpamp.core.samplers.count``). The target decides what is computed: the epsilon bracket
@@ -54,7 +56,8 @@ def estimated_cost(inputs: dict) -> float:
 def _group(inputs: dict) -> tuple:
     """Rows with one step mechanism (and one method): the cache serves them together."""
     return tuple(inputs.get(k) for k in ("sampler", "noise_multiplier", "sample_rate",
-                                         "batch_size", "dataset_size", "method", "tol"))
+                                         "batch_size", "dataset_size", "max_batch_size", "method",
+                                         "tol"))
 
 
 def plan_chunks(rows: list[dict], chunk_size: int | None = None,
@@ -160,7 +163,8 @@ def _sampling(inputs: dict, row: dict):
         n = V.integer("dataset_size", inputs["dataset_size"], low=1)
         m = V.integer("batch_size", inputs["batch_size"], low=1, high=n)
         s = samplers.sampler(inputs["sampler"])
-        scheme, relation = s.scheme(m, n), s.relation
+        extra = {w: V.integer(w, inputs[w], low=1) for w in s.extra}   # max_batch_size
+        scheme, relation = s.scheme(m, n, **extra), s.relation
     sensitivity = clip_sensitivity(relation)
     row.update(sample_rate=scheme.rate, relation=relation.value, sensitivity=sensitivity)
     return scheme, relation, sensitivity
@@ -189,7 +193,7 @@ def _answer(inputs: dict, row: dict, steps_cache: dict) -> None:
         assert runs is not None                # counted above (the target is not epochs)
         plan = step * runs
         if target == "epsilon":
-            g = plan.epsilon(V.delta(inputs["delta"]), method=method, **options)
+            g = plan.epsilon(V.delta(inputs["delta"], allow_zero=True), method=method, **options)
             row.update(epsilon_upper=g.epsilon, epsilon_lower=g.lower)
         else:
             eps = V.nonnegative("epsilon", inputs["epsilon"])

@@ -223,8 +223,9 @@ def describe(stage, delta=None) -> str:
 
 
 def fmt_delta(x: float) -> str:
-    """delta as people write it: 1e-5, not 1e-05."""
-    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e+")
+    """delta as people write it: 1e-5, not 1e-05 (the one format, core.rounding.fmt)."""
+    from ..core.rounding import fmt
+    return fmt(x)
 
 
 def options(args):

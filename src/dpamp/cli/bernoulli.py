@@ -87,7 +87,8 @@ def cmd_bernoulli(args):
     head = f"{'alpha':>8} {'epsilon':>10} {'lower':>12} {'hoeffding':>12} {'upper':>12}"
     if args.exact:
         head += f" {'Post in':>27} certified"
-    print(f"Bernoulli sampling (001): c = {args.c:g}, d = {args.d}, k = {args.k}")
+    print(f"Bernoulli sampling (Imola & Chaudhuri 2021): c = {args.c:g}, d = {args.d}, "
+          f"k = {args.k}")
     print(head)
     from ..core.rounding import round_down as dn, round_up as up   # lower bounds down, upper up
     for r in rows:
@@ -101,7 +102,7 @@ def cmd_bernoulli(args):
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("bernoulli", help="RDP amplification by Bernoulli sampling of a "
-                                                "private parameter (paper 001)")
+                                                "private parameter (Imola & Chaudhuri 2021)")
     p.add_argument("--c", type=float, required=True,
                    help="theta lies in [c, 1-c]^d, c in [0, 1/2)")
     p.add_argument("--d", type=int, default=1, help="dimension of theta (default 1)")
@@ -122,8 +123,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--starts", type=int, default=8,
                    help="random starts of the local search for d > 1 (default 8)")
     p.add_argument("--figure1", metavar="PATH", default=None,
-                   help="draw 001 Figure 1 (Post, lower bound, asymptote, post-processing "
-                        "bound against epsilon) at the first --alpha to PATH")
+                   help="draw Figure 1 of Imola & Chaudhuri 2021 (Post, lower bound, "
+                        "asymptote, post-processing bound against epsilon) at the first "
+                        "--alpha to PATH")
     p.add_argument("--delta", type=delta_type, default=None,
                    help="print the (epsilon, delta) guarantee of --steps runs of a Gaussian "
                         "(or --laplace) base mechanism followed by the sampling, with its lower "

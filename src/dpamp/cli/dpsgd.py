@@ -33,8 +33,8 @@ def cmd_dpsgd(args):
     low = "" if g.lower is None else f" (the true epsilon is at least {round_down(g.lower, 6)})"
     print(f"DP-SGD is ({round_up(g.epsilon, 6)}, {fmt_delta(args.delta)})-DP{low}, by {g.method} in "
           f"{seconds * 1e3:.0f} ms")
-    if g.tol_missed:
-        print(f"tol not met (every bound printed is proven): {g.tol_missed}")
+    for line in g.explanation():      # a missed tol, why another method answered
+        print(line)
     print(f"assumed: {describe(stage)}")
 
 

@@ -87,7 +87,8 @@ def cmd_filter(args):
     if args.json:
         print(json.dumps(tally))
         return
-    print(f"budget (epsilon {args.epsilon:g}, delta {args.delta:g}), {args.method} filter: "
+    from ..core.rounding import fmt
+    print(f"budget (epsilon {fmt(args.epsilon)}, delta {fmt(args.delta)}), {args.method} filter: "
           f"{tally['accepted']} steps fit, {tally['refused']} refused")
     first = tally["first_refused"]
     if first is None:

@@ -81,9 +81,25 @@ def main(argv=None) -> int:
     try:
         args.func(args)
     except (ValueError, NotImplementedError) as e:
-        print(f"dpamp: error: {e}", file=sys.stderr)
+        print(_as_flag_error(str(e), args), file=sys.stderr)
         return 2
     return 0
+
+
+#: a library error that names a Python parameter: "delta must be in (0, 1) (got 0)"
+_PARAMETER = re.compile(r"^(--)?([a-z][a-z0-9_-]*) (must|should) ")
+
+
+def _as_flag_error(message: str, args) -> str:
+    """An error of the library, in the command line's words: where it names a parameter that
+    is one of the command's flags (``delta must be ...`` for ``--delta``), the flag, as an
+    argument error names it (``dpamp calibrate: error: argument --delta: must be ...``)."""
+    m = _PARAMETER.match(message)
+    name = m.group(2).replace("-", "_") if m else ""
+    if m and name in vars(args) and name not in ("func", "command"):
+        flag = "--" + name.replace("_", "-")
+        return f"dpamp {args.command}: error: argument {flag}: {message[m.end(2) + 1:]}"
+    return f"dpamp: error: {message}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,8 +31,8 @@ def print_guarantee(g, args, stage, seconds: float, **query):
     delta = fmt_delta(g.delta) if g.query == "epsilon" else round_up(g.delta, 6)
     print(f"epsilon {round_up(g.epsilon, 6)}  delta {delta}{low}  "
           f"method {g.method}  ({seconds * 1e3:.2f} ms)")
-    if g.tol_missed:
-        print(f"tol not met (every bound printed is proven): {g.tol_missed}")
+    for line in g.explanation():      # a missed tol, why another method answered
+        print(line)
     print(f"assumed: {describe(stage)}")
 
 

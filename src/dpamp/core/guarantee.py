@@ -65,6 +65,25 @@ class Guarantee:
         return self.tol_why if self.tol_met is False else ""
 
     @property
+    def why_method(self) -> str:
+        """Why a method other than the default answered (``method="auto"`` passing over one
+        that could not answer, or taking another's smaller upper bound): the ``auto:`` part of
+        ``note``, "" where the default answered. Every text output prints it beside the
+        numbers, as it prints :attr:`tol_missed`."""
+        i = self.note.find("auto: ")
+        return "" if i < 0 else self.note[i + len("auto: "):]
+
+    def explanation(self) -> list[str]:
+        """The lines every text output prints under the numbers where they apply: the tol the
+        bracket missed and why another method answered (none in the common case)."""
+        out = []
+        if self.tol_missed:
+            out.append(f"tol not met (every bound printed is proven): {self.tol_missed}")
+        if self.why_method:
+            out.append(f"method {self.method}: {self.why_method}")
+        return out
+
+    @property
     def width(self) -> float | None:
         """upper - lower of the queried quantity (None without a lower bound)."""
         return None if self.lower is None else self.value - self.lower
@@ -79,13 +98,21 @@ class Guarantee:
     def __format__(self, spec: str) -> str:
         return format(self.value, spec) if spec else str(self)
 
+    def _pair(self) -> str:
+        """"epsilon, delta" as every output prints them: the computed value rounded up to 6
+        significant digits (as its lower bound is printed, rounded down), the given one as
+        given, both in the one number format (core.rounding.fmt: 1e-5, not 0.00001)."""
+        from .rounding import fmt, round_up
+        if self.query == "epsilon":
+            return f"{round_up(self.epsilon, 6)}, {fmt(self.delta)}"
+        return f"{fmt(self.epsilon)}, {round_up(self.delta, 6)}"
+
     def _repr_markdown_(self) -> str:
         """Notebook display: the guarantee, the lower bound, the method and its source."""
-        from .rounding import round_down, round_up
+        from .rounding import round_down
         low = "" if self.lower is None else f"; true value ≥ {round_down(self.lower, 6)}"
         note = f"  \n*{self.note}*" if self.note else ""
-        return (f"**({round_up(self.epsilon, 6)}, {round_up(self.delta, 3)})-DP** by "
-                f"`{self.method}`{low}  \n{self.source}{note}")
+        return f"**({self._pair()})-DP** by `{self.method}`{low}  \n{self.source}{note}"
 
     def as_dict(self) -> dict:
         def clean(x):
@@ -95,8 +122,10 @@ class Guarantee:
                 "note": self.note, "tol_met": self.tol_met}
 
     def __str__(self) -> str:
-        """Rounded outwards: epsilon and delta up (a weaker claim), the lower bound down."""
-        from .rounding import round_down, round_up
+        """Rounded outwards: the computed epsilon or delta up (a weaker claim), the lower bound
+        down, both to 6 digits; then what the user must know to read them: the tolerance the
+        bracket missed, and why a method other than the default answered (``note``)."""
+        from .rounding import round_down
         low = "" if self.lower is None else f" (lower bound {round_down(self.lower, 6)})"
-        return (f"({round_up(self.epsilon, 6)}, {round_up(self.delta, 3)})-DP by "
-                f"{self.method}{low}")
+        return "\n  ".join([f"({self._pair()})-DP by {self.method}{low}",
+                            *self.explanation()])

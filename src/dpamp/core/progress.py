@@ -155,3 +155,23 @@ def progress(items: Iterable[T], total: int | None = None, label: str = "", stre
         for item in items:
             yield item
             bar.update()
+
+
+def stages(items: Iterable[T], label: str, stream=None) -> Iterator[T]:
+    """Yield ``items`` (the few long stages of one command: a figure's samplers), with a bar
+    where :func:`wanted`, else -- on any other output, a pipe or a log -- one line per stage
+    on ``stream`` (default standard error) as it starts: ``label: item (k/n)``, so that work
+    of tens of seconds is never silent. ``DPAMP_PROGRESS=0`` and worker processes print
+    nothing."""
+    items = list(items)
+    if wanted(stream):
+        yield from progress(items, label=label, stream=stream)
+        return
+    import multiprocessing
+    if _env_setting() is False or multiprocessing.parent_process() is not None:
+        yield from items
+        return
+    out = sys.stderr if stream is None else stream
+    for k, item in enumerate(items, start=1):
+        print(f"{label}: {item} ({k}/{len(items)})", file=out, flush=True)
+        yield item

@@ -53,7 +53,7 @@ def rdp_triangle(rdp_pq: Callable, rdp_qr: Callable, alpha, alpha_prime):
     ap = V.orders(alpha_prime, "alpha_prime")
     a, ap = np.broadcast_arrays(a, ap)
     if (ap <= a).any() or np.isinf(ap).any():
-        raise ValueError("alpha_prime must be in (alpha, inf) for 004 Lemma 33.7")
+        raise ValueError("alpha_prime must be in (alpha, inf) for Steinke 2022, Lemma 33.7")
     inner = a * (ap - 1.0) / (ap - a)
     out = (ap / (ap - 1.0) * np.asarray(rdp_pq(inner), dtype=float)
            + np.asarray(rdp_qr(ap), dtype=float)) * (1.0 + 1e-15)

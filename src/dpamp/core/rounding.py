@@ -46,6 +46,26 @@ def weighted_sum_up(pairs) -> float:
     return up if Fraction(up) >= total else math.nextafter(up, math.inf)
 
 
+def fmt(x: float) -> str:
+    """A number as given, in the one format every output uses (the command line, ``str`` of a
+    Guarantee, reports, Markdown, errors): its shortest round-trip digits, fixed-point from
+    1e-4 up, else an unpadded exponent -- ``1e-5``, ``2.5e-7``, ``0.001``, ``60``, ``1e+15``
+    (Python's ``:g`` writes ``1e-05``; ``round_up``/``round_down`` use the same layout)."""
+    if not math.isfinite(x):
+        return "∞" if x > 0 else "-∞" if x < 0 else "nan"
+    if x == 0:
+        return "0"
+    return _layout(Decimal(repr(float(x))).normalize(), 15)
+
+
+def _layout(q: Decimal, digits: int) -> str:
+    """A normalised decimal as text: scientific (``1e-5``, ``1.23e+20``) below 1e-4 or from
+    10^digits up, else fixed-point."""
+    if q.adjusted() >= digits or q.adjusted() < -4:
+        return f"{q:e}"
+    return f"{q:f}"
+
+
 def round_up(x: float, digits: int = 4) -> str:
     """x rounded *up* to ``digits`` significant digits (for upper bounds)."""
     return _round(x, digits, True)
@@ -70,6 +90,4 @@ def _round(x, digits, up: bool) -> str:
     d = Decimal(repr(float(x)))
     exp = d.adjusted() - digits + 1
     q = d.quantize(Decimal(1).scaleb(exp), rounding=ROUND_CEILING if up else ROUND_FLOOR)
-    if q.adjusted() >= digits or q.adjusted() < -5:
-        return f"{q.normalize():e}"
-    return f"{q.normalize():f}"
+    return _layout(q.normalize(), digits)

@@ -93,13 +93,15 @@ class Sampler:
 SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("poisson", ADD_REMOVE, lambda b, n: Poisson(b / n),
             "each record independently with probability B/N (the rate)",
-            "004 Thm 34 (RDP), 000 Thm 8 (profile)", rate_alone=True),
+            "Steinke 2022, Thm 34 (RDP), Balle, Barthe & Gaboardi 2018, Thm 8 (profile)",
+            rate_alone=True),
     Sampler("without-replacement", SUBSTITUTION, lambda b, n: WithoutReplacement(b, n),
             "a uniformly random subset of exactly B of the N records",
-            "003 Thms 9, 19 (RDP), 000 Thm 9 (profile)"),
+            "Wang, Balle & Kasiviswanathan 2019, Thms 9, 19 (RDP), Balle, Barthe & Gaboardi "
+            "2018, Thm 9 (profile)"),
     Sampler("with-replacement", SUBSTITUTION, lambda b, n: WithReplacement(b, n),
             "B records drawn independently and uniformly, with replacement",
-            "000 Thm 10 (profile)"),
+            "Balle, Barthe & Gaboardi 2018, Thm 10 (profile)"),
     Sampler("allocation", ADD_REMOVE, lambda b, n: RandomAllocation(1, max(1, n // b)),
             "each record in one uniformly random batch of the t = floor(N/B) batches of an "
             "epoch (random allocation, balls in bins)",
@@ -114,8 +116,8 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
             lambda b, n, max_batch_size: TruncatedPoisson(b / n, max_batch_size, n),
             "each record independently with probability B/N, the batch then cut to a uniformly "
             "random subset of at most max_batch_size records",
-            "a labelled mixture of 000 Thm 8 at two rates (arXiv 2508.15089; "
-            "dpamp.amplification.truncation)", extra=("max_batch_size",)),
+            "a labelled mixture of Balle, Barthe & Gaboardi 2018, Thm 8 at two rates (arXiv "
+            "2508.15089; dpamp.amplification.truncation)", extra=("max_batch_size",)),
 )}
 DEFAULT_SAMPLER = "poisson"
 
@@ -208,7 +210,7 @@ def count(steps=None, epochs=None, scheme: SamplingScheme | None = None, *,
             raise ValueError(f"{steps_name} {n} and {epochs_name} {epochs:g} disagree: "
                              f"{n} steps of {t} per epoch are {runs} epochs; give one of them")
         assert m is not None            # steps or epochs was given
-        return m
+        return _at_most_max(m, epochs_name, epochs, "epochs")
     if epochs is None:
         assert n is not None            # steps was given
         return n
@@ -218,4 +220,17 @@ def count(steps=None, epochs=None, scheme: SamplingScheme | None = None, *,
         q = rate_of(scheme)
         raise ValueError(f"{steps_name} {n} and {epochs_name} {e:g} disagree: {e:g} epochs at "
                          f"rate {q} are ceil({e:g} x {1 / q}) = {m} steps; give one of them")
+    return _at_most_max(m, epochs_name, e, "steps")
+
+
+def _at_most_max(m: int, epochs_name: str, epochs, what: str) -> int:
+    """The count ``m`` that ``epochs`` make, refused naming the epochs where it is above
+    :data:`~dpamp.core.validate.MAX_INTEGER` (2^53: counts are used as exact floats downstream;
+    the composition would refuse it later, naming no parameter the user wrote)."""
+    if m > V.MAX_INTEGER:
+        from .rounding import fmt, round_down
+        shown = round_down(m, 4) if m < 10 ** 300 else f"a {len(str(m))}-digit number of"
+        raise ValueError(f"{epochs_name} must make at most 2^53 = {V.MAX_INTEGER} {what} "
+                         f"(got {fmt(float(epochs))} epochs: {shown} {what}); give fewer "
+                         "epochs")
     return m

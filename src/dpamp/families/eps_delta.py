@@ -20,7 +20,8 @@ def _words(words, relation):
 
 
 declare(EpsDelta, Family(
-    "EpsDelta", loss=_loss, eps_delta=lambda m: (m.epsilon_, m.delta_), profile=closed_form_profile("eps_delta", "004 Cor. 24 worst-case pair"),
+    "EpsDelta", loss=_loss, eps_delta=lambda m: (m.epsilon_, m.delta_),
+    profile=closed_form_profile("eps_delta", "Steinke 2022, Cor. 24 worst-case pair"),
     word="eps_delta", keys=("epsilon", "delta"), from_words=_words,
     example=lambda rel: EpsDelta(1.0, 1e-6, relation=rel),
     describe=lambda m: f"(ε, δ)-DP mechanism, ε = {m.epsilon_:g}, δ = {m.delta_:g}"))

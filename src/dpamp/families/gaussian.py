@@ -28,7 +28,8 @@ def _has(m: Gaussian, rep: Rep) -> Support | None:
 
 
 declare(Gaussian, Family(
-    "Gaussian", loss=_loss, profile=closed_form_profile("gaussian", "000 Thm 4"),
+    "Gaussian", loss=_loss, profile=closed_form_profile("gaussian", ("Balle, Barthe & Gaboardi "
+                                                                     "2018, Thm 4")),
     zcdp=lambda m: ulps_up(m.rho, 4), gaussian_mu=lambda m: m.mu, has=_has,
     additive_noise=lambda m: ("gaussian", m.sigma, m.sensitivity),
     group=sensitivity_group,

@@ -89,7 +89,7 @@ declare(KaryRandomizedResponse, Family(
                          lower=lambda m, eps: _rows(m, eps, False), group=_group,
                          symmetric=lambda m: True,
                          source="the exact three-outcome pair of k-ary randomized response "
-                                "(000 Sec. 2, privacy profile)"),
+                                "(Balle, Barthe & Gaboardi 2018, Sec. 2, privacy profile)"),
     word="kary_randomized_response", keys=("k", "noise_parameter", "epsilon"),
     from_words=_words, to_event=_to_event,
     example=lambda rel: KaryRandomizedResponse(5, 0.4, relation=rel),

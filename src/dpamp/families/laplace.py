@@ -16,7 +16,8 @@ def _loss(m: Laplace):
 
 
 declare(Laplace, Family(
-    "Laplace", loss=_loss, profile=closed_form_profile("laplace", "000 Thm 3"),
+    "Laplace", loss=_loss, profile=closed_form_profile("laplace", ("Balle, Barthe & Gaboardi "
+                                                                   "2018, Thm 3")),
     additive_noise=lambda m: ("laplace", m.scale, m.sensitivity),
     group=sensitivity_group,
     word="laplace", keys=("noise_multiplier", "scale", "sensitivity"),

@@ -265,7 +265,8 @@ _KEYS = ("strategy", "bands", "coeffs", "buffer_decays", "output_scales", "matri
 declare(MatrixMechanism, Family(
     "MatrixMechanism", loss_parts=_loss_parts,
     profile=ProfileHooks(pair=_profile_pair, lower=_profile_lower, symmetric=lambda m: True,
-                         source="000 Thm 4 at the matrix mechanism's sensitivity"),
+                         source=("Balle, Barthe & Gaboardi 2018, Thm 4 at the matrix mechanism's "
+                                 "sensitivity")),
     zcdp=lambda m: None if m.route == CYCLIC else ulps_up(0.5 * m.mu[1] ** 2, 4),
     has=_has, word="matrix", keys=_KEYS, from_words=_words, whole_run=True,
     to_event=_to_event, describe=_describe, own_samplers=lambda: _own_samplers()))

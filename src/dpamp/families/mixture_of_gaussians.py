@@ -97,7 +97,8 @@ declare(MixtureOfGaussians, Family(
     "MixtureOfGaussians", loss=_loss,
     profile=ProfileHooks(pair=lambda m, eps: _rows(m, eps, True),
                          lower=lambda m, eps: _rows(m, eps, False),
-                         source="mixture of Gaussian curves (000 Thm 4 per component)"),
+                         source=("mixture of Gaussian curves (Balle, Barthe & Gaboardi 2018, Thm "
+                                 "4 per component)")),
     zcdp=_rho,
     word="mixture_of_gaussians", keys=("sigma", "sensitivities", "probabilities"),
     from_words=_words, event="MixtureOfGaussiansDpEvent", from_event=_from_event, to_event=_to_event,

@@ -64,14 +64,14 @@ def _pure_words(words, relation):
 
 declare(RandomizedResponse, Family(
     "RandomizedResponse", loss=_loss, profile=closed_form_profile(
-        "randomized_response", "000 Sec. 5 (phi_p)", binary=True),
+        "randomized_response", "Balle, Barthe & Gaboardi 2018, Sec. 5 (phi_p)", binary=True),
     word="randomized_response", keys=("p", "epsilon"), from_words=_rr_words,
     event="RandomizedResponseDpEvent", from_event=_rr_event, to_event=_rr_to_event,
     example=lambda rel: RandomizedResponse(0.75, relation=rel),
     describe=lambda m: f"randomized response, p = {m.p:g}"))
 declare(PureDP, Family(
     "PureDP", loss=_loss, profile=closed_form_profile(
-        "pure_dp", "randomized-response profile (004 Sec. 5)"),
+        "pure_dp", "randomized-response profile (Steinke 2022, Sec. 5)"),
     word="pure_dp", keys=("epsilon",), from_words=_pure_words,
     example=lambda rel: PureDP(1.0, relation=rel),
     describe=lambda m: f"ε-DP mechanism, ε = {m.epsilon_:g}"))

@@ -152,10 +152,11 @@ def _poisson_loss(sub, base):
 
 def _poisson_profile_source(sub) -> str:
     if sub.scheme.relation is ADD_REMOVE:
-        return "000 Thm 8 (Thm 2, both orders)"
+        return "Balle, Barthe & Gaboardi 2018, Thm 8 (Thm 2, both orders)"
     if sub.scheme.population is None:
-        return "000 Thm 2 (joint convexity; the one-record worst case, no population given)"
-    return "000 Thm 14 (tighter proof form)"
+        return ("Balle, Barthe & Gaboardi 2018, Thm 2 (joint convexity; the one-record worst "
+                "case, no population given)")
+    return "Balle, Barthe & Gaboardi 2018, Thm 14 (tighter proof form)"
 
 
 def _poisson_pair(sub, eps):
@@ -268,12 +269,14 @@ declare_scheme(WithoutReplacement, Amplification(
     pure_epsilon=lambda sub: amplified_pure_epsilon(sub.base.pure_epsilon(), sub.rate),
     profile_pair=_wor_pair, profile_symmetric=lambda sub: True,
     member_gamma=lambda scheme: scheme.batch / scheme.population, rdp_lower=_wor_rdp_lower,
-    loss=_wor_loss, profile_source=lambda sub: "000 Thm 9", u_minus_i=True))
+    loss=_wor_loss, profile_source=lambda sub: "Balle, Barthe & Gaboardi 2018, Thm 9",
+    u_minus_i=True))
 declare_scheme(WithReplacement, Amplification(
     "WithReplacement", has_rdp=_wr_has_rdp, log_moments=_profile_log_moments,
     pure_epsilon=_wr_pure, profile_pair=_wr_pair, profile_symmetric=_wr_symmetric,
     member_gamma=_wr_member_gamma,
-    profile_source=lambda sub: "000 Thm 11" if sub.scheme.gives is ADD_REMOVE else "000 Thm 10",
+    profile_source=lambda sub: "Balle, Barthe & Gaboardi 2018, " + (
+        "Thm 11" if sub.scheme.gives is ADD_REMOVE else "Thm 10"),
     crude_log_mgf=lambda sub, t: _bridge().with_replacement_log_mgf(sub, t)))
 
 

@@ -66,7 +66,9 @@ def _to_event(m: TreeAggregation):
 
 
 declare(TreeAggregation, Family(
-    "TreeAggregation", loss=_loss, profile=closed_form_profile("gaussian", "000 Thm 4"),
+    "TreeAggregation", loss=_loss, profile=closed_form_profile("gaussian", ("Balle, Barthe & "
+                                                                            "Gaboardi 2018, Thm "
+                                                                            "4")),
     zcdp=lambda m: ulps_up(m.rho, 4), gaussian_mu=lambda m: m.mu, has=_has,
     group=lambda m, k: Gaussian(m.noise_multiplier, k * m.l2_sensitivity,
                                         relation=m.relation),

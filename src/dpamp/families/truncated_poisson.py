@@ -123,9 +123,9 @@ def _member_gamma(scheme) -> float:
 
 def _source(sub) -> str:
     if not sub.scheme.truncates:
-        return "000 Thm 8 (B >= n: plain Poisson sampling)"
-    return ("truncated Poisson: labelled mixture of 000 Thm 8 at rates q (sensitivity Δ) and p "
-            "(2Δ), arXiv:2508.15089")
+        return "Balle, Barthe & Gaboardi 2018, Thm 8 (B >= n: plain Poisson sampling)"
+    return ("truncated Poisson: labelled mixture of Balle, Barthe & Gaboardi 2018, Thm 8 at "
+            "rates q (sensitivity Δ) and p (2Δ), arXiv:2508.15089")
 
 
 declare_scheme(TruncatedPoisson, Amplification(

@@ -84,7 +84,8 @@ declare(UserLevelGaussian, Family(
     "UserLevelGaussian", loss=_loss, has=_has,
     profile=ProfileHooks(pair=_pair, lower=_lower,
                          source="the user-level pair (Ganesh 2024 Thm 3.1; Schuchardt et al. "
-                                "2024): a binomial mixture of Gaussians or 000 Thm 8"),
+                                "2024): a binomial mixture of Gaussians or Balle, Barthe & "
+                                "Gaboardi 2018, Thm 8"),
     zcdp=_delegate("zcdp"), gaussian_mu=None, poisson_gaussian=_delegate("poisson_gaussian"),
     to_event=_to_event, describe=describe, own_samplers=lambda: {
         "records, Poisson": UserLevelGaussian(1.0, 4, 0.01),

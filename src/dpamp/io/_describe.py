@@ -7,7 +7,8 @@ from ..core.relations import Relation
 
 
 def _g(x) -> str:
-    return f"{x:g}" if isinstance(x, float) else str(x)
+    from ..core.rounding import fmt
+    return fmt(x) if isinstance(x, float) else str(x)
 
 
 def _keys(kind: str) -> tuple[str, ...]:

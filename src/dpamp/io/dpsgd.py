@@ -88,20 +88,22 @@ def dpsgd(*, noise_multiplier: float, batch_size: int | None = None,
 
 def describe(stage: Stage) -> str:
     """What a DP-SGD stage assumes, in one line."""
+    from ..core.rounding import fmt
     a = stage.assumed
     rel = as_relation(a["relation"]).words
     if "batch_size" in a:
         how = f"batch {a['batch_size']} of {a['dataset_size']}" + (
             f", cut to at most {a['max_batch_size']}" if "max_batch_size" in a else "")
     elif "sample_rate" in a:
-        how = f"rate {a['sample_rate']:g}"
+        how = f"rate {fmt(a['sample_rate'])}"
     else:                                   # sampler "none": every record in every step
         how = "the whole dataset every step"
     given = stage.params.get("epochs")
     count = f"{a['steps']} steps" + ("" if given is None else
-                                     f" (= {given:g} epochs, rounded up to whole steps)")
-    text = (f"noise multiplier {a['noise_multiplier']:g}, sampler {a['sampler']} ({how}), "
-            f"{rel} relation, sensitivity {a['sensitivity']:g} x the clipping norm, {count}")
+                                     f" (= {fmt(float(given))} epochs, rounded up to whole steps)")
+    text = (f"noise multiplier {fmt(float(a['noise_multiplier']))}, sampler {a['sampler']} "
+            f"({how}), {rel} relation, sensitivity {fmt(float(a['sensitivity']))} x the "
+            f"clipping norm, {count}")
     if a.get("unit") == "user":
         from ._describe import user_words
         text += "; " + user_words(a)

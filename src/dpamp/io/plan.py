@@ -538,7 +538,9 @@ def _steps_of(r: _Reader, i, s, scheme) -> int:
         names = ("--steps", "--epochs") if r.cli else ("steps", "epochs")
         return samplers.count(steps, epochs, scheme, steps_name=names[0], epochs_name=names[1])
     except ValueError as e:
-        r.fail(i, "epochs", str(e))
+        msg = str(e)    # "epochs must ..." after "key 'epochs': " says the key twice
+        r.fail(i, "epochs", msg[len(names[1]) + 1:] if msg.startswith(names[1] + " must ")
+               else msg)
 
 
 # --- the built-in plan -------------------------------------------------------------------

@@ -32,6 +32,7 @@ import os
 import numpy as np
 
 from ..core import validate as V
+from ..core.rounding import fmt
 from ..core.progress import progress
 
 __all__ = ["profile", "epsilon_vs_steps", "rdp", "tradeoff", "tradeoff_from_profile",
@@ -178,7 +179,7 @@ def epsilon_vs_steps(x, delta: float, steps=None, methods=None, output=None,
         if ok.any():
             ax.plot(grid[ok], e[ok], marker=".", label=n)
     ax.set_xscale("log")
-    _finish(fig, ax, out_path, "steps", f"ε  (upper bound at δ = {d:g})",
+    _finish(fig, ax, out_path, "steps", f"ε  (upper bound at δ = {fmt(d)})",
             "ε against steps")
     return {"steps": grid, "delta": d, "epsilon": eps}
 

@@ -59,8 +59,9 @@ def _header(plan):
 
 
 def _d(x: float) -> str:
-    """delta as written by people: 1e-5, not 1e-05."""
-    return f"{x:g}".replace("e-0", "e-").replace("e+0", "e+")
+    """delta as written by people: 1e-5, not 1e-05 (the one format, core.rounding.fmt)."""
+    from ..core.rounding import fmt
+    return fmt(x)
 
 
 def text(rows, delta: float, plan=None, mechanism=None) -> str:
@@ -180,9 +181,14 @@ def risk_assumed(mech) -> list[str]:
 
     def count(m, c) -> str:
         fam = family_of(m)
-        if fam is not None and fam.whole_run:       # a matrix mechanism: c runs of n steps
+        # a matrix mechanism (c runs of n steps), the best of repeated runs: runs, not steps
+        if fam is not None and (fam.whole_run or fam.name == "RepeatAndSelect"):
             return f"{c} run{'s' * (c != 1)}"
-        return f"{c} steps"
+        scheme = getattr(m, "scheme", None)
+        if getattr(scheme, "per_epoch", False):     # an epoch sampler: the part is an epoch
+            t = int(getattr(scheme, "steps"))
+            return f"{c} epoch{'s' * (c != 1)} ({c * t} steps)"
+        return f"{c} step{'s' * (c != 1)}"
     return [f"{describe_mechanism(m)}; {count(m, c)}; {rel} neighbours" for m, c in mech.parts()]
 
 
@@ -212,12 +218,15 @@ def risk_lines(s: dict, assumed: list[str]) -> list[str]:
         out.append(f"  Gaussian DP: mu <= {round_up(mu['upper'], 6)} "
                    f"(no mu below {round_down(mu['lower'], 6)})")
     else:
-        out.append(f"  Gaussian DP: no mu certified for every FPR (needs at least "
-                   f"{round_down(mu['lower'], 4)})")
+        # over every FPR the extreme ones set the mu (the range line below leaves them out)
+        need = f" (the extreme FPRs need mu >= {round_down(mu['lower'], 4)})" \
+            if mu["lower"] > 0 else ""
+        out.append(f"  Gaussian DP: no mu certified for every FPR{need}")
         if mid["upper"] != float("inf"):
             a, b = mid["fpr_range"]
-            out.append(f"  Gaussian DP for FPR in [{a:g}, 1 - {1 - b:.0e}]: mu <= "
-                       f"{round_up(mid['upper'], 4)} (no mu below {round_down(mid['lower'], 4)})")
+            low = f" (no mu below {round_down(mid['lower'], 4)})" if mid["lower"] > 0 else ""
+            out.append(f"  Gaussian DP for FPR in [{_d(a)}, 1 - {_d(float(f'{1 - b:.0e}'))}]: "
+                       f"mu <= {round_up(mid['upper'], 4)}{low}")
     out.append(f"  method: {s['method']}" + (f"; {s['note']}" if s["note"] else ""))
     return out
 
@@ -243,6 +252,6 @@ def risk_markdown(mechanism) -> list[str]:
                "certify a bound below it.")
     out += ["", "| FPR | TPR (upper bound) | TPR reached |", "|---|---|---|"]
     for r in s["tpr_at_fpr"]:
-        out.append(f"| {r['fpr']:g} | {round_up(r['tpr_upper'], 4)} | "
+        out.append(f"| {_d(r['fpr'])} | {round_up(r['tpr_upper'], 4)} | "
                    f"{round_down(r['tpr_lower'], 4)} |")
     return out

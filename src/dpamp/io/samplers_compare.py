@@ -36,15 +36,18 @@ def _run(noise_multiplier: float, batch_size: int, dataset_size: int, sampler: s
 
 def compare(noise_multiplier: float, batch_size: int, dataset_size: int,
             epochs: int | Sequence[int], delta: float, samplers: Sequence[str] = SAMPLERS,
-            method: str = "auto", **options: Any) -> dict:
+            method: str = "auto", announce: bool = False, **options: Any) -> dict:
     """For each sampler and each number of epochs, the proven bracket on epsilon(delta):
     ``{"epochs": [...], "delta": delta, "samplers": {name: {"upper": [...], "lower": [...],
     "relation": ..., "sensitivity": ..., "steps_per_epoch": ...}}}`` (a lower end is NaN where
-    none is known). A sampler that cannot answer has NaN there and its error in "error"."""
-    d = V.delta(delta)
+    none is known). A sampler that cannot answer has NaN there and its error in "error".
+    ``announce``: show each sampler as it starts (a bar on a terminal, else a line on
+    standard error: core.progress.stages), for the long figure."""
+    from ..core.progress import stages
+    d = V.delta(delta, allow_zero=True)     # delta 0: pure epsilon, as everywhere else
     es = [V.integer("epochs", e, low=1) for e in np.atleast_1d(epochs).tolist()]
     out: dict[str, Any] = {"epochs": es, "delta": d, "samplers": {}}
-    for name in samplers:
+    for name in (stages(samplers, "samplers") if announce else samplers):
         row: dict[str, Any] = {"upper": [], "lower": [], "error": None}
         for e in es:
             try:
@@ -67,7 +70,8 @@ def compare(noise_multiplier: float, batch_size: int, dataset_size: int,
 def lines(result: dict) -> list[str]:
     """The comparison as text lines (uppers rounded up, lowers down)."""
     from ..core.rounding import round_down, round_up
-    out = [f"epsilon at delta {result['delta']:g} by sampler (proven brackets):",
+    from ..core.rounding import fmt
+    out = [f"epsilon at delta {fmt(result['delta'])} by sampler (proven brackets):",
            f"  {'epochs':>6}  " + "  ".join(f"{n:>24}" for n in result["samplers"])]
     for j, e in enumerate(result["epochs"]):
         cells = []
@@ -88,12 +92,13 @@ def plot(noise_multiplier: float, batch_size: int, dataset_size: int, epochs: in
     """epsilon against epochs (1 .. ``epochs``, about 12 log-spaced counts) for each sampler:
     the upper bound as a line, the proven bracket shaded (so the gap between the samplers is
     seen, not read). Returns :func:`compare`'s result; saves to ``output`` if given."""
+    from ..core.rounding import fmt
     from .plot import check_output, _figure, _finish
     out_path = check_output(output)
     E = V.integer("epochs", epochs, low=1)
     grid = np.unique(np.round(np.geomspace(1, E, min(E, 12))).astype(int)).tolist()
     res = compare(noise_multiplier, batch_size, dataset_size, grid, delta, method=method,
-                  **options)
+                  announce=True, **options)
     fig, ax = _figure()
     x = np.asarray(res["epochs"], dtype=float)
     for name, row in res["samplers"].items():
@@ -114,7 +119,7 @@ def plot(noise_multiplier: float, batch_size: int, dataset_size: int, epochs: in
             ax.plot(x[low_ok], lo[low_ok], ls="--", color=line.get_color(), lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _finish(fig, ax, out_path, "epochs", f"epsilon at delta = {res['delta']:g}",
+    _finish(fig, ax, out_path, "epochs", f"epsilon at delta = {fmt(res['delta'])}",
             f"DP-SGD, noise multiplier {noise_multiplier:g}, batch {batch_size} of "
             f"{dataset_size}\n(lines: proven upper bounds; bands: down to proven lower bounds)")
     return res
@@ -129,8 +134,11 @@ def for_plan(plan, delta: float) -> dict | None:
         return None
     st = plan.stages[0]
     p, a = st.params, st.assumed
+    # a run repeated a random number of times (repeat_and_select) is not the DP-SGD run the
+    # table compares: its samplers' brackets would be read as the plan's own
     if p.get("mechanism") != "gaussian" or "noise_multiplier" not in p or \
-            "batch_size" not in a or a.get("sampler") not in SAMPLERS or "sensitivity" in p:
+            "batch_size" not in a or a.get("sampler") not in SAMPLERS or "sensitivity" in p or \
+            "repeat_and_select" in p:
         return None
     epochs = max(1, math.ceil(p.get("epochs", a["epochs"])))
     return compare(p["noise_multiplier"], a["batch_size"], a["dataset_size"], [epochs], delta)

@@ -73,7 +73,7 @@ class ProfileHooks:
     group: Callable[..., Any] | None = None
     binary: Callable[[Any], bool] | None = None
     symmetric: Callable[[Any], bool] | None = None
-    source: str = "000 Sec. 2 (privacy profile)"
+    source: str = "Balle, Barthe & Gaboardi 2018, Sec. 2 (privacy profile)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +181,7 @@ class Amplification:
     extra_rdp: Callable[[Any, Any], Any] | None = None
     rdp_lower: Callable[[Any, Any], Any] | None = None
     loss: Callable[[Any, Any], Any] | None = None
-    profile_source: Callable[[Any], str] = lambda sub: "000"
+    profile_source: Callable[[Any], str] = lambda sub: "Balle, Barthe & Gaboardi 2018"
     crude_log_mgf: Callable[[Any, Any], Any] | None = None
     u_minus_i: bool = False
     check: Callable[[Any], None] | None = None
@@ -313,7 +313,12 @@ def is_binary(mechanism: Any) -> bool:
 
 
 def describe(mechanism: Any) -> str:
-    """The family's words for one mechanism (a report row), else its repr."""
+    """The family's words for one mechanism (a report row); a composition in its parts' words
+    ("4688 steps of Gaussian, ..."); else its repr."""
     fam = family_of(mechanism)
-    return fam.describe(mechanism) if fam is not None and fam.describe is not None \
-        else repr(mechanism)
+    if fam is not None and fam.describe is not None:
+        return fam.describe(mechanism)
+    parts = mechanism.parts() if hasattr(mechanism, "parts") else ((mechanism, 1),)
+    if len(parts) > 1 or parts[0][0] is not mechanism:
+        return "; then ".join(f"{c} step{'s' * (c != 1)} of {describe(m)}" for m, c in parts)
+    return repr(mechanism)

@@ -38,9 +38,10 @@ if TYPE_CHECKING:
 def no_profile(mechanism, what="privacy profile"):
     name = type(mechanism).__name__
     return NotImplementedError(
-        f"{name} has no {what} in dpamp.profiles (000): profiles exist for Gaussian, Laplace, "
-        "RandomizedResponse, PureDP, EpsDelta, RandomizedMembership and their subsampled "
-        "versions; use the RDP, zCDP or PLD methods for this mechanism")
+        f"{name} has no {what} in dpamp.profiles (Balle, Barthe & Gaboardi 2018): profiles "
+        "exist for Gaussian, Laplace, RandomizedResponse, PureDP, EpsDelta, "
+        "RandomizedMembership and their subsampled versions; use the RDP, zCDP or PLD "
+        "methods for this mechanism")
 
 
 def _hooks(mechanism):

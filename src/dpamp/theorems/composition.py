@@ -102,7 +102,7 @@ def advanced(epsilons, deltas, delta: float, counts=1) -> float:
     spent = _exact_delta_sum(d, c)
     if not Fraction(delta) > spent:
         raise ValueError(f"delta must be > sum of the parts' deltas = {float(spent):.17g} for "
-                         f"004 Thm 22 (got {delta:.17g}); the remainder delta' = delta - "
+                         f"Steinke 2022, Thm 22 (got {delta:.17g}); the remainder delta' = delta - "
                          "sum delta_j must be > 0")
     # delta' rounded down (a smaller delta' only enlarges log(1/delta')): pessimistic
     dprime = float(Fraction(delta) - spent) * (1.0 - 1e-12)
@@ -190,7 +190,8 @@ def _check_kov(eps0, delta0, k):
     if isinstance(k, Real) and not isinstance(k, bool) and k > KOV_MAX_K:
         raise ValueError(f"k must be an integer in [1, {KOV_MAX_K}] for the KOV sum (got {k}): "
                          "its window of binomial terms grows like sqrt(k); use advanced "
-                         "composition (004 Thm 22) or the PLD of dp.EpsDelta for larger k")
+                         "composition (Steinke 2022, Thm 22) or the PLD of dp.EpsDelta for "
+                         "larger k")
     return eps0, delta0, V.integer("k", k, low=1, high=KOV_MAX_K)
 
 

@@ -65,9 +65,10 @@ def thm29_scheme(epsilon: float, delta: float, scheme) -> tuple[float, float]:
     from ..mechanisms.family import amplification_of
     if getattr(amplification_of(scheme), "u_minus_i", False):
         return thm29(epsilon, delta, scheme.rate)
-    raise ValueError(f"004 Thm 29 needs a sampling scheme with a U_{{-i}} coupling (Poisson or "
-                     f"WithoutReplacement); its condition is not established for {scheme!r}: "
-                     "use the privacy-profile method (000 Thm 10) for sampling with replacement")
+    raise ValueError(f"Steinke 2022, Thm 29 needs a sampling scheme with a U_{{-i}} coupling "
+                     f"(Poisson or WithoutReplacement); its condition is not established for "
+                     f"{scheme!r}: use the privacy-profile method (Balle, Barthe & Gaboardi "
+                     "2018, Thm 10) for sampling with replacement")
 
 
 # --- Theorem 38 ----------------------------------------------------------------------------------
@@ -95,12 +96,12 @@ def thm38(rho: float, rate: float, alpha):
         lp = math.log(1.0 / rate)
         need = 3.0 + 2.0 * math.log(1.0 / rho) / lp
         raise ValueError(
-            f"004 Thm 38 does not apply at rho={rho:g}, rate={rate:g}: it needs "
+            f"Steinke 2022, Thm 38 does not apply at rho={rho:g}, rate={rate:g}: it needs "
             f"omega = min(log(1/p)/(4 rho), 1 + p^(-1/4)) = {omega:.4g} >= 3 + 2 log(1/rho)/log(1/p)"
             f" = {need:.4g}; use the exact Thm 34 (method 'rdp') or Props 41/42")
     a = V.orders(alpha)
     if (a >= omega).any():
-        raise ValueError(f"alpha must be in (1, omega) = (1, {omega:.4g}) for 004 Thm 38 "
+        raise ValueError(f"alpha must be in (1, omega) = (1, {omega:.4g}) for Steinke 2022, Thm 38 "
                          f"(got {a[a >= omega].ravel()[0]:g})")
     out = _up(10.0 * rate * rate * rho * a)
     return out if out.ndim else float(out)
@@ -123,7 +124,7 @@ def prop41(rate: float, alpha, omega, eps2, eps_omega):
     ew = V.reals("eps_omega", eps_omega, low=0.0)
     a, w, e2, ew = np.broadcast_arrays(a, w, e2, ew)
     if (a > w).any():
-        raise ValueError("omega must be >= alpha for 004 Prop. 41")
+        raise ValueError("omega must be >= alpha for Steinke 2022, Prop. 41")
     if p == 0:
         out = np.zeros(a.shape)
         return out if out.ndim else float(out)

@@ -48,7 +48,8 @@ from .common import orders_of, renyi_budgets
 __all__ = ["RenyiLedger", "ZCDPLedger", "step_rdp"]
 
 THEOREM = ("Rényi filter at K orders: Feldman & Zrnic 2021 supermartingale at each "
-           "order, 004 Lemma 33 item 8 conversion at delta/K, union bound over the orders")
+           "order, Steinke 2022, Lemma 33 item 8 conversion at delta/K, union bound over "
+           "the orders")
 
 
 def step_rdp(mechanism: Mechanism, orders: np.ndarray) -> np.ndarray:
@@ -113,7 +114,7 @@ class ZCDPLedger:
 
     method = "zcdp"
     theorem = ("zCDP filter: Feldman & Zrnic 2021 at every order, sum rho_t <= rho* "
-               "(rho*-zCDP), converted by 004 Lemma 33 item 8")
+               "(rho*-zCDP), converted by Steinke 2022, Lemma 33 item 8")
 
     def __init__(self, epsilon: float, delta: float):
         from ...core.roots import bisect, expand

@@ -20,8 +20,8 @@ from ...core.guarantee import Guarantee
 from ..registry import Method, register
 from ...amplification.mixing.post_processed import PostProcessed
 
-_SOURCE = ("002 Thm 1 (mixing: Dobrushin, (gamma, eps)-Dobrushin, Doeblin, ultra-mixing) "
-           "applied to the base privacy profile")
+_SOURCE = ("Balle, Barthe, Gaboardi & Geumlek 2019, Thm 1 (mixing: Dobrushin, "
+           "(gamma, eps)-Dobrushin, Doeblin, ultra-mixing) applied to the base privacy profile")
 
 
 def _applies(mechanism) -> bool:

@@ -7,7 +7,7 @@ from ..registry import Method, parts_support, register
 from ...pld.query import delta_bracket, epsilon_bracket
 from ...pld.sources import has_pld
 
-SOURCE = ("004 Prop. 7 (PLD -> delta), Thm 9 (composition = convolution); dominating / "
+SOURCE = ("Steinke 2022, Prop. 7 (PLD -> delta), Thm 9 (composition = convolution); dominating / "
           "dominated grid discretisations, tilted FFT with a proven error budget")
 
 

@@ -23,9 +23,12 @@ def _source(mechanism) -> str:
     if rule is None or not hasattr(rule, "profile_source"):
         fam = family_of(m)
         hooks = None if fam is None else fam.profile
-        return "000 Sec. 2 (privacy profile)" if hooks is None else hooks.source
-    thm = "000 Lemma 12 (exact)" if core.is_binary(base) else rule.profile_source(m)
-    return f"{thm} on {_source(base)}; lower: 000 Lemma 12 membership pair"
+        return ("Balle, Barthe & Gaboardi 2018, Sec. 2 (privacy profile)" if hooks is None
+                else hooks.source)
+    thm = ("Balle, Barthe & Gaboardi 2018, Lemma 12 (exact)" if core.is_binary(base)
+           else rule.profile_source(m))
+    return (f"{thm} on {_source(base)}; lower: Balle, Barthe & Gaboardi 2018, Lemma 12 membership "
+            "pair")
 
 
 def _applies(mechanism) -> bool:

@@ -8,8 +8,10 @@ from ...mechanisms.family import Rep
 from ..registry import Method, parts_support, register
 from ...rdp.conversion import delta_from_rdp, epsilon_from_rdp
 
-_SOURCES = {True: "004 Lemma 33 item 8 (RDP -> (eps, delta)); 003 Alg. 5 order search",
-            False: "003 Lemma 6 / eq. (2.2) (RDP -> (eps, delta)); 003 Alg. 5 order search"}
+_SOURCES = {True: ("Steinke 2022, Lemma 33 item 8 (RDP -> (eps, delta)); Wang, Balle & "
+                   "Kasiviswanathan 2019, Alg. 5 order search"),
+            False: ("Wang, Balle & Kasiviswanathan 2019, Lemma 6 / eq. (2.2) (RDP -> (eps, "
+                    "delta)); Wang, Balle & Kasiviswanathan 2019, Alg. 5 order search")}
 
 
 def has_rdp(mechanism) -> bool:

@@ -79,7 +79,7 @@ def _homogeneous(mechanism):
 
 # --- basic -------------------------------------------------------------------------------------
 
-_BASIC = "004 Thm 1 (basic composition; approximate-DP extension of Sec. 2)"
+_BASIC = "Steinke 2022, Thm 1 (basic composition; approximate-DP extension of Sec. 2)"
 
 
 def _basic_eps(mechanism, delta, **_):
@@ -99,7 +99,7 @@ def _basic_delta(mechanism, epsilon, **_):
 
 # --- advanced ----------------------------------------------------------------------------------
 
-_ADV = "004 Thm 22 (advanced adaptive composition, min with basic; Thm 18 for pure parts)"
+_ADV = "Steinke 2022, Thm 22 (advanced adaptive composition, min with basic; Thm 18 for pure parts)"
 
 
 def _adv_eps(mechanism, delta, **_):
@@ -122,8 +122,8 @@ def _adv_delta(mechanism, epsilon, **_):
 
 # --- kov -----------------------------------------------------------------------------------------
 
-_KOV = ("004 Sec. 7 (optimal homogeneous composition, KOV15): binomial sum over a window, "
-        "rounding and tail margins; epsilon: upper end of a bracketing search")
+_KOV = ("Steinke 2022, Sec. 7 (optimal homogeneous composition, KOV15): binomial sum over a "
+        "window, rounding and tail margins; epsilon: upper end of a bracketing search")
 
 
 def _kov_applies(mechanism) -> bool:

@@ -9,7 +9,8 @@ from ...theorems.zcdp import delta_improved, epsilon_improved, rho_of
 from ...mechanisms.family import Support
 from ..registry import Method, register
 
-_SOURCE = "004 Thm 13 (rho adds), Lemma 12 / Prop. 16 (rho of parts), Prop. 14 (conversion)"
+_SOURCE = ("Steinke 2022, Thm 13 (rho adds), Lemma 12 / Prop. 16 (rho of parts), Prop. 14 "
+           "(conversion)")
 
 
 def _applies(mechanism) -> bool:

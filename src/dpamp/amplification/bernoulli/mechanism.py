@@ -50,7 +50,7 @@ class BernoulliSampling:
         if self.exact_search and (d != 1 or k > EXACT_MAX_K_D1):
             raise ValueError("exact_search needs d = 1 and k <= "
                              f"{EXACT_MAX_K_D1} (got d={d}, k={k}); the default curve "
-                             "(001 Thm 5 bound) works for any d and k")
+                             "(Imola & Chaudhuri 2021, Thm 5 bound) works for any d and k")
 
     def apply(self, mechanism: Mechanism) -> BernoulliSampled:
         check_mechanism(mechanism)

@@ -96,7 +96,7 @@ class BernoulliWitness(Mechanism):
     c: float
     n: int
     relation: Relation
-    source = "001 Thm 3 remark: a threshold post-processing attained (witness)"
+    source = "Imola & Chaudhuri 2021, Thm 3 remark: a threshold post-processing attained (witness)"
 
     def _rdp(self, alpha):
         """The pair's own Rényi divergence, the larger of both orders:

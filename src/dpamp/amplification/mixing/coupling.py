@@ -133,7 +133,8 @@ def shift_reduction_rdp(alpha: ArrayLike, mechanism: Mechanism,
     mform = mechanism_form(mechanism)
     if mform is None:
         raise ValueError(f"mechanism must be a Gaussian or Laplace mechanism (or a diffusion "
-                         f"mechanism) for 002 Thm 2 (got {mechanism!r})")
+                         f"mechanism) for Balle, Barthe, Gaboardi & Geumlek 2019, Thm 2 "
+                         f"(got {mechanism!r})")
     kform = kernel_form(kernel)
     if kform is None:
         raise ValueError(f"kernel must be an unbounded dp.GaussianKernel or dp.LaplaceKernel "

@@ -101,7 +101,8 @@ def amplification_by_iteration(alpha: ArrayLike, sigma: float, lipschitz: float,
         coef = optimal_coefficient(L, r) * dist ** 2 / (2.0 * s ** 2)
     elif bound == "paper":
         if L > 1.0:
-            raise ValueError(f"lipschitz must be in [0, 1] for 002 Thm 4 bound (3) (got {L:g}); "
+            raise ValueError(f"lipschitz must be in [0, 1] for Balle, Barthe, Gaboardi & "
+                             f"Geumlek 2019, Thm 4 bound (3) (got {L:g}); "
                              "use bound='optimal' (Thm 4 (2) with the best path), valid for any L")
         coef = paper_coefficient(L, r) * dist ** 2 / (2.0 * s ** 2)
     else:

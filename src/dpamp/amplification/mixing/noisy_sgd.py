@@ -76,8 +76,8 @@ class NoisyProjectedSGD(Mechanism):
         limit = 2.0 / (beta + rho)
         if eta > limit:
             raise ValueError(f"step_size must be in (0, 2/(smoothness + strong_convexity)] = "
-                             f"(0, {limit:g}] for 002 Thm 5 (got {eta:g}): larger steps do not "
-                             "contract")
+                             f"(0, {limit:g}] for Balle, Barthe, Gaboardi & Geumlek 2019, "
+                             f"Thm 5 (got {eta:g}): larger steps do not contract")
         object.__setattr__(self, "step_size", eta)
         object.__setattr__(self, "sigma", V.positive("sigma", self.sigma))
         if self.index is not None:
@@ -86,8 +86,9 @@ class NoisyProjectedSGD(Mechanism):
             raise ValueError(f"bound must be 'optimal' or 'paper' (got {self.bound!r})")
         rel = as_relation(self.relation)
         if rel is not SUBSTITUTION:
-            raise ValueError("relation must be dp.SUBSTITUTION for NoisyProjectedSGD: 002 Thm 5 "
-                             "compares datasets of equal size differing in the i-th record")
+            raise ValueError("relation must be dp.SUBSTITUTION for NoisyProjectedSGD: Balle, "
+                             "Barthe, Gaboardi & Geumlek 2019, Thm 5 compares datasets of equal "
+                             "size differing in the i-th record")
         object.__setattr__(self, "relation", rel)
 
     @property

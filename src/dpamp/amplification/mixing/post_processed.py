@@ -46,8 +46,8 @@ class PostProcessed(PostProcessing):
             raise ValueError(
                 f"{self.base!r} has real-valued (unbounded) outputs but {self.kernel!r} does not "
                 "accept every real input: use an unbounded dp.GaussianKernel / dp.LaplaceKernel "
-                "(002 Thm 2 coupling bound), or a base mechanism whose outputs lie in the "
-                "kernel's input space")
+                "(Balle, Barthe, Gaboardi & Geumlek 2019, Thm 2 coupling bound), or a base "
+                "mechanism whose outputs lie in the kernel's input space")
 
     def _coupling(self, alpha):
         from .coupling import kernel_form, mechanism_form, shift_reduction_rdp

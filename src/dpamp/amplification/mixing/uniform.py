@@ -145,9 +145,10 @@ def amplify_by_mixing(epsilon: float, delta: float, gamma: float,
         thr = doeblin_threshold(eps, d)
         if thr < g < 1.0:
             warnings.warn(
-                f"002 Thm 1 (3) (Doeblin) makes delta worse here: delta' = {dp_:.6g} > delta = "
-                f"{d:.6g}. It amplifies delta only when gamma <= delta e^eps / ((1 - delta)"
-                f"(e^eps - 1)) = {thr:.6g} (got gamma = {g:.6g}); K o M is still "
+                f"Balle, Barthe, Gaboardi & Geumlek 2019, Thm 1 (3) (Doeblin) makes delta "
+                f"worse here: delta' = {dp_:.6g} > delta = {d:.6g}. It amplifies delta only "
+                f"when gamma <= delta e^eps / ((1 - delta)(e^eps - 1)) = {thr:.6g} (got "
+                f"gamma = {g:.6g}); K o M is still "
                 f"({eps:g}, {d:g})-DP by post-processing", DoeblinWarning, stacklevel=2)
         return eps_p, dp_
     return eps_p, float(min(d, _up(_ultra_delta(eps, d, g), _REL_DELTA)))
