@@ -94,19 +94,27 @@ def log_ratio_rates(h: np.ndarray, j: np.ndarray, rates: np.ndarray) -> np.ndarr
     f = np.zeros((s, 1 << w))
     f[:, 0] = 1.0
     logscale = np.zeros(s)
+    drift = 0.0
     for t in range(h.shape[1]):
         a1 = lr[t] + h[:, t] - wmin[t]            # log weight of B_t = 1 before the decay
         m = np.maximum(l1[t], a1)
         c0, c1 = np.exp(l1[t] - m), np.exp(a1 - m)
-        fr = f.reshape(s, 2, half)                # state = top * half + rest
-        dr = decay[t].reshape(2, half)
-        g = np.empty((s, half, 2))
-        g[:, :, 0] = c0[:, None] * (fr[:, 0] + fr[:, 1])
-        g[:, :, 1] = c1[:, None] * (fr[:, 0] * dr[0] + fr[:, 1] * dr[1])
+        g = np.empty((s, half, 2))                # state = top * half + rest
+        np.add(f[:, :half], f[:, half:], out=g[:, :, 0])
+        g[:, :, 0] *= c0[:, None]
+        np.multiply(f[:, :half], decay[t, :half], out=g[:, :, 1])
+        g[:, :, 1] += f[:, half:] * decay[t, half:]
+        g[:, :, 1] *= c1[:, None]
         f = g.reshape(s, 1 << w)                  # new state = rest * 2 + B_t
-        mx = f.max(axis=1)
-        f /= mx[:, None]
-        logscale += m + np.log(mx)
+        logscale += m
+        # the largest state changes by a factor in [e^-spread_t, 2] per step: renormalise
+        # before 2^k or e^-(sum of spreads) could leave the doubles' range
+        drift += float(np.max(spread[t])) + 0.7
+        if drift > 300.0 or t == h.shape[1] - 1:
+            mx = f.max(axis=1)
+            f /= mx[:, None]
+            logscale += np.log(mx)
+            drift = 0.0
     return logscale + np.log(f.sum(axis=1))
 
 

@@ -84,6 +84,10 @@ class MonteCarloEstimate:
     group: int
     label: str = "Monte Carlo estimate (not a guarantee)"
 
+    def __post_init__(self):
+        for name in ("estimate", "lo", "hi", "ess", "max_share"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+
     def __iter__(self) -> Iterator[float]:
         return iter((self.estimate, self.lo, self.hi))
 
@@ -210,6 +214,38 @@ def _moments(d: _Draws, direction: str, eps) -> tuple[np.ndarray, np.ndarray, np
     return v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(s), v
 
 
+class _Curve:
+    """delta_hat(eps) and its standard error at any eps >= 0 from one sort of the samples:
+    with x = L (remove) or -L (add), the integrand is 1 - e^{eps - x} on x > eps, so the sums
+    of w f and (w f)^2 over the samples are prefix sums of w, w e^-x, w^2, w^2 e^-x, w^2 e^-2x
+    in decreasing x (only x > 0 enters: eps >= 0)."""
+
+    def __init__(self, d: _Draws, direction: str):
+        x = d.loss if direction == REMOVE else -d.loss
+        keep = x > 0
+        order = np.argsort(-x[keep], kind="stable")
+        xs, w = x[keep][order], np.exp(d.logw[keep][order])
+        ex = np.exp(-xs)
+        z = np.zeros(1)
+        self.neg_x = -xs
+        self.sums = [np.concatenate([z, np.cumsum(v)]) for v in
+                     (w, w * ex, w * w, w * w * ex, w * w * ex * ex)]
+        self.count = d.loss.shape[0]
+
+    def __call__(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, standard error) of w f at each eps (an array)."""
+        e = np.atleast_1d(np.asarray(eps, float))
+        k = np.searchsorted(self.neg_x, -e, side="left")   # samples with x > eps
+        a1, b1, a2, b2, c2 = (s[k] for s in self.sums)
+        g = np.exp(e)
+        s1 = np.maximum(a1 - g * b1, 0.0)
+        s2 = np.maximum(a2 - 2.0 * g * b2 + g * g * c2, 0.0)
+        n = self.count
+        mean = s1 / n
+        var = np.maximum(s2 - n * mean * mean, 0.0) / (n - 1)
+        return mean, np.sqrt(var / n)
+
+
 def _reach(d: _Draws, direction: str) -> float:
     """The eps beyond which every sample's integrand is 0."""
     return float(np.max(d.loss) if direction == REMOVE else np.max(-d.loss))
@@ -237,10 +273,10 @@ def _level(d: _Draws, direction: str, goal: tuple[str, float]) -> tuple[float, b
     if goal[0] == "epsilon":
         want = goal[1]
     else:
-        delta = goal[1]
+        delta, curve = goal[1], _Curve(d, direction)
 
         def f(e):
-            return float(_moments(d, direction, e)[0][0]) - delta
+            return float(curve(e)[0][0]) - delta
         top = _reach(d, direction)
         want = 0.0 if f(0.0) <= 0 else (top if top <= 0 else _root(f, 0.0, top))
     return (want, True) if want <= cap else (cap, False)
@@ -320,8 +356,10 @@ def estimate_epsilon(mechanism: MatrixMechanism, delta: float, samples: int = 20
     dlt = V.delta(delta)
     srcs, samples, seed = _sources(mechanism, ("delta", dlt), samples, seed, group)
 
+    curves = [_Curve(d, direction) for _, direction, d in srcs]
+
     def band(e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows = [_moments(d, direction, e)[:2] for _, direction, d in srcs]
+        rows = [c(e) for c in curves]
         mean = np.max([r[0] for r in rows], axis=0)
         return (mean, np.max([r[0] - Z * r[1] for r in rows], axis=0),
                 np.max([r[0] + Z * r[1] for r in rows], axis=0))
