@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class MonteCarloEstimate:
 class _Setup:
     """What the sampler needs: sparse C, the Gram X / s^2, s, the target's pattern law."""
 
-    c: object
+    c: Any                        # scipy.sparse CSR matrix (m, n)
     j: np.ndarray
     sigma: float
     rates: np.ndarray | None      # rate schemas: the target rates (0 off the group)
@@ -200,7 +200,7 @@ def _draw(st: _Setup, direction: str, tuned: tuple, count: int, rng) -> _Draws:
                     for f in dataclasses.fields(_Draws)))
 
 
-def _integrand(direction: str, loss: np.ndarray, eps: np.ndarray) -> np.ndarray:
+def _integrand(direction: str, loss: np.ndarray, eps) -> np.ndarray:
     """(S, G): (1 - e^{eps - L})_+ (remove) or (1 - e^{eps + L})_+ (add)."""
     sgn = -1.0 if direction == REMOVE else 1.0
     e = np.minimum(np.asarray(eps, float)[None, :] + sgn * loss[:, None], 0.0)
