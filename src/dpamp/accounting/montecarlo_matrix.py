@@ -14,17 +14,20 @@ argue it is the worst case. Under add/remove both orders count:
 and delta(eps) = max of the two (and, for cyclic Poisson, of the p groups a record may be in).
 
 The estimator (importance sampling with a defensive mixture, Hesterberg 1995). Each direction
-draws y from R = alpha T + (1 - alpha) R_{r, a}, T its target (P for remove, Q for add) and
-R_{r, a} = E_B N(a C B, s^2 I) with B at rate r on the schema's steps (balls in bins: the
-schema's law, a only); the weights d(target)/dR = 1 / (alpha + (1 - alpha) dR_{r,a}/d(target))
-are at most 1 / alpha (finite variance), computed exactly by the recursions. The mixture is
+draws y from R = alpha T + (1 - alpha) R_{r,a,b}, T its target (P for remove, Q for add) and
+R_{r,a,b} = E_B N(a C B + b C e, s^2 I), B at rate r on the schema's steps (balls in bins: the
+schema's law) and e the indicator of those steps: the participations scaled by a (a few large
+jumps) and every step shifted by b (many moderate ones). log dR_{r,a,b}/dQ is the same
+recursion (module :mod:`.matrix_mc_loss`), so the weights d(target)/dR = 1 / (alpha + (1 -
+alpha) dR_{r,a,b}/d(target)) are exact and at most 1 / alpha (finite variance). The mixture is
 sampled stratified (a fixed share alpha from T), so the pooled standard error below is
-conservative (it includes the between-strata spread). (r, a) are tuned by the multilevel
+conservative (it includes the between-strata spread). (r, a, b) are tuned by the multilevel
 cross-entropy method (Rubinstein & Kroese 2004) on pilot samples that are then discarded: levels
-rise along the (1 - rho) quantile of the loss towards the target (the eps at which the pilot's
-delta estimate equals the asked delta), the update is the weighted maximum likelihood of
-(B, y) under R_{r, a}, in closed form (r = weighted mean of B, a = weighted <C B, y> /
-|C B|^2).
+rise along the (1 - rho) quantile of the loss towards the target (the given eps, or the eps at
+which the pilot's delta estimate equals the asked delta), at most 12 rounds, ending when the
+level is the target and every parameter moved by at most 2 %; the update is the weighted maximum
+likelihood of (B, y) under R_{r,a,b}, in closed form (r the weighted mean of B; (a, b) the
+weighted least squares of y on (C B, C e)).
 
 The interval. delta_hat +- z se with z = 4 (a central-limit interval, documented as such: it
 is not a bound, and heavy-tailed weights can make se optimistic, so ``ess`` (the effective
@@ -59,7 +62,7 @@ DEFENSIVE = 0.1
 #: the interval's half-width in standard errors
 Z = 4.0
 #: the cross-entropy method's elite share and most iterations
-RHO, CE_ITERATIONS = 0.05, 8
+RHO, CE_ITERATIONS = 0.05, 12
 _CHUNK = 2048
 REMOVE, ADD = "remove", "add"
 
@@ -102,17 +105,28 @@ class _Setup:
     rates: np.ndarray | None      # rate schemas: the target rates (0 off the group)
     bins: int | None              # balls in bins
 
-    def log_ratio(self, u: np.ndarray, rate: float | None, scale: float) -> np.ndarray:
-        """log dR_{rate, scale}/dQ at the samples u = C^T y / s^2 (rate None: the target's)."""
-        if scale == 0.0:
-            return np.zeros(u.shape[0])
-        h = scale * u - 0.5 * scale * scale * np.diag(self.j)[None, :]
-        jj = scale * scale * self.j
+    @property
+    def e(self) -> np.ndarray:
+        """The shift direction's pattern: 1 on the steps the record may enter."""
+        return np.ones(self.j.shape[0]) if self.rates is None else \
+            (self.rates > 0).astype(float)
+
+    def log_ratio(self, u: np.ndarray, prop: tuple) -> np.ndarray:
+        """log dR/dQ at the samples u = C^T y / s^2 of R = E_B N(a C B + b C e, s^2 I),
+        prop = (rate, a, b) (rate None: the target's law): b <e, u> - b^2 e'Je / 2 plus the
+        recursion with h_t = a u_t - a b (J e)_t - a^2 J_tt / 2, interactions a^2 J."""
+        rate, a, b = prop
+        e = self.e
+        je = self.j @ e
+        out = b * (u @ e) - 0.5 * b * b * float(e @ je)
+        if a == 0.0:
+            return out
+        h = a * u - a * b * je[None, :] - 0.5 * a * a * np.diag(self.j)[None, :]
         if self.bins is not None:
-            return log_ratio_bins(h, jj, self.bins)
+            return out + log_ratio_bins(h, a * a * self.j, self.bins)
         assert self.rates is not None
         r = self.rates if rate is None else np.where(self.rates > 0, rate, 0.0)
-        return log_ratio_rates(h, jj, r)
+        return out + log_ratio_rates(h, a * a * self.j, r)
 
     def patterns(self, rate: float | None, count: int, rng) -> np.ndarray:
         n = self.j.shape[0]
@@ -154,40 +168,44 @@ def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, _Setup]]:
 @dataclasses.dataclass
 class _Draws:
     """Per sample: the target's loss L = log dP/dQ, log w = log d(target)/dR, and the
-    cross-entropy statistics (mean of B over the active steps, <C B, y> / s^2, |C B|^2 / s^2)."""
+    cross-entropy statistics (mean of B over the active steps; <C B, y>, |C B|^2,
+    <C B, C e>, <C e, y>, all over s^2)."""
 
     loss: np.ndarray
     logw: np.ndarray
     frac: np.ndarray
-    s1: np.ndarray
-    s2: np.ndarray
+    by: np.ndarray
+    bb: np.ndarray
+    be: np.ndarray
+    ey: np.ndarray
 
 
 def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, count: int,
                 rng) -> _Draws:
-    """``count`` samples of component ``comp`` = (rate, scale) of the mixture whose other
+    """``count`` samples of component ``comp`` = (rate, a, b) of the mixture whose other
     component is ``tuned``, weighted against the whole mixture."""
     parts = []
-    for a in range(0, count, _CHUNK):
-        k = min(_CHUNK, count - a)
+    ce = np.asarray(st.c @ st.e)                                # (m,)
+    je = st.j @ st.e
+    for start in range(0, count, _CHUNK):
+        k = min(_CHUNK, count - start)
         b = st.patterns(comp[0], k, rng)
         cb = np.asarray(st.c @ b.T)                             # (m, k)
-        y = comp[1] * cb + st.sigma * rng.standard_normal(cb.shape)
+        y = comp[1] * cb + comp[2] * ce[:, None] + st.sigma * rng.standard_normal(cb.shape)
         u = np.asarray(st.c.T @ y).T / (st.sigma ** 2)          # (k, n)
-        loss = st.log_ratio(u, None, 1.0)
+        loss = st.log_ratio(u, _target(REMOVE))
         log_t = loss if direction == REMOVE else np.zeros(k)
-        log_r = st.log_ratio(u, *tuned) if tuned != _target(direction) else log_t
+        log_r = st.log_ratio(u, tuned) if tuned != _target(direction) else log_t
         log_mix = np.logaddexp(math.log(DEFENSIVE) + log_t, math.log1p(-DEFENSIVE) + log_r)
-        act = b[:, st.rates > 0] if st.rates is not None else b
-        parts.append(_Draws(loss, log_t - log_mix, act.mean(axis=1),
-                            np.sum(b * u, axis=1),
-                            np.sum(cb * cb, axis=0) / st.sigma ** 2))
+        act = b[:, st.e > 0]
+        parts.append(_Draws(loss, log_t - log_mix, act.mean(axis=1), np.sum(b * u, axis=1),
+                            np.sum(cb * cb, axis=0) / st.sigma ** 2, b @ je, u @ st.e))
     return _Draws(*(np.concatenate([getattr(d, f.name) for d in parts])
                     for f in dataclasses.fields(_Draws)))
 
 
 def _target(direction: str) -> tuple:
-    return (None, 1.0) if direction == REMOVE else (None, 0.0)
+    return (None, 1.0, 0.0) if direction == REMOVE else (None, 0.0, 0.0)
 
 
 def _draw(st: _Setup, direction: str, tuned: tuple, count: int, rng) -> _Draws:
@@ -282,25 +300,44 @@ def _level(d: _Draws, direction: str, goal: tuple[str, float]) -> tuple[float, b
     return (want, True) if want <= cap else (cap, False)
 
 
+def _ce_update(st: _Setup, d: _Draws, v: np.ndarray, prop: tuple) -> tuple:
+    """The cross-entropy step: the v-weighted maximum likelihood of (B, y) under
+    R = E_B N(a C B + b C e, s^2 I) with B at rate r: r = weighted mean of B on the active
+    steps; (a, b) = the weighted least squares of y on (C B, C e), a 2 x 2 system."""
+    rate = None if prop[0] is None else \
+        float(np.clip(np.sum(v * d.frac) / np.sum(v), 1e-6, 1.0))
+    eje = float(st.e @ st.j @ st.e)
+    g = np.array([[np.sum(v * d.bb), np.sum(v * d.be)], [np.sum(v * d.be), np.sum(v) * eje]])
+    rhs = np.array([np.sum(v * d.by), np.sum(v * d.ey)])
+    if abs(np.linalg.det(g)) > 1e-12 * (abs(g[0, 0] * g[1, 1]) + 1e-300):
+        a, b = np.linalg.solve(g, rhs)
+    elif g[0, 0] > 0:                          # degenerate: scale alone
+        a, b = rhs[0] / g[0, 0], 0.0
+    else:
+        a, b = prop[1], prop[2]
+    return rate, float(a), float(b)
+
+
 def _tune(st: _Setup, direction: str, goal, pilot: int, seq) -> tuple:
-    """(rate, scale) of the tuned proposal by the multilevel cross-entropy method."""
+    """(rate, a, b) of the tuned proposal by the multilevel cross-entropy method."""
     rate = None if st.rates is None else float(np.max(st.rates))
-    tuned = (rate, 1.0) if direction == REMOVE else (rate, -1.0)
-    for it in range(CE_ITERATIONS):
+    prop = (rate, 1.0, 0.0) if direction == REMOVE else (rate, -1.0, 0.0)
+    for _ in range(CE_ITERATIONS):
         rng = np.random.default_rng(seq.spawn(1)[0])
-        d = _draw(st, direction, tuned, pilot, rng)
+        d = _draw(st, direction, prop, pilot, rng)
         level, reached = _level(d, direction, goal)
         v = np.exp(d.logw - d.logw.max()) * _integrand(direction, d.loss, [level])[:, 0]
         if not np.any(v > 0):
             break
-        scale = float(np.sum(v * d.s1) / np.sum(v * d.s2)) if np.sum(v * d.s2) > 0 \
-            else tuned[1]
-        new_rate = None if rate is None else \
-            float(np.clip(np.sum(v * d.frac) / np.sum(v), 1e-6, 1.0))
-        tuned = (new_rate, scale)
-        if reached and it > 0:
+        new = _ce_update(st, d, v, prop)
+        # after the level reaches the goal the rate still creeps (an EM-like fixed point):
+        # stop only once every parameter has settled
+        settled = all(abs(x - y) <= 0.02 * max(abs(x), 0.1)
+                      for x, y in zip(new, prop) if x is not None and y is not None)
+        prop = new
+        if reached and settled:
             break
-    return tuned
+    return prop
 
 
 def _sources(m: MatrixMechanism, goal, samples: int, seed: int, group):
