@@ -125,8 +125,11 @@ class _Setup:
         if self.bins is not None:
             return out + log_ratio_bins(h, a * a * self.j, self.bins)
         assert self.rates is not None
-        r = self.rates if rate is None else np.where(self.rates > 0, rate, 0.0)
-        return out + log_ratio_rates(h, a * a * self.j, r)
+        # only the steps the record may enter count (a cyclic group's steps, p apart): their
+        # own bandwidth is what the recursion pays for (0 when p >= bands)
+        act = self.rates > 0
+        r = self.rates[act] if rate is None else np.full(int(act.sum()), rate)
+        return out + log_ratio_rates(h[:, act], a * a * self.j[np.ix_(act, act)], r)
 
     def patterns(self, rate: float | None, count: int, rng) -> np.ndarray:
         n = self.j.shape[0]
