@@ -146,6 +146,16 @@ def test_balls_in_bins_against_quadrature():
     assert r.lo <= truth <= r.hi, (tuple(r), truth)
 
 
+@pytest.mark.parametrize("bins, epochs, sigma", [(10, 1, 0.8), (4, 3, 1.0)])
+def test_balls_in_bins_on_the_identity_is_random_allocation(bins, epochs, sigma):
+    """C = I: one uniformly drawn step per epoch is the random allocation of one step among
+    ``bins`` (the balls-in-bins sampler of DP-SGD), which dpamp brackets independently."""
+    m = dp.MatrixMechanism(np.eye(bins * epochs), sigma, participation=dp.BallsInBins(bins))
+    r = estimate_epsilon(m, 1e-5, samples=10000, seed=9)
+    g = (dp.Gaussian(sigma).subsample(dp.RandomAllocation(1, bins)) * epochs).epsilon(1e-5)
+    assert r.lo <= g.epsilon and g.lower <= r.hi, (tuple(r), g)
+
+
 def test_cyclic_poisson_route_bracket():
     """8 steps, 4 groups, 4 bands: group 0's steps 0 and 4 have full columns and are
     disjoint in rows, so the route's DP-SGD reduction is exact for it."""
