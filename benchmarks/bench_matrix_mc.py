@@ -5,7 +5,8 @@ The strategy is the banded square root with b bands (b = 1: DP-SGD), scaled to c
 every step Poisson-samples the whole data set at rate q; noise multiplier z. For each cell:
 the MC estimate of the fixed-direction pair's eps at delta = 1e-6 with its 4-standard-error
 interval (``dpamp.accounting.montecarlo_matrix.estimate_epsilon``: an estimate, not a
-guarantee), its effective sample size, largest single share and wall time; beside it dpamp's
+guarantee), its effective sample size, largest single share (``(!)``: the diagnostics fail,
+``MonteCarloEstimate.trusted``) and wall time; beside it dpamp's
 proven bound for the mechanism: the certified bracket of DP-SGD for b = 1, and the
 no-amplification upper bound otherwise (the worst pattern: every step).
 
@@ -53,7 +54,8 @@ def row(bands: int, n: int, q: float, samples: int, cyclic: bool) -> str:
     overlap = "" if g.lower is None else \
         ("  ok" if r.lo <= g.epsilon and g.lower <= r.hi else "  DISAGREE")
     return (f"| {'cyclic' if cyclic else 'poisson'} | {bands} | {n} | {q:g} | {z:g} | "
-            f"{r.estimate:.4f} | [{r.lo:.4f}, {r.hi:.4f}] | {r.ess:.0f} | {r.max_share:.4f} | "
+            f"{r.estimate:.4f} | [{r.lo:.4f}, {r.hi:.4f}] | {r.ess:.0f}{'' if r.trusted else ' (!)'} | "
+            f"{r.max_share:.4f} | "
             f"{t_mc:.1f} | {proven} | {t_dp:.2f} |{overlap}")
 
 

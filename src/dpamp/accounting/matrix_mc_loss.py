@@ -59,7 +59,7 @@ def _interactions(j: np.ndarray, w: int) -> np.ndarray:
     lag = np.zeros((n, w))
     for k in range(1, w + 1):
         lag[k:, k - 1] = j[np.arange(n - k), np.arange(k, n)] if k < n else 0.0
-    return lag @ _bits(w).T
+    return np.einsum("tk,sk->ts", lag, _bits(w))      # no BLAS: thread-independent sums
 
 
 def _log_rates(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

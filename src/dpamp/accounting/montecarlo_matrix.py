@@ -94,8 +94,19 @@ class MonteCarloEstimate:
         for name in ("estimate", "lo", "hi", "ess", "max_share"):
             object.__setattr__(self, name, float(getattr(self, name)))
 
+    @property
+    def trusted(self) -> bool:
+        """The diagnostics pass: ess >= 100 and max_share <= 0.05 (the central-limit interval
+        is only as good as the sample of the tail; below these it is not to be relied on)."""
+        return self.ess >= 100 and self.max_share <= 0.05
+
     def __iter__(self) -> Iterator[float]:
         return iter((self.estimate, self.lo, self.hi))
+
+
+def _mv(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """A matrix times a vector without BLAS (whose sums may depend on its threads)."""
+    return np.einsum("ij,j->i", a, x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,8 +131,8 @@ class _Setup:
         recursion with h_t = a u_t - a b (J e)_t - a^2 J_tt / 2, interactions a^2 J."""
         rate, a, b = prop
         e = self.e
-        je = self.j @ e
-        out = b * (u @ e) - 0.5 * b * b * float(e @ je)
+        je = _mv(self.j, e)
+        out = b * _mv(u, e) - 0.5 * b * b * float(np.sum(e * je))
         if a == 0.0:
             return out
         h = a * u - a * b * je[None, :] - 0.5 * a * a * np.diag(self.j)[None, :]
@@ -192,7 +203,7 @@ def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, count: in
     component is ``tuned``, weighted against the whole mixture."""
     parts = []
     ce = np.asarray(st.c @ st.e)                                # (m,)
-    je = st.j @ st.e
+    je = _mv(st.j, st.e)
     for start in range(0, count, _CHUNK):
         k = min(_CHUNK, count - start)
         b = st.patterns(comp[0], k, rng)
@@ -205,7 +216,7 @@ def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, count: in
         log_mix = np.logaddexp(math.log(DEFENSIVE) + log_t, math.log1p(-DEFENSIVE) + log_r)
         act = b[:, st.e > 0]
         parts.append(_Draws(loss, log_t - log_mix, act.mean(axis=1), np.sum(b * u, axis=1),
-                            np.sum(cb * cb, axis=0) / st.sigma ** 2, b @ je, u @ st.e))
+                            np.sum(cb * cb, axis=0) / st.sigma ** 2, _mv(b, je), _mv(u, st.e)))
     return _Draws(*(np.concatenate([getattr(d, f.name) for d in parts])
                     for f in dataclasses.fields(_Draws)))
 
@@ -312,7 +323,7 @@ def _ce_update(st: _Setup, d: _Draws, v: np.ndarray, prop: tuple) -> tuple:
     steps; (a, b) = the weighted least squares of y on (C B, C e), a 2 x 2 system."""
     rate = None if prop[0] is None else \
         float(np.clip(np.sum(v * d.frac) / np.sum(v), 1e-6, 1.0))
-    eje = float(st.e @ st.j @ st.e)
+    eje = float(np.sum(st.e * _mv(st.j, st.e)))
     g = np.array([[np.sum(v * d.bb), np.sum(v * d.be)], [np.sum(v * d.be), np.sum(v) * eje]])
     rhs = np.array([np.sum(v * d.by), np.sum(v * d.ey)])
     if abs(np.linalg.det(g)) > 1e-12 * (abs(g[0, 0] * g[1, 1]) + 1e-300):
