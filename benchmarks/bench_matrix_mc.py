@@ -14,8 +14,11 @@ no-amplification upper bound otherwise (the worst pattern: every step).
 there dpamp's reduction (Choquette-Choo et al. NeurIPS 2023) is exact when b divides n, so the
 certified bracket and the MC interval must overlap: the check of the estimator at scale.
 
+``--balls-in-bins`` adds rows with balls in bins of 1 / q steps (the same expected share of
+steps), beside the no-amplification bound (the only proven one dpamp has there today).
+
     python benchmarks/bench_matrix_mc.py [--n 100 1000] [--bands 1 2 4 8] [--samples 4000]
-        [--rates 0.01 0.03 0.1] [--check]
+        [--rates 0.01 0.03 0.1] [--check] [--balls-in-bins]
 """
 from __future__ import annotations
 
@@ -39,9 +42,12 @@ def strategy(bands: int, n: int):
     return dp.BandedToeplitz([c / norm for c in co], n)
 
 
-def row(bands: int, n: int, q: float, samples: int, cyclic: bool) -> str:
+def row(bands: int, n: int, q: float, samples: int, cyclic: bool, bins: int = 0) -> str:
+    """One table row; ``bins`` > 0: balls in bins of that many steps instead (rate 1 / bins,
+    the noise of the nearest listed rate)."""
     z = NOISE.get(q, 1.0)
-    part = dp.CyclicPoisson(q, bands) if cyclic else dp.Poisson(q)
+    part = dp.BallsInBins(bins) if bins else \
+        dp.CyclicPoisson(q, bands) if cyclic else dp.Poisson(q)
     m = dp.MatrixMechanism(strategy(bands, n), z, participation=part)
     t0 = time.perf_counter()
     r = estimate_epsilon(m, DELTA, samples=samples, seed=0)
@@ -53,7 +59,8 @@ def row(bands: int, n: int, q: float, samples: int, cyclic: bool) -> str:
     proven = f"[{low}, {g.epsilon:.4f}] {m.route}"
     overlap = "" if g.lower is None else \
         ("  ok" if r.lo <= g.epsilon and g.lower <= r.hi else "  DISAGREE")
-    return (f"| {'cyclic' if cyclic else 'poisson'} | {bands} | {n} | {q:g} | {z:g} | "
+    kind = f"bins {bins}" if bins else "cyclic" if cyclic else "poisson"
+    return (f"| {kind} | {bands} | {n} | {q:g} | {z:g} | "
             f"{r.estimate:.4f} | [{r.lo:.4f}, {r.hi:.4f}] | {r.ess:.0f}{'' if r.trusted else ' (!)'} | "
             f"{r.max_share:.4f} | "
             f"{t_mc:.1f} | {proven} | {t_dp:.2f} |{overlap}")
@@ -66,6 +73,8 @@ def main() -> None:
     ap.add_argument("--rates", type=float, nargs="+", default=[0.01, 0.03, 0.1])
     ap.add_argument("--samples", type=int, default=4000)
     ap.add_argument("--check", action="store_true", help="add the cyclic-Poisson rows")
+    ap.add_argument("--balls-in-bins", action="store_true",
+                    help="add balls-in-bins rows (bins = 1 / q)")
     a = ap.parse_args()
     print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {a.samples} samples "
           f"per direction) beside dpamp's proven bound")
@@ -78,6 +87,9 @@ def main() -> None:
                 print(row(bands, n, q, a.samples, False), flush=True)
                 if a.check and bands > 1:
                     print(row(bands, n, q, a.samples, True), flush=True)
+                if a.balls_in_bins:
+                    bins = max(1, round(1 / q))
+                    print(row(bands, n, q, a.samples, False, bins), flush=True)
 
 
 if __name__ == "__main__":
