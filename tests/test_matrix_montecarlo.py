@@ -238,3 +238,9 @@ def test_inputs_are_checked():
         estimate_delta(m, -1.0)
     with pytest.raises(ValueError, match="mechanism"):
         estimate_epsilon(dp.Gaussian(1.0), 1e-5)    # type: ignore[arg-type]
+    dense = dp.MatrixMechanism(np.tril(np.ones((14, 14))), 1.0, participation=dp.Poisson(0.1))
+    with pytest.raises(ValueError, match="bandwidth 13"):
+        estimate_epsilon(dense, 1e-5, samples=200)
+    tiny = dp.MatrixMechanism(c, 0.01, participation=dp.Poisson(0.1))
+    with pytest.raises(ValueError, match="noise_multiplier too small"):
+        estimate_epsilon(tiny, 1e-5, samples=200)
