@@ -197,10 +197,10 @@ class _Draws:
     ey: np.ndarray
 
 
-def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, count: int,
-                rng) -> _Draws:
-    """``count`` samples of component ``comp`` = (rate, a, b) of the mixture whose other
-    component is ``tuned``, weighted against the whole mixture."""
+def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, alpha: float,
+                count: int, rng) -> _Draws:
+    """``count`` samples of component ``comp`` = (rate, a, b), weighted against the whole
+    mixture alpha target + (1 - alpha) ``tuned``."""
     parts = []
     ce = np.asarray(st.c @ st.e)                                # (m,)
     je = _mv(st.j, st.e)
@@ -213,7 +213,7 @@ def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, count: in
         loss = st.log_ratio(u, _target(REMOVE))
         log_t = loss if direction == REMOVE else np.zeros(k)
         log_r = st.log_ratio(u, tuned) if tuned != _target(direction) else log_t
-        log_mix = np.logaddexp(math.log(DEFENSIVE) + log_t, math.log1p(-DEFENSIVE) + log_r)
+        log_mix = np.logaddexp(math.log(alpha) + log_t, math.log1p(-alpha) + log_r)
         act = b[:, st.e > 0]
         parts.append(_Draws(loss, log_t - log_mix, act.mean(axis=1), np.sum(b * u, axis=1),
                             np.sum(cb * cb, axis=0) / st.sigma ** 2, _mv(b, je), _mv(u, st.e)))
@@ -226,11 +226,13 @@ def _target(direction: str) -> tuple:
 
 
 def _draw(st: _Setup, direction: str, tuned: tuple, count: int, rng) -> _Draws:
-    """``count`` samples of the defensive mixture, stratified: ceil(alpha count) from the
-    target, the rest from the tuned proposal."""
+    """``count`` samples of the defensive mixture, stratified: n0 = ceil(alpha count) from
+    the target, the rest from the tuned proposal, weighted against the mixture of the shares
+    drawn (n0 / count), which keeps the stratified estimate unbiased."""
     n0 = math.ceil(DEFENSIVE * count)
-    d0 = _draw_block(st, direction, _target(direction), tuned, n0, rng)
-    d1 = _draw_block(st, direction, tuned, tuned, count - n0, rng)
+    alpha = n0 / count
+    d0 = _draw_block(st, direction, _target(direction), tuned, alpha, n0, rng)
+    d1 = _draw_block(st, direction, tuned, tuned, alpha, count - n0, rng)
     return _Draws(*(np.concatenate([getattr(d0, f.name), getattr(d1, f.name)])
                     for f in dataclasses.fields(_Draws)))
 
