@@ -104,6 +104,15 @@ def test_one_step_matches_the_subsampled_gaussian(q, sigma, delta):
     assert r.hi - r.lo < 0.05 * r.estimate            # and the interval is informative
 
 
+def test_rate_one_is_the_gaussian_mechanism():
+    """q = 1: no sampling, the pair is the Gaussian mechanism's (both orders equal); the
+    proposal is then a plain shift and eps is large (no e^eps overflow on the way)."""
+    m = dp.MatrixMechanism(np.eye(1), 0.2, participation=dp.Poisson(1.0))
+    r = estimate_epsilon(m, 1e-6, samples=4000, seed=10)
+    g = dp.Gaussian(0.2).epsilon(1e-6)
+    assert r.lo <= g.epsilon and g.lower <= r.hi, (tuple(r), g)
+
+
 def test_many_diagonal_steps_match_dp_sgd():
     """Diagonal C, 60 steps: the tilted proposal at delta = 1e-6 against the certified
     bracket of 60 Poisson-subsampled Gaussian steps."""

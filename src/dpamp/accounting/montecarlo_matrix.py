@@ -251,6 +251,15 @@ def _moments(d: _Draws, direction: str, eps) -> tuple[np.ndarray, np.ndarray, np
     return v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(s), v
 
 
+def _times_exp(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """x e^e for x >= 0, without forming e^e."""
+    out = np.zeros(np.broadcast(x, e).shape)
+    pos = np.broadcast_to(x > 0, out.shape)
+    xs, es = np.broadcast_to(x, out.shape)[pos], np.broadcast_to(e, out.shape)[pos]
+    out[pos] = np.exp(es + np.log(xs))
+    return out
+
+
 class _Curve:
     """delta_hat(eps) and its standard error at any eps >= 0 from one sort of the samples:
     with x = L (remove) or -L (add), the integrand is 1 - e^{eps - x} on x > eps, so the sums
@@ -274,9 +283,9 @@ class _Curve:
         e = np.atleast_1d(np.asarray(eps, float))
         k = np.searchsorted(self.neg_x, -e, side="left")   # samples with x > eps
         a1, b1, a2, b2, c2 = (s[k] for s in self.sums)
-        g = np.exp(e)
-        s1 = np.maximum(a1 - g * b1, 0.0)
-        s2 = np.maximum(a2 - 2.0 * g * b2 + g * g * c2, 0.0)
+        # e^eps b1 <= a1 (and so on): multiply in log space, e^eps alone may overflow
+        s1 = np.maximum(a1 - _times_exp(b1, e), 0.0)
+        s2 = np.maximum(a2 - 2.0 * _times_exp(b2, e) + _times_exp(c2, 2.0 * e), 0.0)
         n = self.count
         mean = s1 / n
         var = np.maximum(s2 - n * mean * mean, 0.0) / (n - 1)
