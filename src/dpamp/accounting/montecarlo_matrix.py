@@ -197,6 +197,12 @@ class _Draws:
     ey: np.ndarray
 
 
+def _stack(parts: list[_Draws]) -> _Draws:
+    """The samples of several draws, in order."""
+    return _Draws(*(np.concatenate([getattr(d, f.name) for d in parts])
+                    for f in dataclasses.fields(_Draws)))
+
+
 def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, alpha: float,
                 count: int, rng) -> _Draws:
     """``count`` samples of component ``comp`` = (rate, a, b), weighted against the whole
@@ -217,8 +223,7 @@ def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, alpha: fl
         act = b[:, st.e > 0]
         parts.append(_Draws(loss, log_t - log_mix, act.mean(axis=1), np.sum(b * u, axis=1),
                             np.sum(cb * cb, axis=0) / st.sigma ** 2, _mv(b, je), _mv(u, st.e)))
-    return _Draws(*(np.concatenate([getattr(d, f.name) for d in parts])
-                    for f in dataclasses.fields(_Draws)))
+    return _stack(parts)
 
 
 def _target(direction: str) -> tuple:
@@ -233,8 +238,7 @@ def _draw(st: _Setup, direction: str, tuned: tuple, count: int, rng) -> _Draws:
     alpha = n0 / count
     d0 = _draw_block(st, direction, _target(direction), tuned, alpha, n0, rng)
     d1 = _draw_block(st, direction, tuned, tuned, alpha, count - n0, rng)
-    return _Draws(*(np.concatenate([getattr(d0, f.name), getattr(d1, f.name)])
-                    for f in dataclasses.fields(_Draws)))
+    return _stack([d0, d1])
 
 
 def _integrand(direction: str, loss: np.ndarray, eps) -> np.ndarray:
@@ -346,13 +350,6 @@ def _ce_update(st: _Setup, d: _Draws, v: np.ndarray, prop: tuple) -> tuple:
     return rate, float(a), float(b)
 
 
-def _concat(a: _Draws | None, b: _Draws) -> _Draws:
-    if a is None:
-        return b
-    return _Draws(*(np.concatenate([getattr(a, f.name), getattr(b, f.name)])
-                    for f in dataclasses.fields(_Draws)))
-
-
 def _tune(st: _Setup, direction: str, goal, pilot: int, seq) -> tuple:
     """(rate, a, b) of the tuned proposal by the multilevel cross-entropy method, for
     ``CE_ITERATIONS`` rounds. Once the level reaches the goal, the update is taken from the
@@ -370,8 +367,7 @@ def _tune(st: _Setup, direction: str, goal, pilot: int, seq) -> tuple:
         level, reached = _level(d, direction, goal)
         if reached:
             window = (window + [d])[-POOLED:]
-            d = _Draws(*(np.concatenate([getattr(x, f.name) for x in window])
-                         for f in dataclasses.fields(_Draws)))
+            d = _stack(window)
             level, _ = _level(d, direction, goal)
         v = np.exp(d.logw - d.logw.max()) * _integrand(direction, d.loss, [level])[:, 0]
         if not np.any(v > 0):
