@@ -14,8 +14,8 @@ no-amplification upper bound otherwise (the worst pattern: every step).
 there dpamp's reduction (Choquette-Choo et al. NeurIPS 2023) is exact when b divides n, so the
 certified bracket and the MC interval must overlap: the check of the estimator at scale.
 
-``--balls-in-bins`` adds rows with balls in bins of 1 / q steps (the same expected share of
-steps), beside the no-amplification bound (the only proven one dpamp has there today).
+``--balls-in-bins`` adds rows with balls in bins of about 1 / q steps (the divisor of n
+nearest 1 / q: the same expected share of steps, whole epochs), beside the no-amplification bound (the only proven one dpamp has there today).
 
     python benchmarks/bench_matrix_mc.py [--n 100 1000] [--bands 1 2 4 8] [--samples 4000]
         [--rates 0.01 0.03 0.1] [--check] [--balls-in-bins]
@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=4000)
     ap.add_argument("--check", action="store_true", help="add the cyclic-Poisson rows")
     ap.add_argument("--balls-in-bins", action="store_true",
-                    help="add balls-in-bins rows (bins = 1 / q)")
+                    help="add balls-in-bins rows (bins: the divisor of n nearest 1 / q)")
     a = ap.parse_args()
     print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {a.samples} samples "
           f"per direction) beside dpamp's proven bound")
@@ -88,7 +88,10 @@ def main() -> None:
                 if a.check and bands > 1:
                     print(row(bands, n, q, a.samples, True), flush=True)
                 if a.balls_in_bins:
-                    bins = max(1, round(1 / q))
+                    # whole epochs only: a shorter last epoch of one step would be a
+                    # certain, unamplified participation
+                    bins = min((d for d in range(1, n + 1) if n % d == 0),
+                               key=lambda d: abs(d - 1 / q))
                     print(row(bands, n, q, a.samples, False, bins), flush=True)
 
 
