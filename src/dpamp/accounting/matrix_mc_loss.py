@@ -31,6 +31,7 @@ largest state are negligible at double precision). Vectorised over samples (rows
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["gram_bandwidth", "log_ratio_rates", "log_ratio_bins", "epochs_of", "MAX_STATE_BITS"]
 
@@ -41,10 +42,19 @@ MAX_STATE_BITS = 12
 _MAX_SPREAD = 600.0
 
 
-def gram_bandwidth(x: np.ndarray) -> int:
-    """w = max |u - t| with X[u, t] != 0 (0 for a diagonal X)."""
-    u, t = np.nonzero(x)
-    return int(np.max(np.abs(u - t))) if u.size else 0
+def _off_diagonal(j) -> sp.csr_matrix:
+    """J without its diagonal, sparse, explicit zeros dropped (dense or sparse input)."""
+    jo = sp.csr_matrix(j, dtype=float, copy=True)
+    jo.setdiag(0.0)
+    jo.eliminate_zeros()
+    return jo
+
+
+def gram_bandwidth(x) -> int:
+    """w = max |u - t| with X[u, t] != 0 (0 for a diagonal X); X dense or sparse."""
+    c = sp.coo_matrix(x)
+    keep = c.data != 0
+    return int(np.max(np.abs(c.row[keep] - c.col[keep]))) if keep.any() else 0
 
 
 def _bits(w: int) -> np.ndarray:
@@ -53,12 +63,12 @@ def _bits(w: int) -> np.ndarray:
     return ((s >> np.arange(w)[None, :]) & 1).astype(float)
 
 
-def _interactions(j: np.ndarray, w: int) -> np.ndarray:
+def _interactions(j: sp.csr_matrix, w: int) -> np.ndarray:
     """(n, 2^w): for each step t and state s, sum_{j=1..w} B_{t-j} J[t-j, t]."""
     n = j.shape[0]
     lag = np.zeros((n, w))
-    for k in range(1, w + 1):
-        lag[k:, k - 1] = j[np.arange(n - k), np.arange(k, n)] if k < n else 0.0
+    for k in range(1, min(w, n - 1) + 1):
+        lag[k:, k - 1] = j.diagonal(k)
     return np.einsum("tk,sk->ts", lag, _bits(w))      # no BLAS: thread-independent sums
 
 
@@ -71,11 +81,12 @@ def _log_rates(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lr, l1
 
 
-def log_ratio_rates(h: np.ndarray, j: np.ndarray, rates: np.ndarray) -> np.ndarray:
+def log_ratio_rates(h: np.ndarray, j, rates: np.ndarray) -> np.ndarray:
     """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]), B_t ~ Bernoulli(rates_t)
-    independent; h (S, n), J (n, n) symmetric with the interactions (its diagonal unused).
-    Exact forward recursion over the last w = bandwidth(J) bits (module docstring)."""
-    jo = j - np.diag(np.diag(j))
+    independent; h (S, n), J (n, n) symmetric, dense or sparse, with the interactions (its
+    diagonal unused). Exact forward recursion over the last w = bandwidth(J) bits (module
+    docstring)."""
+    jo = _off_diagonal(j)
     w = gram_bandwidth(jo)
     lr, l1 = _log_rates(np.asarray(rates, float))
     if w == 0:
@@ -123,11 +134,12 @@ def epochs_of(n: int, bins: int) -> list[tuple[int, int]]:
     return [(e, min(e + bins, n)) for e in range(0, n, bins)]
 
 
-def log_ratio_bins(h: np.ndarray, j: np.ndarray, bins: int) -> np.ndarray:
+def log_ratio_bins(h: np.ndarray, j, bins: int) -> np.ndarray:
     """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]) with B one uniformly drawn step
     in each epoch of ``bins`` steps (independent epochs). Needs bandwidth(J) <= bins, so that
-    only adjacent epochs' steps interact: a forward recursion over the current epoch's step."""
-    jo = j - np.diag(np.diag(j))
+    only adjacent epochs' steps interact: a forward recursion over the current epoch's step.
+    J dense or sparse."""
+    jo = _off_diagonal(j)
     w = gram_bandwidth(jo)
     if w > bins:
         raise ValueError(f"balls in bins: the Gram matrix C^T C has bandwidth {w} > bins "
@@ -139,7 +151,7 @@ def log_ratio_bins(h: np.ndarray, j: np.ndarray, bins: int) -> np.ndarray:
     f = np.exp(alpha - m[:, None])
     logscale = m
     for (pa, pb), (a, b) in zip(eps[:-1], eps[1:]):
-        blk = jo[pa:pb, a:b]
+        blk = jo[pa:pb, a:b].toarray()
         bmin = blk.min()
         if blk.max() - bmin > _MAX_SPREAD:
             raise ValueError("noise_multiplier too small for C: interaction exponents spread "

@@ -50,6 +50,7 @@ import math
 from typing import Any, Iterator
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..core import validate as V
 from ..mechanisms.matrix import MatrixMechanism
@@ -114,7 +115,7 @@ class _Setup:
     """What the sampler needs: sparse C, the Gram X / s^2, s, the target's pattern law."""
 
     c: Any                        # scipy.sparse CSR matrix (m, n)
-    j: np.ndarray
+    j: Any                        # scipy.sparse CSR matrix (n, n): C^T C / s^2
     sigma: float
     rates: np.ndarray | None      # rate schemas: the target rates (0 off the group)
     bins: int | None              # balls in bins
@@ -131,19 +132,19 @@ class _Setup:
         recursion with h_t = a u_t - a b (J e)_t - a^2 J_tt / 2, interactions a^2 J."""
         rate, a, b = prop
         e = self.e
-        je = _mv(self.j, e)
+        je = self.j @ e
         out = b * _mv(u, e) - 0.5 * b * b * float(np.sum(e * je))
         if a == 0.0:
             return out
-        h = a * u - a * b * je[None, :] - 0.5 * a * a * np.diag(self.j)[None, :]
+        h = a * u - a * b * je[None, :] - 0.5 * a * a * self.j.diagonal()[None, :]
         if self.bins is not None:
             return out + log_ratio_bins(h, a * a * self.j, self.bins)
         assert self.rates is not None
         # only the steps the record may enter count (a cyclic group's steps, p apart): their
         # own bandwidth is what the recursion pays for (0 when p >= bands)
-        act = self.rates > 0
-        r = self.rates[act] if rate is None else np.full(int(act.sum()), rate)
-        return out + log_ratio_rates(h[:, act], a * a * self.j[np.ix_(act, act)], r)
+        act = np.flatnonzero(self.rates > 0)
+        r = self.rates[act] if rate is None else np.full(act.size, rate)
+        return out + log_ratio_rates(h[:, act], a * a * self.j[act][:, act], r)
 
     def patterns(self, rate: float | None, count: int, rng) -> np.ndarray:
         n = self.j.shape[0]
@@ -158,14 +159,23 @@ class _Setup:
         return (rng.random((count, n)) < r[None, :]).astype(float)
 
 
+def _sparse(strategy) -> Any:
+    """C as a scipy.sparse CSR matrix; a banded Toeplitz C straight from its coefficients
+    (its dense form would take n^2 memory)."""
+    co = strategy.toeplitz() if strategy.square_lower else None
+    b, n = strategy.bands, strategy.n
+    if co is not None and b is not None:
+        return sp.diags([np.full(n - k, co[k]) for k in range(b)], [-k for k in range(b)],
+                        shape=(n, n), format="csr")
+    return sp.csr_matrix(strategy.dense())
+
+
 def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, _Setup]]:
     """One setup per cyclic group asked (all groups when ``group`` is None)."""
-    import scipy.sparse as sp
     p = m.participation
-    c = m.matrix()
-    n, s = c.shape[1], m.noise_multiplier
-    csr = sp.csr_matrix(c)
-    j = (csr.T @ csr).toarray() / (s * s)
+    csr = _sparse(m.strategy)
+    n, s = csr.shape[1], m.noise_multiplier
+    j = sp.csr_matrix(csr.T @ csr) / (s * s)
     if isinstance(p, BallsInBins):
         return [(0, _Setup(csr, j, s, None, p.bins))]
     if not isinstance(p, CyclicPoisson):
@@ -209,9 +219,10 @@ def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, alpha: fl
     mixture alpha target + (1 - alpha) ``tuned``."""
     parts = []
     ce = np.asarray(st.c @ st.e)                                # (m,)
-    je = _mv(st.j, st.e)
-    for start in range(0, count, _CHUNK):
-        k = min(_CHUNK, count - start)
+    je = st.j @ st.e
+    chunk = max(64, min(_CHUNK, 2 ** 22 // st.j.shape[0]))    # ~32 MiB per (chunk, n) array
+    for start in range(0, count, chunk):
+        k = min(chunk, count - start)
         b = st.patterns(comp[0], k, rng)
         cb = np.asarray(st.c @ b.T)                             # (m, k)
         y = comp[1] * cb + comp[2] * ce[:, None] + st.sigma * rng.standard_normal(cb.shape)
@@ -338,7 +349,7 @@ def _ce_update(st: _Setup, d: _Draws, v: np.ndarray, prop: tuple) -> tuple:
     steps; (a, b) = the weighted least squares of y on (C B, C e), a 2 x 2 system."""
     rate = None if prop[0] is None else \
         float(np.clip(np.sum(v * d.frac) / np.sum(v), 1e-6, 1.0))
-    eje = float(np.sum(st.e * _mv(st.j, st.e)))
+    eje = float(np.sum(st.e * (st.j @ st.e)))
     g = np.array([[np.sum(v * d.bb), np.sum(v * d.be)], [np.sum(v * d.be), np.sum(v) * eje]])
     rhs = np.array([np.sum(v * d.by), np.sum(v * d.ey)])
     if abs(np.linalg.det(g)) > 1e-12 * (abs(g[0, 0] * g[1, 1]) + 1e-300):
