@@ -1,0 +1,165 @@
+"""The exact privacy loss of a sampled matrix mechanism's fixed-direction pair, by forward
+recursions over the participation patterns (the Monte Carlo check's inner loop).
+
+The pair. A record whose clipped gradient has norm 1 in one fixed direction, in every step it
+enters, moves C G by C B (B in {0, 1}^n its participation pattern; the other directions of
+the noise do not depend on the record and drop out). With the record, the release has law
+P = E_B N(C B, s^2 I); without it, Q = N(0, s^2 I) (s the noise multiplier). This is an actual
+pair of add/remove neighbours (non-adaptive gradients), the pair the amplified matrix
+mechanism analyses bound (Choquette-Choo, Ganesh, Steinke & Thakurta, "Privacy amplification
+for matrix mechanisms", ICLR 2024; Choquette-Choo, Ganesh, Haque, Steinke & Thakurta, "Near
+exact privacy amplification for matrix mechanisms", ICLR 2025).
+
+More generally, for a scale a and a pattern law (rates r or balls in bins), the proposals of
+the importance sampler R_a = E_B N(a C B, s^2 I) have
+
+    Lambda(y) = log dR_a/dQ(y) = log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]),
+    h_t = a (C^T y)_t / s^2 - a^2 X[t, t] / (2 s^2),   J = a^2 X / s^2,   X = C^T C,
+
+(P is a = 1 with the mechanism's law). When X[u, t] = 0 for |u - t| > w (C with w + 1 bands
+gives w), the sum over 2^n patterns is a hidden-Markov forward recursion:
+
+- independent rates r_t (Poisson, cyclic Poisson): the state is the last w bits, 2^w states,
+  O(n 2^w) per sample (w = 0: Lambda = sum_t log(1 - r_t + r_t e^{h_t}));
+- balls in bins (one step per epoch, uniform in the epoch): the state is the step of the
+  current epoch, adjacent epochs only interacting when w <= bins, O(n bins) per sample.
+
+Both run in linear scale with a per-sample log offset, renormalised every step (exact up to
+rounding: each step's factors are shifted so the largest is 1, and entries below 2^-1022 of the
+largest state are negligible at double precision). Vectorised over samples (rows of H).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["gram_bandwidth", "log_ratio_rates", "log_ratio_bins", "epochs_of", "MAX_STATE_BITS"]
+
+#: the largest w the rate recursion takes (2^w states per sample)
+MAX_STATE_BITS = 12
+#: the largest spread of one step's interaction exponents the linear-scale recursion takes
+#: (e^-600 > 2^-1022: the best state's contribution never underflows)
+_MAX_SPREAD = 600.0
+
+
+def _off_diagonal(j) -> sp.csr_matrix:
+    """J without its diagonal, sparse, explicit zeros dropped (dense or sparse input)."""
+    jo = sp.csr_matrix(j, dtype=float, copy=True)
+    jo.setdiag(0.0)
+    jo.eliminate_zeros()
+    return jo
+
+
+def gram_bandwidth(x) -> int:
+    """w = max |u - t| with X[u, t] != 0 (0 for a diagonal X); X dense or sparse."""
+    c = sp.coo_matrix(x)
+    keep = c.data != 0
+    return int(np.max(np.abs(c.row[keep] - c.col[keep]))) if keep.any() else 0
+
+
+def _bits(w: int) -> np.ndarray:
+    """(2^w, w): bit j - 1 of state s is B_{t-j}, the pattern j steps back."""
+    s = np.arange(1 << w)[:, None]
+    return ((s >> np.arange(w)[None, :]) & 1).astype(float)
+
+
+def _interactions(j: sp.csr_matrix, w: int) -> np.ndarray:
+    """(n, 2^w): for each step t and state s, sum_{j=1..w} B_{t-j} J[t-j, t]."""
+    n = j.shape[0]
+    lag = np.zeros((n, w))
+    for k in range(1, min(w, n - 1) + 1):
+        lag[k:, k - 1] = j.diagonal(k)
+    return np.einsum("tk,sk->ts", lag, _bits(w))      # no BLAS: thread-independent sums
+
+
+def _log_rates(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log r, log(1 - r)) with -inf where r is 0 or 1."""
+    lr = np.full(r.shape, -np.inf)
+    l1 = np.full(r.shape, -np.inf)
+    lr[r > 0] = np.log(r[r > 0])
+    l1[r < 1] = np.log1p(-r[r < 1])
+    return lr, l1
+
+
+def log_ratio_rates(h: np.ndarray, j, rates: np.ndarray) -> np.ndarray:
+    """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]), B_t ~ Bernoulli(rates_t)
+    independent; h (S, n), J (n, n) symmetric, dense or sparse, with the interactions (its
+    diagonal unused). Exact forward recursion over the last w = bandwidth(J) bits (module
+    docstring)."""
+    jo = _off_diagonal(j)
+    w = gram_bandwidth(jo)
+    lr, l1 = _log_rates(np.asarray(rates, float))
+    if w == 0:
+        return np.sum(np.logaddexp(l1[None, :], lr[None, :] + h), axis=1)
+    if w > MAX_STATE_BITS:
+        raise ValueError(f"the Gram matrix C^T C has bandwidth {w} > {MAX_STATE_BITS}: the "
+                         "exact recursion over 2^bandwidth states is out of reach")
+    inter = _interactions(jo, w)
+    wmin = inter.min(axis=1)
+    spread = inter - wmin[:, None]
+    if np.max(spread) > _MAX_SPREAD:
+        raise ValueError("noise_multiplier too small for C: interaction exponents spread over "
+                         f"{np.max(spread):.4g} (> {_MAX_SPREAD:g})")
+    decay = np.exp(-spread)                       # (n, 2^w), in (0, 1]
+    s, half = h.shape[0], 1 << (w - 1)
+    f = np.zeros((s, 1 << w))
+    f[:, 0] = 1.0
+    logscale = np.zeros(s)
+    drift = 0.0
+    for t in range(h.shape[1]):
+        a1 = lr[t] + h[:, t] - wmin[t]            # log weight of B_t = 1 before the decay
+        m = np.maximum(l1[t], a1)
+        c0, c1 = np.exp(l1[t] - m), np.exp(a1 - m)
+        g = np.empty((s, half, 2))                # state = top * half + rest
+        np.add(f[:, :half], f[:, half:], out=g[:, :, 0])
+        g[:, :, 0] *= c0[:, None]
+        np.multiply(f[:, :half], decay[t, :half], out=g[:, :, 1])
+        g[:, :, 1] += f[:, half:] * decay[t, half:]
+        g[:, :, 1] *= c1[:, None]
+        f = g.reshape(s, 1 << w)                  # new state = rest * 2 + B_t
+        logscale += m
+        # the largest state changes by a factor in [e^-spread_t, 2] per step: renormalise
+        # before 2^k or e^-(sum of spreads) could leave the doubles' range
+        drift += float(np.max(spread[t])) + 0.7
+        if drift > 300.0 or t == h.shape[1] - 1:
+            mx = f.max(axis=1)
+            f /= mx[:, None]
+            logscale += np.log(mx)
+            drift = 0.0
+    return logscale + np.log(f.sum(axis=1))
+
+
+def epochs_of(n: int, bins: int) -> list[tuple[int, int]]:
+    """Balls in bins: epochs [start, stop) of ``bins`` steps (the last one may be shorter)."""
+    return [(e, min(e + bins, n)) for e in range(0, n, bins)]
+
+
+def log_ratio_bins(h: np.ndarray, j, bins: int) -> np.ndarray:
+    """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]) with B one uniformly drawn step
+    in each epoch of ``bins`` steps (independent epochs). Needs bandwidth(J) <= bins, so that
+    only adjacent epochs' steps interact: a forward recursion over the current epoch's step.
+    J dense or sparse."""
+    jo = _off_diagonal(j)
+    w = gram_bandwidth(jo)
+    if w > bins:
+        raise ValueError(f"balls in bins: the Gram matrix C^T C has bandwidth {w} > bins "
+                         f"{bins}; the exact recursion needs only adjacent epochs to interact")
+    eps = epochs_of(h.shape[1], bins)
+    a, b = eps[0]
+    alpha = h[:, a:b] - np.log(b - a)
+    m = alpha.max(axis=1)
+    f = np.exp(alpha - m[:, None])
+    logscale = m
+    for (pa, pb), (a, b) in zip(eps[:-1], eps[1:]):
+        blk = jo[pa:pb, a:b].toarray()
+        bmin = blk.min()
+        if blk.max() - bmin > _MAX_SPREAD:
+            raise ValueError("noise_multiplier too small for C: interaction exponents spread "
+                             f"over {blk.max() - bmin:.4g} (> {_MAX_SPREAD:g})")
+        # np.einsum without optimize does not call BLAS: the same sums whatever the threads
+        g = np.einsum("sk,kl->sl", f, np.exp(-(blk - bmin)))
+        alpha = np.log(g) + h[:, a:b] - bmin - np.log(b - a)
+        m = alpha.max(axis=1)
+        f = np.exp(alpha - m[:, None])
+        logscale = logscale + m
+    return logscale + np.log(f.sum(axis=1))
