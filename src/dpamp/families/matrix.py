@@ -46,9 +46,15 @@ def _loss_parts(m: MatrixMechanism):
     lo, hi = m.mu
     exact = lo >= hi * (1 - 1e-9)
     if m.route == CYCLIC:
+        # the lower end: k steps of an actual group at its own smallest column norm, the
+        # rest of the busiest group's count as trivial steps (no loss)
+        from ..pld.loss import eps_delta
         step, count = m.reduction(True).parts()[0]
-        low, _ = m.reduction(False).parts()[0]
-        return [(Bracketed(loss_distribution(step), loss_distribution(low), exact), count)]
+        low, k = m.reduction(False).parts()[0]
+        up = loss_distribution(step)
+        exact = exact and k == count and low == step
+        parts = [(Bracketed(up, loss_distribution(low), exact), k)]
+        return parts + [(Bracketed(up, eps_delta(0.0, 0.0), False), count - k)] * (count > k)
     if m.route == GAUSSIAN:
         return [(Bracketed(gaussian(hi), gaussian(lo), exact), 1)]
     return [(NotAttained(gaussian(hi)), 1)]

@@ -149,6 +149,32 @@ class MatrixMechanism(Mechanism):
         p = self.participation
         return p.rounds(self.n) if self.route == CYCLIC and isinstance(p, CyclicPoisson) else 1
 
+    @functools.cached_property
+    def lower_steps(self) -> tuple[int, float]:
+        """(k, mu) of the cyclic-Poisson route's lower end: one actual group of records takes
+        part in k steps whose columns all have norm at least mu z / c, so the composition of
+        k Poisson-subsampled Gaussians at mu is dominated by that group's mechanism (a step
+        at a smaller shift is a post-processing of one at a larger, and dropping steps is a
+        marginal). Where p does not divide n the busiest groups' last columns are cut short
+        by the square C, so ``rounds`` steps at the largest column norm are not attained;
+        the group and threshold maximising k mu^2 are taken. Column norms are rounded down
+        by their summation error ((rows + 8) ulps) before the square root."""
+        p = self.participation
+        if self.route != CYCLIC or not isinstance(p, CyclicPoisson):
+            return 1, self.mu[0]
+        col_sq = np.asarray(self.strategy.column_norms_sq(), dtype=float)
+        col_sq = col_sq * (1.0 - (self.n + 8) * 2.0 ** -52)
+        r = self.rounds
+        grid = np.zeros(r * p.partitions)
+        grid[:self.n] = col_sq
+        # group g is the steps g, g + p, ...: row g after the transpose; largest norms first
+        norms = -np.sort(-grid.reshape(r, p.partitions).T, axis=1)
+        score = norms * np.arange(1, r + 1)
+        g, i = np.unravel_index(int(np.argmax(score)), score.shape)
+        c = clip_sensitivity(self.relation)
+        mu = float(ulps_down(c * math.sqrt(norms[g, i]) / self.noise_multiplier, 4))
+        return int(i) + 1, min(mu, self.mu[0]) if i + 1 == r else mu
+
     @property
     def _rate(self) -> float:
         p = self.participation
@@ -165,11 +191,13 @@ class MatrixMechanism(Mechanism):
         """The plan this mechanism is accounted as, at the sensitivity's upper end (``upper``)
         or its lower end: the Gaussian mechanism (routes gaussian and no-amplification), or
         ``rounds`` Poisson-subsampled Gaussian steps (DP-SGD; route cyclic-poisson)."""
-        g = self._gaussian(upper)
         if self.route != CYCLIC:
-            return g
+            return self._gaussian(upper)
         q = self._rate
-        return Subsampled(g, Poisson(q)) * self.rounds
+        if upper:
+            return Subsampled(self._gaussian(True), Poisson(q)) * self.rounds
+        k, mu = self.lower_steps
+        return Subsampled(Gaussian(1.0, mu, relation=self.relation), Poisson(q)) * k
 
     def with_noise_multiplier(self, noise_multiplier: float) -> MatrixMechanism:
         """The same mechanism at another noise multiplier, keeping the sensitivity computed
@@ -212,8 +240,9 @@ class MatrixMechanism(Mechanism):
         w = SensitivityWitness(1.0, lo, relation=self.relation)
         if self.route == GAUSSIAN:
             return (w,)
-        q = self._rate
-        return (SampledWitness(w, Poisson(q)) * self.rounds,)
+        k, mu = self.lower_steps
+        w = SensitivityWitness(1.0, mu, relation=self.relation)
+        return (SampledWitness(w, Poisson(self._rate)) * k,)
 
     def subsample(self, scheme: SamplingScheme) -> Mechanism:
         raise ValueError("a MatrixMechanism is sampled through its participation "
