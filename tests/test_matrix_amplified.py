@@ -121,7 +121,7 @@ def test_banded_beats_no_amplification_and_is_deterministic():
     m = dp.MatrixMechanism(c, 3.0, participation=dp.Poisson(0.02))
     r1, r2 = Q.epsilon(c, 3.0, 0.02, 1e-6), Q.epsilon(c, 3.0, 0.02, 1e-6)
     assert r1 == r2
-    assert r1.epsilon < m.epsilon(1e-6).epsilon
+    assert r1.epsilon < m.epsilon(1e-6, method="profile").epsilon
     assert r1.slack < 1e-6 and len(r1.steps.parts) == 3   # Toeplitz: steps 1, 2, then equal
 
 
@@ -140,16 +140,16 @@ def test_the_family_takes_the_smaller_route_and_names_it():
     c = np.eye(n) + 0.5 * np.eye(n, k=-1)
     m = dp.MatrixMechanism(c, 4.0, participation=dp.Poisson(0.01))
     g = amplified_epsilon(m, 1e-6)
-    plain = m.epsilon(1e-6)
+    plain = m.epsilon(1e-6, method="profile")
     assert g.method == "conditional-composition" and g.epsilon < plain.epsilon
     assert "no-amplification gave" in g.note and g.lower is None
     d = amplified_delta(m, 0.5)          # (its own bad-history budget: not the inverse of g)
-    assert d.method == "conditional-composition" and d.delta < m.delta(0.5).delta
+    assert d.method == "conditional-composition" and d.delta < m.delta(0.5, method="profile").delta
     # tiny sampling noise, huge posterior tails: no-amplification may answer; either way the
     # route is named and the answer is the smaller proven bound
     m2 = dp.MatrixMechanism(np.ones((3, 3)) * np.tri(3), 0.3, participation=dp.Poisson(0.9))
     g2 = amplified_epsilon(m2, 1e-6)
-    assert g2.epsilon <= m2.epsilon(1e-6).epsilon
+    assert g2.epsilon <= m2.epsilon(1e-6, method="profile").epsilon
     assert "route" in g2.note
     # routes without sampling are left as they are
     m3 = dp.MatrixMechanism(c, 4.0)
@@ -178,7 +178,7 @@ def test_cyclic_poisson_with_more_bands_than_groups():
     m = dp.MatrixMechanism(c, 3.0, participation=dp.CyclicPoisson(0.05, 2))
     assert m.route == "no-amplification"
     g = amplified_epsilon(m, 1e-6)
-    assert g.method == "conditional-composition" and g.epsilon < m.epsilon(1e-6).epsilon
+    assert g.method == "conditional-composition" and g.epsilon < m.epsilon(1e-6, method="profile").epsilon
     # the worst group answers: no smaller than either group alone
     e0 = Q._best_epsilon(lambda d: dominating_steps(c, 3.0, 0.05, d, 10, np.arange(n) % 2 == 0),
                          1e-6, Q.ETA).epsilon
@@ -215,7 +215,7 @@ def test_balls_in_bins_banded_and_checked():
     c = np.eye(n) + 0.5 * np.eye(n, k=-1) + 0.25 * np.eye(n, k=-2)
     r = Q.epsilon_bins(c, 16.0, 10, 1e-6)
     m = dp.MatrixMechanism(c, 16.0, participation=dp.BallsInBins(10))
-    assert r.epsilon < m.epsilon(1e-6).epsilon             # (at z = 4 it is not: docs)
+    assert r.epsilon < m.epsilon(1e-6, method="profile").epsilon   # (not at z = 4: docs)
     assert len(r.steps.parts) <= 12     # one mixture per epoch position (the first epoch's own)
     from dpamp.families.matrix import amplified_epsilon
     g = amplified_epsilon(m, 1e-6)
@@ -240,3 +240,19 @@ def test_random_tiny_cases_stay_above_the_exact_pairs():
         for eps in (0.1, 1.0):
             assert exact_delta(c, z, None, eps, pats=pats, logw=logw) <= \
                 Q.delta_bins(c, z, n, eps).delta
+
+
+def test_auto_answers_by_conditional_composition_and_names_the_route():
+    """The registered method: auto takes it for one amplifiable matrix mechanism; a
+    composition of one, or a route it does not bound, is refused with the reason."""
+    c = np.eye(20) + 0.5 * np.eye(20, k=-1)
+    m = dp.MatrixMechanism(c, 4.0, participation=dp.Poisson(0.02))
+    g = m.epsilon(1e-6)
+    assert g.method == "conditional-composition" and g.lower is None
+    assert g.epsilon < m.epsilon(1e-6, method="profile").epsilon
+    assert m.epsilon(1e-6, method="conditional-composition") == g
+    assert not dp.supports(m * 2, "conditional-composition")
+    cyclic = dp.MatrixMechanism(np.eye(20), 4.0, participation=dp.CyclicPoisson(0.1, 2))
+    assert cyclic.route == "cyclic-poisson"
+    with pytest.raises(ValueError, match="does not apply"):
+        cyclic.epsilon(1e-6, method="conditional-composition")

@@ -290,7 +290,7 @@ def _own_samplers() -> dict[str, MatrixMechanism]:
 
 # --- the amplified route (Poisson sampling, any lower-triangular C) ---------------------------
 
-def _amplifiable(m: MatrixMechanism) -> bool:
+def amplifiable(m: MatrixMechanism) -> bool:
     """Poisson or cyclic Poisson sampling on the no-amplification route (more bands than
     groups, or a non-banded C), or balls in bins with bins dividing n, with a square C: what
     :mod:`dpamp.amplification.matrix` bounds."""
@@ -319,12 +319,12 @@ def _better(m: MatrixMechanism, plain, amp, field: str):
 def amplified_epsilon(m: MatrixMechanism, delta: float):
     """epsilon at ``delta``: the smaller of the no-amplification bound (``m.epsilon``) and the
     conditional-composition bound (:func:`dpamp.amplification.matrix.query.epsilon`) where it
-    applies (``_amplifiable``); else ``m.epsilon(delta)``. Both are proven upper bounds; the
+    applies (``amplifiable``); else ``m.epsilon(delta)``. Both are proven upper bounds; the
     answer's ``method`` names the route that gave it (no lower bound: amplification may make
     the truth smaller than any witness of the worst pattern)."""
-    plain = m.epsilon(delta)
-    if not _amplifiable(m):
-        return plain
+    if not amplifiable(m):
+        return m.epsilon(delta)
+    plain = m.epsilon(delta, method="profile")
     from ..amplification.matrix import query
     p = m.participation
     if isinstance(p, BallsInBins):
@@ -337,9 +337,9 @@ def amplified_epsilon(m: MatrixMechanism, delta: float):
 
 def amplified_delta(m: MatrixMechanism, epsilon: float):
     """delta at ``epsilon``, the smaller of the two routes (:func:`amplified_epsilon`)."""
-    plain = m.delta(epsilon)
-    if not _amplifiable(m):
-        return plain
+    if not amplifiable(m):
+        return m.delta(epsilon)
+    plain = m.delta(epsilon, method="profile")
     from ..amplification.matrix import query
     p = m.participation
     if isinstance(p, BallsInBins):
@@ -350,5 +350,5 @@ def amplified_delta(m: MatrixMechanism, epsilon: float):
     return _better(m, plain, amp, "delta")
 
 
-__all__ = ["bsr_coefficients", "NO_AMPLIFICATION", "CONDITIONAL", "amplified_epsilon",
-           "amplified_delta"]
+__all__ = ["bsr_coefficients", "NO_AMPLIFICATION", "CONDITIONAL", "amplifiable",
+           "amplified_epsilon", "amplified_delta"]

@@ -1,0 +1,53 @@
+"""Registers the "conditional-composition" accounting method: one matrix mechanism whose records
+are Poisson-sampled (or cyclic-Poisson with more bands than groups, or balls in bins), accounted
+by conditional composition (Choquette-Choo, Ganesh, Steinke & Thakurta 2024;
+:mod:`dpamp.amplification.matrix`): per step a mixture of Gaussians whose weights are bounded
+given the past outputs, composed by the certified PLD, plus the probability that a posterior
+bound fails. The answer is the smaller of that bound and the no-amplification one (the
+Gaussian at the worst pattern's sensitivity); both are proven upper bounds and the answer's
+``method`` names the route that gave it. No lower end: amplification may put the truth below
+any witness of the worst pattern. Rank 8: where it applies it is the tightest proven bound.
+"""
+from __future__ import annotations
+
+from ...mechanisms.family import Support
+from ...mechanisms.matrix import MatrixMechanism
+from ..registry import Method, register
+
+
+def _single(mechanism) -> MatrixMechanism | None:
+    parts = [(p, c) for p, c in mechanism.parts() if c > 0]
+    if len(parts) == 1 and parts[0][1] == 1 and isinstance(parts[0][0], MatrixMechanism):
+        return parts[0][0]
+    return None
+
+
+def _supports(mechanism) -> Support:
+    from ...families.matrix import amplifiable
+    m = _single(mechanism)
+    if m is None or not amplifiable(m):
+        return Support.no("conditional-composition: applies to one matrix mechanism under "
+                          "Poisson sampling, cyclic Poisson with more bands than groups, or "
+                          "balls in bins (a square C)")
+    return Support.yes()
+
+
+def _mechanism(mechanism) -> MatrixMechanism:
+    m = _single(mechanism)
+    if m is None or not _supports(mechanism):
+        raise ValueError(f"conditional-composition does not apply to {mechanism!r}")
+    return m
+
+
+def _epsilon(mechanism, delta, **_):
+    from ...families.matrix import amplified_epsilon
+    return amplified_epsilon(_mechanism(mechanism), delta)
+
+
+def _delta(mechanism, epsilon, **_):
+    from ...families.matrix import amplified_delta
+    return amplified_delta(_mechanism(mechanism), epsilon)
+
+
+register(Method("conditional-composition", _epsilon, _delta, lambda m: bool(_supports(m)),
+                rank=8, supports=_supports))
