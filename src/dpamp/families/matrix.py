@@ -42,22 +42,36 @@ def _loss_parts(m: MatrixMechanism):
     attaining Delta_lo is an actual pair of neighbours); route no-amplification: mu_hi only,
     not attained."""
     from ..pld.loss import gaussian
-    from ..pld.sources import Bracketed, NotAttained, loss_distribution
+    from ..pld.sources import Bracketed, NotAttained
     lo, hi = m.mu
     exact = lo >= hi * (1 - 1e-9)
     if m.route == CYCLIC:
-        # the lower end: k steps of an actual group at its own smallest column norm, the
-        # rest of the busiest group's count as trivial steps (no loss)
-        from ..pld.loss import eps_delta
-        step, count = m.reduction(True).parts()[0]
-        low, k = m.reduction(False).parts()[0]
-        up = loss_distribution(step)
-        exact = exact and k == count and low == step
-        parts = [(Bracketed(up, loss_distribution(low), exact), k)]
-        return parts + [(Bracketed(up, eps_delta(0.0, 0.0), False), count - k)] * (count > k)
+        return _cyclic_parts(m)
     if m.route == GAUSSIAN:
         return [(Bracketed(gaussian(hi), gaussian(lo), exact), 1)]
     return [(NotAttained(gaussian(hi)), 1)]
+
+
+def _cyclic_parts(m: MatrixMechanism):
+    """The cyclic-Poisson route position by position: the upper step at each position
+    (``group_mus``) bracketed with the lower group's step there, or with the trivial pair
+    (no loss) past the lower group's last step; equal pairs counted."""
+    from ..pld.loss import eps_delta
+    from ..pld.sources import Bracketed, loss_distribution
+    from ..core.sampling import Poisson
+    from ..mechanisms.gaussian import Gaussian
+    from ..mechanisms.subsampled import Subsampled
+    up, low = m.group_mus
+    q = m.participation.sampling_prob  # type: ignore[attr-defined]
+    counts: dict[tuple[float, float], int] = {}
+    for i, mu in enumerate(up):
+        key = (mu, low[i] if i < len(low) else 0.0)
+        counts[key] = counts.get(key, 0) + 1
+
+    def step(mu):
+        return loss_distribution(Subsampled(Gaussian(1.0, mu, relation=m.relation), Poisson(q)))
+    return [(Bracketed(step(a), step(b) if b > 0 else eps_delta(0.0, 0.0),
+                       b > 0 and b >= a * (1 - 1e-9)), k) for (a, b), k in counts.items()]
 
 
 def _profile_pair(m: MatrixMechanism, eps):

@@ -70,6 +70,23 @@ GAUSSIAN, CYCLIC, NO_AMPLIFICATION = "gaussian", "cyclic-poisson", "no-amplifica
 CONDITIONAL = "conditional-composition"
 
 
+#: distinct step values the cyclic-Poisson route keeps per end (each is one PLD part)
+MAX_LEVELS = 16
+
+
+def _levels(values: np.ndarray, upper: bool) -> np.ndarray:
+    """``values`` (sorted, largest first) with at most MAX_LEVELS distinct entries: each moved
+    up (``upper``) or down to one of MAX_LEVELS of the values themselves, so the steps still
+    dominate (upper) or are dominated by (lower) the ones they replace."""
+    distinct = np.unique(values)
+    if distinct.size <= MAX_LEVELS:
+        return values
+    levels = distinct[np.linspace(0, distinct.size - 1, MAX_LEVELS).round().astype(int)]
+    if upper:
+        return levels[np.searchsorted(levels, values, side="left")]
+    return levels[np.searchsorted(levels, values, side="right") - 1]
+
+
 @dataclasses.dataclass(frozen=True)
 class SensitivityWitness(Gaussian):
     """The Gaussian pair of one pattern and gradients attaining the lower sensitivity end: an
@@ -150,30 +167,43 @@ class MatrixMechanism(Mechanism):
         return p.rounds(self.n) if self.route == CYCLIC and isinstance(p, CyclicPoisson) else 1
 
     @functools.cached_property
-    def lower_steps(self) -> tuple[int, float]:
-        """(k, mu) of the cyclic-Poisson route's lower end: one actual group of records takes
-        part in k steps whose columns all have norm at least mu z / c, so the composition of
-        k Poisson-subsampled Gaussians at mu is dominated by that group's mechanism (a step
-        at a smaller shift is a post-processing of one at a larger, and dropping steps is a
-        marginal). Where p does not divide n the busiest groups' last columns are cut short
-        by the square C, so ``rounds`` steps at the largest column norm are not attained;
-        the group and threshold maximising k mu^2 are taken. Column norms are rounded down
-        by their summation error ((rows + 8) ulps) before the square root."""
+    def group_mus(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The cyclic-Poisson route's steps as mu values, largest first: (upper, lower).
+        Each group of records is exactly DP-SGD over its own steps at their column norms
+        (Choquette-Choo et al. 2023: with b <= p bands the group's columns do not share
+        rows). Upper: position by position the largest over the groups of the sorted norms,
+        which dominates every group (each group's i-th largest step is dominated by the
+        upper's, a step at a smaller shift being a post-processing of one at a larger).
+        Lower: the steps of one actual group (the one of largest sum of squares), all
+        attained. Where p divides n and the columns are equal the two coincide; where it
+        does not, the square C cuts the busiest groups' last columns short, which both ends
+        follow. Column norms are rounded outward by their summation error ((n + 8) ulps)."""
         p = self.participation
         if self.route != CYCLIC or not isinstance(p, CyclicPoisson):
-            return 1, self.mu[0]
+            return (self.mu[1],), (self.mu[0],)
         col_sq = np.asarray(self.strategy.column_norms_sq(), dtype=float)
-        col_sq = col_sq * (1.0 - (self.n + 8) * 2.0 ** -52)
+        err = (self.n + 8) * 2.0 ** -52
         r = self.rounds
         grid = np.zeros(r * p.partitions)
         grid[:self.n] = col_sq
-        # group g is the steps g, g + p, ...: row g after the transpose; largest norms first
+        # group g is the steps g, g + p, ...: row g after the transpose; largest first
         norms = -np.sort(-grid.reshape(r, p.partitions).T, axis=1)
-        score = norms * np.arange(1, r + 1)
-        g, i = np.unravel_index(int(np.argmax(score)), score.shape)
-        c = clip_sensitivity(self.relation)
-        mu = float(ulps_down(c * math.sqrt(norms[g, i]) / self.noise_multiplier, 4))
-        return int(i) + 1, min(mu, self.mu[0]) if i + 1 == r else mu
+        c = clip_sensitivity(self.relation) / self.noise_multiplier
+        up = ulps_up(c * np.sqrt(norms.max(axis=0) * (1.0 + err)), 4)
+        low = ulps_down(c * np.sqrt(norms[int(np.argmax(norms.sum(axis=1)))] * (1.0 - err)), 4)
+        up, low = _levels(up[up > 0], True), _levels(low[low > 0], False)
+        return tuple(float(v) for v in up), tuple(float(v) for v in low)
+
+    def _steps(self, mus) -> Mechanism:
+        """The composition of Poisson-subsampled Gaussians at ``mus``, equal ones counted."""
+        from .composition import compose
+        q = self._rate
+        counts: dict[float, int] = {}
+        for mu in mus:
+            counts[mu] = counts.get(mu, 0) + 1
+        parts = [Subsampled(Gaussian(1.0, mu, relation=self.relation), Poisson(q)) * k
+                 for mu, k in counts.items()]
+        return parts[0] if len(parts) == 1 else compose(*parts)
 
     @property
     def _rate(self) -> float:
@@ -193,11 +223,8 @@ class MatrixMechanism(Mechanism):
         ``rounds`` Poisson-subsampled Gaussian steps (DP-SGD; route cyclic-poisson)."""
         if self.route != CYCLIC:
             return self._gaussian(upper)
-        q = self._rate
-        if upper:
-            return Subsampled(self._gaussian(True), Poisson(q)) * self.rounds
-        k, mu = self.lower_steps
-        return Subsampled(Gaussian(1.0, mu, relation=self.relation), Poisson(q)) * k
+        up, low = self.group_mus
+        return self._steps(up if upper else low)
 
     def with_noise_multiplier(self, noise_multiplier: float) -> MatrixMechanism:
         """The same mechanism at another noise multiplier, keeping the sensitivity computed
@@ -240,9 +267,13 @@ class MatrixMechanism(Mechanism):
         w = SensitivityWitness(1.0, lo, relation=self.relation)
         if self.route == GAUSSIAN:
             return (w,)
-        k, mu = self.lower_steps
-        w = SensitivityWitness(1.0, mu, relation=self.relation)
-        return (SampledWitness(w, Poisson(self._rate)) * k,)
+        from .composition import compose
+        counts: dict[float, int] = {}
+        for mu in self.group_mus[1]:
+            counts[mu] = counts.get(mu, 0) + 1
+        parts = [SampledWitness(SensitivityWitness(1.0, mu, relation=self.relation),
+                                Poisson(self._rate)) * k for mu, k in counts.items()]
+        return (parts[0] if len(parts) == 1 else compose(*parts),)
 
     def subsample(self, scheme: SamplingScheme) -> Mechanism:
         raise ValueError("a MatrixMechanism is sampled through its participation "
