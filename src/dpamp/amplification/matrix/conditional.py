@@ -128,7 +128,8 @@ def dominating_steps(c, sigma: float, q: float, delta_p: float, window: int = WI
     for i, (win, older) in enumerate(wins):
         rows = slice(int(win[0]) if win.size else i, i)
         row, block = a[i, win], a[rows, win]
-        key = b"|".join([row.tobytes(), block.tobytes()])
+        key = b"|".join([repr((row.shape, block.shape)).encode(), row.tobytes(),
+                         block.tobytes()])
         if key not in laws:
             laws[key] = window_law(row, block, q, sigma, log_beta)
         full = (key, float(a[i, i]), older_grid(older))

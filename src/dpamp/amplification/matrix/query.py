@@ -76,7 +76,10 @@ def _candidate(build, delta, eta, guess) -> tuple[Amplified, float]:
     slack = _slack(steps, eps0, d_p, eta * delta / 2)
     if slack >= delta:
         return Amplified(math.inf, delta, 0.0, slack, steps), eps0
-    return Amplified(_eps(comp, delta - slack), delta, delta - slack, slack, steps), eps0
+    # the PLD's share rounded down (fl(delta - slack) may lie half an ulp above the difference),
+    # so that delta_PLD + slack <= delta holds in exact arithmetic
+    share = math.nextafter(delta - slack, 0.0)
+    return Amplified(_eps(comp, share), delta, share, slack, steps), eps0
 
 
 def _groups(n: int, partitions: int):
@@ -173,4 +176,5 @@ def _delta_of(steps: StepMixtures, eps: float, delta_p: float) -> Amplified:
     eps0 = _eps(comp, delta_p)
     slack = _slack(steps, eps0, delta_p, delta_p)
     d_pld = float(comp.delta(eps, method="pld").delta)
-    return Amplified(eps, float(ulps_up(d_pld + slack, 2)), d_pld, slack, steps)
+    # (a delta above 1 says nothing more than 1)
+    return Amplified(eps, min(1.0, float(ulps_up(d_pld + slack, 2))), d_pld, slack, steps)
