@@ -13,7 +13,8 @@ S_i = sum_j |C[i, j]| x_j under the posterior:
   post-processing, the same for every component), then, at fixed norms, the likelihood ratio
   sum_x pi_x exp(<u_x, y> - r_x^2 / 2) is a convex function of a sum of non-decreasing functions
   of the Gaussians <u_x, y> ~ N(0, r_x^2), whose expectation (either order of the hockey-stick)
-  is largest when they are comonotone (Lorentz 1953, Tchen 1980: supermodular functions), i.e.
+  is largest when they are comonotone (Lorentz 1953 for n variables, Tchen 1980; as comonotone sums
+  being largest in convex order, Dhaene, Denuit, Goovaerts, Kaas & Vyncke 2002), i.e.
   all shifts on one ray;
 - a stochastically larger law of shifts dominates: couple S <= S', and the mixture indexed by
   the pair (S, S') with shifts S is dominated by the one with shifts S' (previous item).
