@@ -438,3 +438,30 @@ def test_command_line(capsys):
     assert main(["calibrate", "noise-multiplier", "--strategy", "tree", "--steps", "100",
                  "--epsilon", "2", "--delta", "1e-6"]) == 0
     assert "noise multiplier = " in capsys.readouterr().out
+
+
+def test_figure_matrix_beside_dpsgd(tmp_path, capsys):
+    """The figure's numbers: each point is the T-step mechanism's own epsilon (the same
+    strategy at length T), beside DP-SGD at equal noise (z / max column norm) and the same
+    expected batch (q / p); both grow with T. The CLI draws it from the flags."""
+    pytest.importorskip("matplotlib")
+    from dpamp.cli.main import main
+    from dpamp.io import plot
+    c = dp.BandedToeplitz((1.0, 0.5), 40)
+    m = dp.MatrixMechanism(c, 2.0, participation=dp.CyclicPoisson(0.2, 2))
+    d = plot.matrix_vs_dpsgd(m, 1e-6, steps=[1, 10, 40], output=tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 0
+    e, s = d["epsilon"]["matrix"], d["epsilon"]["dp-sgd"]
+    assert (np.diff(e) > 0).all() and (np.diff(s) > 0).all()
+    t10 = dp.MatrixMechanism(dp.BandedToeplitz((1.0, 0.5), 10), 2.0,
+                             participation=dp.CyclicPoisson(0.2, 2))
+    assert e[1] == t10.epsilon(1e-6).epsilon
+    z = 2.0 / math.sqrt(1.25)
+    assert s[2] == (dp.Gaussian(z).subsample(dp.Poisson(0.1)) * 40).epsilon(1e-6).epsilon
+    with pytest.raises(ValueError, match="matrix mechanism"):
+        plot.matrix_vs_dpsgd(dp.Gaussian(1.0), 1e-6, output=tmp_path / "g.png")
+    assert main(["plot", "matrix-vs-dpsgd", "--strategy", "banded", "--bands", "2",
+                 "--steps", "20", "--noise-multiplier", "2", "--participation",
+                 "cyclic-poisson", "--sampling-prob", "0.1", "--partitions", "2",
+                 "--delta", "1e-6", "-o", str(tmp_path / "h.png")]) == 0
+    assert (tmp_path / "h.png").exists()

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-KINDS = ("profile", "epsilon-vs-steps", "rdp", "tradeoff", "samplers")
+KINDS = ("profile", "epsilon-vs-steps", "rdp", "tradeoff", "samplers", "matrix-vs-dpsgd")
 
 
 def _jsonable(x):
@@ -82,6 +82,8 @@ def cmd_plot(args):
                                      methods=methods, output=out, **options)
     elif args.kind == "rdp":
         data = plot.rdp(x, output=out)
+    elif args.kind == "matrix-vs-dpsgd":
+        data = plot.matrix_vs_dpsgd(x, delta, output=out)
     else:
         data = plot.tradeoff(x, method=args.method, output=out, **options)
     if args.json:  # the plotted data, and the plan it is of

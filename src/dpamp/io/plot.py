@@ -304,3 +304,81 @@ def tradeoff_bracket(x, alphas=None, output=None, method: str = "auto") -> dict:
     _finish(fig, ax, out_path, "false-positive rate α", "true-positive rate 1 − β(α)",
             "Membership-inference risk")
     return data
+
+
+def _first_steps(m, steps: int):
+    """The matrix mechanism ``m`` run for its first ``steps`` steps: the same strategy family
+    at that length (a dense C: its leading square block, the outputs of those steps)."""
+    import dataclasses
+    from ..mechanisms.matrix_strategies import DenseStrategy
+    s = m.strategy
+    if isinstance(s, DenseStrategy):
+        if not s.square_lower:
+            raise ValueError("a dense strategy must be square and lower triangular to be cut "
+                             "to its first steps")
+        s = DenseStrategy(s.matrix[:steps, :steps])
+    else:
+        s = dataclasses.replace(s, n=steps)
+    return dataclasses.replace(m, strategy=s)
+
+
+def _dpsgd_rate(participation) -> float | None:
+    """DP-SGD's Poisson rate at the matrix mechanism's expected batch: q / p for cyclic Poisson
+    (Poisson is p = 1), 1 / bins for balls in bins; None without sampling."""
+    from ..mechanisms.participation import BallsInBins, CyclicPoisson
+    if isinstance(participation, CyclicPoisson):
+        return participation.sampling_prob / participation.partitions
+    if isinstance(participation, BallsInBins):
+        return 1.0 / participation.bins
+    return None
+
+
+def matrix_vs_dpsgd(m, delta: float, steps=None, output=None) -> dict:
+    """epsilon(delta) of a matrix mechanism ``m`` after its first T steps, for T in ``steps``
+    (default: up to 12 log-spaced counts up to m.n), beside DP-SGD at equal noise (noise
+    multiplier z / the largest column norm of C: the same z once C is scaled to column norm 1,
+    jax_privacy's convention) and the same expected batch (Poisson rate q / p under cyclic Poisson, 1 / bins under balls
+    in bins; no DP-SGD curve without sampling). Each point is the upper bound of ``auto``
+    (which names its route). Returns {"steps", "delta", "epsilon": {"matrix", "dp-sgd"},
+    "method": [the matrix's method at each T]}."""
+    from ..core.sampling import Poisson
+    from ..mechanisms.gaussian import Gaussian
+    from ..mechanisms.matrix import MatrixMechanism
+    parts = m.parts() if hasattr(m, "parts") else []
+    if not isinstance(m, MatrixMechanism) and len(parts) == 1 and parts[0][1] == 1:
+        m = parts[0][0]                      # a plan's one matrix stage
+    if not isinstance(m, MatrixMechanism):
+        raise ValueError("the matrix-vs-dpsgd figure is of a matrix mechanism (--strategy, or "
+                         "mechanism = \"matrix\" in a plan)")
+    out_path = check_output(output)
+    d = V.delta(delta)
+    if steps is None:
+        grid = np.unique(np.round(np.geomspace(1, m.n, min(m.n, 12))).astype(np.int64))
+    else:
+        grid = np.unique(np.asarray(steps, dtype=np.int64))
+        if grid.size == 0 or grid[0] < 1 or grid[-1] > m.n:
+            raise ValueError(f"steps must be integers in [1, {m.n}]")
+    rate = _dpsgd_rate(m.participation)
+    # equal noise: C scaled to largest column norm 1 (jax_privacy's convention), so DP-SGD's
+    # noise multiplier is z / max column norm
+    z = m.noise_multiplier / math.sqrt(float(np.max(m.strategy.column_norms_sq())))
+    eps = {"matrix": np.full(grid.size, np.nan), "dp-sgd": np.full(grid.size, np.nan)}
+    used = []
+    for j, t in enumerate(progress(grid, total=grid.size, label="matrix vs DP-SGD")):
+        g = _first_steps(m, int(t)).epsilon(d)
+        eps["matrix"][j] = g.epsilon
+        used.append(g.method)
+        if rate is not None:
+            sgd = Gaussian(z).subsample(Poisson(rate)) * int(t)
+            eps["dp-sgd"][j] = sgd.epsilon(d).epsilon
+    labels = {"matrix": f"{m.strategy.describe()}, z {m.noise_multiplier:.3g}",
+              "dp-sgd": f"DP-SGD, z {z:.3g}, rate {rate if rate is not None else 0:.3g}"}
+    fig, ax = _figure()
+    for key, e in eps.items():
+        ok = np.isfinite(e)
+        if ok.any():
+            ax.plot(grid[ok], e[ok], marker=".", label=labels[key])
+    ax.set_xscale("log")
+    _finish(fig, ax, out_path, "steps", f"ε  (upper bound at δ = {fmt(d)})",
+            "Matrix mechanism beside DP-SGD at equal noise")
+    return {"steps": grid, "delta": d, "epsilon": eps, "method": used}
