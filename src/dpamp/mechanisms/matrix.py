@@ -177,7 +177,8 @@ class MatrixMechanism(Mechanism):
         Lower: the steps of one actual group (the one of largest sum of squares), all
         attained. Where p divides n and the columns are equal the two coincide; where it
         does not, the square C cuts the busiest groups' last columns short, which both ends
-        follow. Column norms are rounded outward by their summation error ((n + 8) ulps)."""
+        follow. Column norms are rounded outward by their summation error ((n + 8) ulps) and
+        the strategy's coefficient error."""
         p = self.participation
         if self.route != CYCLIC or not isinstance(p, CyclicPoisson):
             return (self.mu[1],), (self.mu[0],)
@@ -189,8 +190,10 @@ class MatrixMechanism(Mechanism):
         # group g is the steps g, g + p, ...: row g after the transpose; largest first
         norms = -np.sort(-grid.reshape(r, p.partitions).T, axis=1)
         c = clip_sensitivity(self.relation) / self.noise_multiplier
-        up = ulps_up(c * np.sqrt(norms.max(axis=0) * (1.0 + err)), 4)
-        low = ulps_down(c * np.sqrt(norms[int(np.argmax(norms.sum(axis=1)))] * (1.0 - err)), 4)
+        e = self.strategy.coeff_error        # computed coefficients: their l2 error
+        up = ulps_up(c * (np.sqrt(norms.max(axis=0) * (1.0 + err)) + e), 4)
+        low = np.sqrt(norms[int(np.argmax(norms.sum(axis=1)))] * (1.0 - err)) - e
+        low = ulps_down(c * np.maximum(low, 0.0), 4)
         up, low = _levels(up[up > 0], True), _levels(low[low > 0], False)
         return tuple(float(v) for v in up), tuple(float(v) for v in low)
 
