@@ -33,8 +33,9 @@ How it is accounted (``route``):
 - **conditional-composition** (:mod:`dpamp.amplification.matrix`, Choquette-Choo, Ganesh,
   Steinke & Thakurta, ICLR 2024): an amplified upper bound for Poisson, cyclic Poisson and
   balls in bins with any square lower-triangular C, from :meth:`MatrixMechanism.matrix` and
-  ``participation``; ``dpamp.families.matrix.amplified_epsilon`` / ``amplified_delta`` answer
-  with the smaller of it and no-amplification's bound, naming the route.
+  ``participation``; the accounting method ``conditional-composition`` (which ``auto`` takes
+  for one such mechanism) answers with the smaller of it and no-amplification's bound, naming
+  the route.
 """
 from __future__ import annotations
 
