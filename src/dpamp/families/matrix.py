@@ -304,12 +304,19 @@ def _own_samplers() -> dict[str, MatrixMechanism]:
 
 # --- the amplified route (Poisson sampling, any lower-triangular C) ---------------------------
 
+#: the most steps the amplified route takes: it works on C as a dense n x n array (8 n^2
+#: bytes, 134 MB here), built only once this is checked
+MAX_AMPLIFIED_STEPS = 4096
+
+
 def amplifiable(m: MatrixMechanism) -> bool:
     """Poisson or cyclic Poisson sampling on the no-amplification route (more bands than
-    groups, or a non-banded C), or balls in bins with bins dividing n, with a square C: what
-    :mod:`dpamp.amplification.matrix` bounds."""
+    groups, or a non-banded C), or balls in bins with bins dividing n, with a square
+    lower-triangular C of at most MAX_AMPLIFIED_STEPS steps: what
+    :mod:`dpamp.amplification.matrix` bounds. Decided from the description (no C built)."""
     p = m.participation
-    if m.route != NO_AMPLIFICATION or m.strategy.dense().shape[0] != m.n:
+    if m.route != NO_AMPLIFICATION or not m.strategy.square_lower \
+            or m.n > MAX_AMPLIFIED_STEPS:
         return False
     return isinstance(p, CyclicPoisson) or (isinstance(p, BallsInBins) and m.n % p.bins == 0)
 
