@@ -155,8 +155,8 @@ def test_cli_plot_every_kind(tmp_path, capsys):
     plan.write_text('delta = 1e-5\n[[stage]]\nmechanism = "gaussian"\nnoise_multiplier = 1.5\n'
                     'sampling = "poisson"\nrate = 0.02\nsteps = 300\n')
     for kind in plot_kinds():
-        if kind == "samplers":       # one DP-SGD run under every sampler: flags, not a plan
-            continue                 # (tests/test_samplers_integration.py)
+        if kind in ("samplers", "matrix-vs-dpsgd"):   # a DP-SGD run under every sampler, a
+            continue       # matrix mechanism (tests/test_samplers_integration.py, test_matrix_mechanism.py)
         out = tmp_path / f"{kind}.png"
         assert cli.main(["plot", kind, "--plan", str(plan), "-o", str(out)]) == 0, kind
         assert is_png(out)
