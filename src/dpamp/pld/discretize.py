@@ -99,7 +99,18 @@ def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Di
                                            optimistic)
         args += [fwd, rev]
         totals.append((p_tot, q_tot))
-    done = halves(args)
+    try:
+        done = halves(args)
+    except ArithmeticError:
+        if not optimistic:
+            raise
+        if len(losses) > 1:          # part by part gives the same bits; find the one that fails
+            return [d for loss, g in zip(losses, grids)
+                    for d in discretize_many([loss], [g], h, optimistic)]
+        # the optimistic lowering found no feasible polygon for this pair (seen on a two-atom
+        # pair with most mass at +inf): keep the pessimistic PMF and give no lower bound for
+        # it (``lower`` all zeros: valid, useless) rather than fail the query
+        return discretize_many(losses, grids, h, optimistic=False)
     out = [_combine(done[2 * k], done[2 * k + 1], h, jlo, jhi, p_tot, q_tot, loss.inf_mass,
                     cancel=False)
            for k, (loss, (jlo, jhi), (p_tot, q_tot)) in enumerate(zip(losses, grids, totals))]
