@@ -49,23 +49,24 @@ _LAZY = {
                                                               "Toeplitz")},
     **{n: ("dpamp.mechanisms.participation", n) for n in ("BallsInBins", "CyclicPoisson",
                                                           "MinSeparation", "SingleEpoch")},
-    # represent: privacy profiles and tight amplification by subsampling (paper 000)
+    # represent: privacy profiles and tight amplification by subsampling (Balle et al. 2018)
     "profiles": ("dpamp.profiles", None),
     **{n: ("dpamp.profiles", n) for n in ("RandomizedMembership", "group_profile",
                                           "hockey_stick", "profile_pair",
                                           "profile_pair_lower")},
     "privacy_profile": ("dpamp.accounting.profile", "privacy_profile"),
-    # compose: the (epsilon, delta) composition theorems (004), the RDP accountant (003 Sec. 4)
+    # compose: the (epsilon, delta) composition theorems (Steinke 2022), the RDP accountant (Wang et
+    # al. 2019, Sec. 4)
     "composition": ("dpamp.theorems.composition", None),
     "Accountant": ("dpamp.rdp.accountant", "Accountant"),
-    # amplification by mixing, iteration and diffusion (paper 002)
+    # amplification by mixing, iteration and diffusion (Balle et al. 2019)
     "mixing": ("dpamp.amplification.mixing", None),
     **{n: ("dpamp.amplification.mixing", n) for n in (
         "BrownianKernel", "BrownianMotion", "DoeblinWarning", "GaussianKernel", "LaplaceKernel",
         "MarkovKernel", "NoisyProjectedSGD", "OrnsteinUhlenbeck", "OrnsteinUhlenbeckKernel",
         "amplification_by_iteration", "amplify_by_mixing", "iteration_path_bound",
         "shift_reduction_rdp")},
-    # amplification by Bernoulli sampling from a private parameter (paper 001):
+    # amplification by Bernoulli sampling from a private parameter (Imola & Chaudhuri 2021):
     # dp.bernoulli.lower_bound / upper_bound / exact / hoeffding_lower_bound
     "bernoulli": ("dpamp.amplification.bernoulli", None),
     "BernoulliSampled": ("dpamp.amplification.bernoulli", "BernoulliSampled"),

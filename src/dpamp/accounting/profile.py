@@ -1,5 +1,5 @@
 """The privacy profile of any mechanism: the closed-form or amplified profile of one mechanism
-(:mod:`dpamp.profiles`), else, for a composition, the PLD engine's (004 Prop. 7). This is
+(:mod:`dpamp.profiles`), else, for a composition, the PLD engine's (Steinke 2022, Prop. 7). This is
 where ``m.profile(eps)`` and ``dp.privacy_profile`` lead; the profile layer itself never
 calls the PLD engine (the two sit side by side, the PLD engine may use profiles)."""
 from __future__ import annotations

@@ -278,8 +278,9 @@ def log_moments(mu: float, scheme, alpha: np.ndarray) -> np.ndarray:
 
 def profile_rows(mu: float, scheme, eps):
     """log of both rows (remove, add) of the upper pair's privacy profile: U and T times the
-    parts' proven rows (000 Thm 8 each), summed and rounded up. (The lower rows are those of
-    the membership pair at q_eff, which the subsampled family builds from ``member_gamma``.)"""
+    parts' proven rows (Balle et al. 2018, Thm 8 each), summed and rounded up. (The lower rows are
+    those of the membership pair at q_eff, which the subsampled family builds from
+    ``member_gamma``.)"""
     from ..profiles.core import log_pair
     from ..profiles.numerics import pad_up
     eps = np.asarray(eps, dtype=float)

@@ -1,15 +1,16 @@
 """``dpamp bernoulli``: Rényi-DP amplification by releasing k Bernoulli samples of a private
-parameter theta in [c, 1-c]^d (paper 001; see :mod:`dpamp.amplification.bernoulli`).
+parameter theta in [c, 1-c]^d (Imola & Chaudhuri 2021; see :mod:`dpamp.amplification.bernoulli`).
 
     dpamp bernoulli --c 0.1 --d 2 --alpha 5 --epsilon 0.1 0.5 2
     dpamp bernoulli --c 0.1 --alpha 50 --epsilon 1 --exact            # certified Post (d = 1)
     dpamp bernoulli --c 0.1 --d 2 --alpha 5 --epsilon 2 --exact --max-cells 30000 --json
-    dpamp bernoulli --c 0.1 --alpha 50 --figure1 fig1.png             # 001 Figure 1
-    dpamp bernoulli --c 0.1 --d 2 --sigma 1 --steps 50 --delta 1e-5     # composed guarantee
+    dpamp bernoulli --c 0.1 --alpha 50 --figure1 fig1.png             # Imola & Chaudhuri 2021,
+    Figure 1 dpamp bernoulli --c 0.1 --d 2 --sigma 1 --steps 50 --delta 1e-5     # composed
+    guarantee
 
 One row per (alpha, epsilon): the base mechanism's RDP epsilon at that order goes in, and out
-come the lower bound of 001 eqs. 5/7, the Hoeffding lower bound (Thm 2), the upper bound
-min(epsilon, d k r_alpha(c)) (Thm 5) and, with ``--exact``, the certified bracket
+come the lower bound of Imola & Chaudhuri 2021, eqs. 5/7, the Hoeffding lower bound (Thm 2), the
+upper bound min(epsilon, d k r_alpha(c)) (Thm 5) and, with ``--exact``, the certified bracket
 [value, upper] on Post itself (Thms 1, 3) with whether it met the tolerance.
 
 With ``--delta`` (and ``--sigma``, the base mechanism's noise): the (epsilon, delta) guarantee of

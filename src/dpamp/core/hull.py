@@ -1,5 +1,5 @@
 """The lower convex hull of points sorted by x, shared by the PLD's optimistic discretisation
-and the CGF projection of user RDP curves (003 Prop. 24).
+and the CGF projection of user RDP curves (Wang et al. 2019, Prop. 24).
 
 The hull is the graph of the greatest convex minorant of the polygon through the points, whose
 slope on each segment is the isotonic (non-decreasing) regression of the segments' slopes

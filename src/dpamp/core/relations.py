@@ -1,4 +1,4 @@
-"""Neighbouring relations (000 Sec. 2, 004 Sec. 6.2).
+"""Neighbouring relations (Balle et al. 2018, Sec. 2, Steinke 2022, Sec. 6.2).
 
 A mechanism's sensitivity and its privacy guarantees always refer to one relation. Sampling
 schemes need a particular relation for the inner mechanism and produce a guarantee under a

@@ -10,9 +10,9 @@ replaced):
 
 | name                  | each step                            | relation     | sensitivity | source |
 |-----------------------|--------------------------------------|--------------|-------------|--------|
-| "poisson" (default)   | every record independently, rate B/N | add/remove   | 1 (x C)     | 004 Thm 34, 000 Thm 8 |
-| "without-replacement" | a uniform subset of exactly B of N   | substitution | 2 (x C)     | 003 Thms 9, 19; 000 Thm 9 |
-| "with-replacement"    | B draws with replacement from N      | substitution | 2 (x C)     | 000 Thm 10 |
+| "poisson" (default)   | every record independently, rate B/N | add/remove   | 1 (x C)     | Steinke 2022, Thm 34, Balle et al. 2018, Thm 8 |
+| "without-replacement" | a uniform subset of exactly B of N   | substitution | 2 (x C)     | Wang et al. 2019, Thms 9, 19; Balle et al. 2018, Thm 9 |
+| "with-replacement"    | B draws with replacement from N      | substitution | 2 (x C)     | Balle et al. 2018, Thm 10 |
 | "allocation"          | one random batch of t = N//B per epoch | add/remove   | 1 (x C)     | FS25a, FS25b |
 | "shuffle"             | reshuffle, t = N//B batches of B     | substitution | 2 (x C)     | CGKKMSZ24 (lower) |
 | "truncated-poisson"   | Poisson at rate B/N, cut to at most max_batch_size | add/remove | 1 (x C) | arXiv 2508.15089 |

@@ -2,20 +2,20 @@
 
 | scheme                         | inner mechanism's relation | subsampled guarantee's relation |
 |--------------------------------|----------------------------|---------------------------------|
-| Poisson(rate)                  | add/remove                 | add/remove    (004 Thm 34, 000 Thm 8)   |
-| Poisson(rate, SUBSTITUTION, population=n) | substitution    | substitution  (000 Thm 14, profiles)    |
-| WithoutReplacement(m, n)       | substitution               | substitution  (003 Thm 9/19, 000 Thm 9) |
-| WithReplacement(m, n)          | substitution               | substitution  (000 Thm 10, profiles)    |
-| WithReplacement(m, n, outer=ADD_REMOVE) | substitution      | add/remove    (000 Thm 11, profiles)    |
+| Poisson(rate)                  | add/remove                 | add/remove    (Steinke 2022, Thm 34, Balle et al. 2018, Thm 8)   |
+| Poisson(rate, SUBSTITUTION, population=n) | substitution    | substitution  (Balle et al. 2018, Thm 14, profiles)    |
+| WithoutReplacement(m, n)       | substitution               | substitution  (Wang et al. 2019, Thm 9/19, Balle et al. 2018, Thm 9) |
+| WithReplacement(m, n)          | substitution               | substitution  (Balle et al. 2018, Thm 10, profiles)    |
+| WithReplacement(m, n, outer=ADD_REMOVE) | substitution      | add/remove    (Balle et al. 2018, Thm 11, profiles)    |
 | TruncatedPoisson(q, B, n)      | add/remove (Gaussian sum)  | add/remove    (dpamp.amplification.truncation) |
 | RandomAllocation(k, t)         | add/remove                 | add/remove    (FS25a, FS25b: one epoch) |
 | Shuffled(batch_size, dataset_size) | relation (default add/remove) | the same (one epoch)      |
 
-000 Thm 14 depends on the dataset size n (datasets have equal sizes under substitution): with
-``population`` it applies; without it the dataset may hold one record, and the profile is the
-worst case of that class, q delta(eps) (joint convexity; attained, so the bracket is tight);
-000 Thm 11 bounds datasets of size n (either member of a pair) and needs none of the inner
-mechanism's add/remove behaviour.
+Balle et al. 2018, Thm 14 depends on the dataset size n (datasets have equal sizes under
+substitution): with ``population`` it applies; without it the dataset may hold one record, and the
+profile is the worst case of that class, q delta(eps) (joint convexity; attained, so the bracket is
+tight); Balle et al. 2018, Thm 11 bounds datasets of size n (either member of a pair) and needs none
+of the inner mechanism's add/remove behaviour.
 
 RandomAllocation and Shuffled describe one *epoch* of t steps, not one step: ``mech.subsample``
 returns :class:`~dpamp.mechanisms.allocated.Allocated`, and ``* epochs`` composes epochs.
@@ -85,7 +85,7 @@ class Poisson(SamplingScheme):
     """Each record enters the sample independently with probability ``rate``.
 
     Default relation add/remove (the inner and the outer relation are the same). Under
-    substitution the amplified profile (000 Thm 14) depends on the dataset size: pass
+    substitution the amplified profile (Balle et al. 2018, Thm 14) depends on the dataset size: pass
     ``population=n`` to enable it (ignored under add/remove); without it the answer is the
     worst case over dataset sizes (one record: q delta(eps), no amplification of eps)."""
 
@@ -177,9 +177,9 @@ class WithReplacement(SamplingScheme):
     """``batch`` records drawn independently and uniformly with replacement (a multiset).
 
     The inner mechanism is under substitution (on multisets of size ``batch``). The outer
-    relation is substitution by default (000 Thm 10); ``outer=dp.ADD_REMOVE`` selects the hybrid
-    of 000 Thm 11: add/remove between datasets one of which has ``population`` records.
-    Accounted through privacy profiles."""
+    relation is substitution by default (Balle et al. 2018, Thm 10); ``outer=dp.ADD_REMOVE`` selects
+    the hybrid of Balle et al. 2018, Thm 11: add/remove between datasets one of which has
+    ``population`` records. Accounted through privacy profiles."""
 
     batch: int
     population: int

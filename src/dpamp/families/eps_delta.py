@@ -1,5 +1,5 @@
-"""Declaration of the worst-case (eps, delta)-DP mechanism: its privacy-loss pair (004 Cor. 24)
-has an atom of mass delta at +inf and the randomized-response pair scaled by 1 - delta."""
+"""Declaration of the worst-case (eps, delta)-DP mechanism: its privacy-loss pair (Steinke 2022,
+Cor. 24) has an atom of mass delta at +inf and the randomized-response pair scaled by 1 - delta."""
 from __future__ import annotations
 
 from ..core import validate as V

@@ -1,7 +1,8 @@
 """The Gaussian mechanism's declaration: N(0, sigma^2) noise on a query of L2 sensitivity Delta.
 
-Privacy-loss pair N(mu, 1) vs N(0, 1), mu = Delta / sigma (004 Cor. 8), closed-form profile
-(000 Thm 4), rho = Delta^2 / (2 sigma^2) (Bun & Steinke 2016, Lemma 2.4 / 004 Lemma 12)."""
+Privacy-loss pair N(mu, 1) vs N(0, 1), mu = Delta / sigma (Steinke 2022, Cor. 8), closed-form
+profile (Balle et al. 2018, Thm 4), rho = Delta^2 / (2 sigma^2) (Bun & Steinke 2016, Lemma 2.4 /
+Steinke 2022, Lemma 12)."""
 from __future__ import annotations
 
 import math

@@ -1,7 +1,7 @@
 """The Laplace mechanism's declaration: Laplace(b) noise on a query of L1 sensitivity Delta.
 
 Privacy-loss pair of Laplace(0, b) vs Laplace(Delta, b), eps0 = Delta / b; closed-form profile
-(000 Thm 3); pure eps0-DP, so rho = eps0^2 / 2 (derived from the pure epsilon)."""
+(Balle et al. 2018, Thm 3); pure eps0-DP, so rho = eps0^2 / 2 (derived from the pure epsilon)."""
 from __future__ import annotations
 
 from ..mechanisms.family import Family, declare

@@ -1,8 +1,9 @@
 """The mixture-of-Gaussians mechanism's declaration (its description and RDP:
 :mod:`dpamp.mechanisms.mixture_of_gaussians`).
 
-PLD: one shift is the Gaussian pair (merged with other Gaussians, 004 Cor. 8); a zero shift and
-one other is the Poisson-subsampled Gaussian's pair; any other mixture is the continuous pair of
+PLD: one shift is the Gaussian pair (merged with other Gaussians, Steinke 2022, Cor. 8); a zero
+shift and one other is the Poisson-subsampled Gaussian's pair; any other mixture is the continuous
+pair of
 :func:`dpamp.pld.mixture.gaussian_mixture` (both orders composed). Profile: exact, both orders
 (:mod:`dpamp.profiles.mixture`). rho = mu^2/2 for one shift; none otherwise (the RDP curve is
 used as it is)."""

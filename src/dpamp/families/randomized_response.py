@@ -2,7 +2,8 @@
 
 Both have the two-point privacy-loss pair (e^eps0 / (1 + e^eps0), 1 / (1 + e^eps0)) and its
 reverse, which dominates every eps0-DP mechanism (Kairouz, Oh & Viswanath 2015); randomized
-response of a bit is in addition "binary" (000 Lemma 12: subsampling mixes its own pair)."""
+response of a bit is in addition "binary" (Balle et al. 2018, Lemma 12: subsampling mixes its own
+pair)."""
 from __future__ import annotations
 
 import math

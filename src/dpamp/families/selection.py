@@ -3,8 +3,8 @@
 * ExponentialMechanism and ReportNoisyMax with Gumbel noise: eps-bounded-range. Profile of one
   run exact (the supremum over the generalized randomized-response pairs, closed form); its
   lower rows are those of one actual pair, t = eps/2 (two candidates whose utilities swap:
-  randomized response with eps/2), so the PLD built from the profile (000) brackets any
-  composition; rho = eps^2 / 8 (Cesar & Rogers 2021, Lemmas 3.2 and 3.4); declared
+  randomized response with eps/2), so the PLD built from the profile (Balle et al. 2018) brackets
+  any composition; rho = eps^2 / 8 (Cesar & Rogers 2021, Lemmas 3.2 and 3.4); declared
   ``bounded_range`` = eps, so the ``bounded-range`` method composes them optimally.
 * PermuteAndFlip and ReportNoisyMax with exponential noise: eps-DP, accounted with the
   randomized-response pair of eps (which dominates every eps-DP mechanism); lower rows those
@@ -64,7 +64,8 @@ def _group(m, k, eps):
 
 
 def _has(m, rep: Rep) -> Support | None:
-    """The PLD is that of the privacy profile (000), whose lower rows are an actual pair."""
+    """The PLD is that of the privacy profile (Balle et al. 2018), whose lower rows are an actual
+    pair."""
     return Support.yes() if rep is Rep.LOSS else None
 
 

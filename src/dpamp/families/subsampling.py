@@ -32,7 +32,7 @@ def _poisson_has_rdp(sub) -> Support:
     # under substitution the caps of Subsampled._rdp (the inner curve, the amplified pure
     # epsilon) hold only when the inner mechanism is not pure (a pure one is not amplified
     # there in the worst case); randomized response of a bit is a gamma-mixture of its own
-    # pair under every scheme (000 Lemma 12)
+    # pair under every scheme (Balle et al. 2018, Lemma 12)
     if _poisson_add_remove(sub) or is_binary(sub.base) or \
             math.isinf(sub.base.pure_epsilon()):
         return Support.yes()
@@ -47,7 +47,7 @@ def _poisson_log_moments(sub, orders):
         return _profile_log_moments(sub, orders)
     base_eps = sub._base_eps(min(int(orders.max()), MAX_EXACT_ORDER) + 1)
     # the exact sum is O(alpha) per order: above the threshold only the caps in _rdp (inner
-    # curve, amplified pure epsilon) apply, as 003 Sec. 4 suggests
+    # curve, amplified pure epsilon) apply, as Wang et al. 2019, Sec. 4 suggests
     out = np.full(orders.shape, np.inf)
     ok = orders <= MAX_EXACT_ORDER
     if ok.any():
@@ -77,8 +77,8 @@ def _poisson_extra_rdp(sub, a):
 def _fractional_rdp(sub, a, mu):
     """RDP at non-integer orders of a Gaussian under Poisson sampling with add/remove, by the
     exact series of Mironov, Talwar & Zhang 2019 (Sec. 3.3, Thms 4-5; rdp.fractional), up to
-    order 512 (above it 003 Cor. 10 is within 1e-6 of exact), cached per order. At integer
-    orders 004 Thm 34 is already exact."""
+    order 512 (above it Wang et al. 2019, Cor. 10 is within 1e-6 of exact), cached per order. At
+    integer orders Steinke 2022, Thm 34 is already exact."""
     from ..rdp.fractional import ACCOUNTING_MAX_ORDER, poisson_gaussian_rdp
     out = np.full(a.shape, np.inf)
     want = (a > 1.0) & (a <= ACCOUNTING_MAX_ORDER) & (a != np.floor(a))
@@ -96,14 +96,14 @@ def _fractional_rdp(sub, a, mu):
 
 def poisson_second_order_rdp(sub, a):
     """RDP at orders in (1, 2) under Poisson sampling with add/remove, for any base: inf
-    elsewhere. After the reduction to one pair (P, Q) of the base in the proof of 004 Thm 34
-    (joint convexity of the moments), with L = dP/dQ and X = q(L - 1) >= -q, the moments of
+    elsewhere. After the reduction to one pair (P, Q) of the base in the proof of Steinke 2022, Thm
+    34 (joint convexity of the moments), with L = dP/dQ and X = q(L - 1) >= -q, the moments of
     both orders are 1 + E_Q[h_p(X)], h_p(x) = (1+x)^p - 1 - p x, with p = a (remove) and
     p = 1 - a (add), since E_Q[X] = 0. For p in (1, 2) or (-1, 0), h_p'' is decreasing, so
     h_p(x)/x^2 = int_0^1 (1-t) h_p''(tx) dt is too and is largest at x = -q: E_Q[h_p(X)] <=
     h_p(-q)/q^2 E_Q[X^2] = h_p(-q) (e^{D_2(P||Q)} - 1) <= h_p(-q) (e^{eps(2)} - 1). Near
-    a = 2 this is the order-2 term of Thm 34; towards a = 1 it falls where 003 Cor. 10 stays
-    flat at eps'(2)."""
+    a = 2 this is the order-2 term of Thm 34; towards a = 1 it falls where Wang et al. 2019, Cor. 10
+    stays flat at eps'(2)."""
     out = np.full(a.shape, np.inf)
     want = (a > 1.0) & (a < 2.0)
     if not want.any():
@@ -146,7 +146,7 @@ def taylor_gap(p: np.ndarray, q: float) -> np.ndarray:
 def _poisson_loss(sub, base):
     from ..pld import loss as L
     if not _poisson_add_remove(sub) or not isinstance(base, L.LossDistribution):
-        return None          # the profile (000 Thm 14) where there is one
+        return None          # the profile (Balle et al. 2018, Thm 14) where there is one
     return base.poisson(sub.scheme.rate)
 
 
@@ -176,7 +176,7 @@ def _wor_log_moments(sub, orders):
 
 
 def _wor_rdp_lower(sub, alpha):
-    """003 Prop. 20 lower bound at integer orders (tight inner mechanisms only)."""
+    """Wang et al. 2019, Prop. 20 lower bound at integer orders (tight inner mechanisms only)."""
     if not sub.base.tight_rdp:
         return None
     from ..rdp.without_replacement import wor_lower_log_moments
@@ -208,7 +208,7 @@ def _wor_pair(sub, eps):
 
 def _wr_has_rdp(sub) -> Support:
     # k copies of a record need the k-group curve: only a batch of one, or randomized
-    # response of a bit (000 Lemma 12), keeps the caps of Subsampled._rdp sound
+    # response of a bit (Balle et al. 2018, Lemma 12), keeps the caps of Subsampled._rdp sound
     if sub.scheme.batch == 1 or is_binary(sub.base):
         return Support.yes()
     return Support.no("sampling with replacement of batch > 1 has no RDP curve in dpamp (it "
@@ -233,7 +233,7 @@ def _wr_symmetric(sub) -> bool:
 
 
 def _profile_log_moments(sub, orders):
-    """Crude joint-convexity bound and 000 Thm 6 on the amplified privacy profile
+    """Crude joint-convexity bound and Balle et al. 2018, Thm 6 on the amplified privacy profile
     (dpamp.profiles.rdp_bridge): with replacement and Poisson under substitution."""
     from ..profiles.rdp_bridge import subsampled_log_moments
     return subsampled_log_moments(sub, orders)

@@ -4,7 +4,7 @@ declaration of :mod:`dpamp.amplification.truncation` (the pairs and why they bou
 | method  | upper                                                   | lower                       |
 |---------|---------------------------------------------------------|-----------------------------|
 | PLD     | labelled mixture U x PG(mu, q) + T x PG(2 mu, p)        | PG(mu, q_eff), attained     |
-| profile | U and T times the two Poisson pairs' rows (000 Thm 8)   | the membership pair at q_eff |
+| profile | U and T times the two Poisson pairs' rows (Balle et al. 2018, Thm 8)   | the membership pair at q_eff |
 | RDP     | log(U e^{K_A} + T e^{K_C}), capped by the 2 mu Gaussian | PG(mu, q_eff) at integers   |
 
 PG(mu, r) is the Poisson-subsampled Gaussian pair at rate r (add/remove). Bases: mechanisms of
@@ -67,7 +67,7 @@ def _extra_rdp(sub, a):
 
 
 def _rdp_lower(sub, alpha):
-    """The attained pair PG(mu, q_eff) at integer orders: 004 Thm 34's sum, exact for a
+    """The attained pair PG(mu, q_eff) at integer orders: Steinke 2022, Thm 34's sum, exact for a
     Gaussian (Mironov, Talwar & Zhang 2019), as computed less 8 ulps; 0 above its largest
     order."""
     from ..rdp.poisson import MAX_EXACT_ORDER

@@ -165,8 +165,8 @@ class OpacusAccountant:
         """``(epsilon, best_alpha)``, opacus' ``RDPAccountant.get_privacy_spent(delta, alphas)``.
 
         With ``alphas`` (a list of orders > 1, as in opacus): the RDP bound minimised over those
-        orders only, converted as opacus converts it (004 Lemma 33 item 8, the conversion of
-        Balle et al. 2020 that opacus uses), and the order that attains it -- opacus' answer,
+        orders only, converted as opacus converts it (Steinke 2022, Lemma 33 item 8, the conversion
+        of Balle et al. 2020 that opacus uses), and the order that attains it -- opacus' answer,
         computed with dpamp's curves (outward-rounded, so never below the exact RDP bound).
         Without ``alphas``: epsilon from ``method`` (default: the accountant's, "auto", the
         tightest: the PLD), and ``best_alpha`` the optimal real order when that method is RDP,

@@ -12,9 +12,10 @@
 The full format is documented in docs/plans.md. The words are DP-SGD's, the same as on the
 command line and in ``dp.dpsgd``: a sampler from core/samplers.py's table (Poisson at rate
 batch_size / dataset_size when none is named), its relation and the sensitivity of a clipped
-sum under it, and ``epochs`` counted as ceil(epochs x dataset_size / batch_size) steps. ``load_plan`` reads and validates a whole plan
-before anything is computed or written; every error names the stage (1-based) and the key:
-``plan.toml: stage 2, key 'rate': must be in (0, 1] (got 3)``.
+sum under it, and ``epochs`` counted as ceil(epochs x dataset_size / batch_size) steps.
+``load_plan`` reads and validates a whole plan before anything is computed or written; every error
+names the stage (1-based) and the key: ``plan.toml: stage 2, key 'rate': must be in (0, 1] (got
+3)``.
 """
 from __future__ import annotations
 
@@ -429,7 +430,7 @@ def _sampler_of(r, i, s):
 
 def _relation_of(r, i, s, sampler) -> Relation:
     """The relation given, or the one the sampler's guarantee is under (add/remove without
-    sampling). Poisson sampling may be restated under substitution (000 Thm 14)."""
+    sampling). Poisson sampling may be restated under substitution (Balle et al. 2018, Thm 14)."""
     needs = ADD_REMOVE if sampler is None else sampler.relation
     if "relation" not in s:
         return needs

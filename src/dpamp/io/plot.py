@@ -113,9 +113,9 @@ def _deltas(x, eps, method, options, label):
 
 
 def profile(x, epsilons=None, method: str = "auto", output=None, **options) -> dict:
-    """Privacy profile delta(epsilon) (000 Sec. 2) of each mechanism of ``x`` (a mechanism or
-    {label: mechanism}) on a grid of epsilons (default: 41 points from 0 to epsilon(1e-9)),
-    each point an upper bound ``x.delta(eps, method=method)``. Returns
+    """Privacy profile delta(epsilon) (Balle et al. 2018, Sec. 2) of each mechanism of ``x`` (a
+    mechanism or {label: mechanism}) on a grid of epsilons (default: 41 points from 0 to
+    epsilon(1e-9)), each point an upper bound ``x.delta(eps, method=method)``. Returns
     {"epsilon": grid, "delta": {label: array}, "method": {label: name}}."""
     out_path = check_output(output)
     mechs = _mechanisms(x)
@@ -198,11 +198,11 @@ def _rdp_lower(m, orders):
 
 
 def rdp(x, orders=None, output=None) -> dict:
-    """Rényi-DP curves epsilon(alpha) (003 Sec. 2, 004 Sec. 6) of each mechanism of ``x``
-    (a mechanism or {label: mechanism}) at ``orders`` (default: 200 log-spaced orders in
-    (1.01, 1025]). Where a mechanism gives a proven lower bound (``rdp_lower``, 003 Prop. 20,
-    integer orders) it is drawn dashed. Returns {"alpha": orders, "epsilon": {label: array},
-    "lower": {label: (integer orders, array)}}."""
+    """Rényi-DP curves epsilon(alpha) (Wang et al. 2019, Sec. 2, Steinke 2022, Sec. 6) of each
+    mechanism of ``x`` (a mechanism or {label: mechanism}) at ``orders`` (default: 200 log-spaced
+    orders in (1.01, 1025]). Where a mechanism gives a proven lower bound (``rdp_lower``, Wang et
+    al. 2019, Prop. 20, integer orders) it is drawn dashed. Returns {"alpha": orders, "epsilon":
+    {label: array}, "lower": {label: (integer orders, array)}}."""
     out_path = check_output(output)
     mechs = _mechanisms(x)
     alpha = (1.0 + np.geomspace(1e-2, 1024, 200)) if orders is None else \
@@ -337,9 +337,9 @@ def matrix_vs_dpsgd(m, delta: float, steps=None, output=None) -> dict:
     """epsilon(delta) of a matrix mechanism ``m`` after its first T steps, for T in ``steps``
     (default: up to 12 log-spaced counts up to m.n), beside DP-SGD at equal noise (noise
     multiplier z / the largest column norm of C: the same z once C is scaled to column norm 1,
-    jax_privacy's convention) and the same expected batch (Poisson rate q / p under cyclic Poisson, 1 / bins under balls
-    in bins; no DP-SGD curve without sampling). Each point is the upper bound of ``auto``
-    (which names its route). Returns {"steps", "delta", "epsilon": {"matrix", "dp-sgd"},
+    jax_privacy's convention) and the same expected batch (Poisson rate q / p under cyclic Poisson,
+    1 / bins under balls in bins; no DP-SGD curve without sampling). Each point is the upper bound
+    of ``auto`` (which names its route). Returns {"steps", "delta", "epsilon": {"matrix", "dp-sgd"},
     "method": [the matrix's method at each T]}."""
     from ..core.sampling import Poisson
     from ..mechanisms.gaussian import Gaussian

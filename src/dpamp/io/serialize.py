@@ -155,7 +155,8 @@ def to_dict(obj) -> dict:
     for p in _init_params(type(obj)):
         value = getattr(obj, _field_for(obj, p.name))
         # an argument left at its default is omitted: shorter documents that stay readable when
-        # a class gains optional parameters (e.g. Poisson's population for 000 Thm 14)
+        # a class gains optional parameters (e.g. Poisson's population for Balle et al. 2018, Thm
+        # 14)
         if p.default is not inspect.Parameter.empty and p.default is None and value is None:
             continue
         out[p.name] = _encode(value, f"{name}.{p.name}")

@@ -31,11 +31,13 @@ class Mechanism:
 
     relation: Relation
     #: True when ``rdp`` is attained by one fixed pair of neighbouring inputs for all orders
-    #: (003 Definition 18 "tight"); enables 003 Thm 19 and the Prop. 20 lower bound.
+    #: (Wang et al. 2019, Definition 18 "tight"); enables Wang et al. 2019, Thm 19 and the Prop. 20
+    #: lower bound.
     tight_rdp: bool = False
-    #: True when, in addition, one pair attains the maximal |chi|^j divergences too (003 Def. 18
-    #: "self-consistent"); enables the Thm 19 terms. Proven for the Gaussian (003 Lemma 27) and
-    #: binary randomized response (a single pair of outputs up to swap); not assumed elsewhere.
+    #: True when, in addition, one pair attains the maximal |chi|^j divergences too (Wang et al.
+    #: 2019, Def. 18 "self-consistent"); enables the Thm 19 terms. Proven for the Gaussian (Wang et
+    #: al. 2019, Lemma 27) and binary randomized response (a single pair of outputs up to swap); not
+    #: assumed elsewhere.
     self_consistent_rdp: bool = False
 
     # --- representations -------------------------------------------------------------------
@@ -63,8 +65,8 @@ class Mechanism:
         this mechanism, as described, on some actual pair of neighbours. The epsilon(delta) of
         each is then a lower bound on this mechanism's true value; the accounting methods
         report the best as ``Guarantee.lower`` where they give none as good (see
-        :func:`dpamp.accounting.registry.witness_lower`). ``rel_err`` on a witness bounds the relative
-        rounding error of each of its atoms."""
+        :func:`dpamp.accounting.registry.witness_lower`). ``rel_err`` on a witness bounds the
+        relative rounding error of each of its atoms."""
         return ()
 
     def renyi(self, alpha: ArrayLike) -> RenyiBracket:
@@ -72,7 +74,7 @@ class Mechanism:
         proven upper bound, and ``lower`` = a proven lower bound on the best possible curve, or
         None where none is known. The lower curve is ``rdp_lower`` or, for a mechanism whose
         curve is attained (``tight_rdp``), the curve itself. A lower curve defined only at
-        integer orders (003 Prop. 20) is NaN at the other orders."""
+        integer orders (Wang et al. 2019, Prop. 20) is NaN at the other orders."""
         a = V.orders(alpha)
         upper = np.asarray(self.rdp(a), dtype=float)
         low = _lower_curve(self, a)
@@ -96,7 +98,8 @@ class Mechanism:
         return ((self, 1),)
 
     def profile(self, epsilon: ArrayLike) -> float | np.ndarray:
-        """Privacy profile delta(epsilon) (000 Sec. 2), vectorised; see :mod:`dpamp.profiles`."""
+        """Privacy profile delta(epsilon) (Balle et al. 2018, Sec. 2), vectorised; see
+        :mod:`dpamp.profiles`."""
         return door.call("profile", self, epsilon)
 
     # --- queries -----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Composition of mechanisms: RDP curves add (003 Sec. 4, 004 Lemma 33 item 2)."""
+"""Composition of mechanisms: RDP curves add (Wang et al. 2019, Sec. 4, Steinke 2022, Lemma 33 item
+2)."""
 from __future__ import annotations
 
 import dataclasses
@@ -61,8 +62,8 @@ class Composition(Mechanism):
         return all(m.has_rdp() for m, _ in self.components)
 
     def pure_epsilon(self) -> float:
-        """sum of count x the parts' pure epsilons (004 Thm 18 at delta = 0), summed exactly
-        and rounded up: delta = 0 is claimed only at or above the real sum."""
+        """sum of count x the parts' pure epsilons (Steinke 2022, Thm 18 at delta = 0), summed
+        exactly and rounded up: delta = 0 is claimed only at or above the real sum."""
         return weighted_sum_up((c, float(m.pure_epsilon())) for m, c in self.components)
 
     def _rdp(self, alpha):

@@ -1,4 +1,4 @@
-"""The worst-case (epsilon, delta)-DP mechanism (004 Corollary 24, footnote 16)."""
+"""The worst-case (epsilon, delta)-DP mechanism (Steinke 2022, Corollary 24, footnote 16)."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,13 +12,13 @@ from .randomized_response import rr_rdp
 
 @dataclasses.dataclass(frozen=True, init=False)
 class EpsDelta(Mechanism):
-    """Any (epsilon, delta)-DP mechanism, represented by the worst case of 004 Cor. 24: every
-    (epsilon, delta)-DP pair is a post-processing of the pair whose privacy loss is +inf with
+    """Any (epsilon, delta)-DP mechanism, represented by the worst case of Steinke 2022, Cor. 24:
+    every (epsilon, delta)-DP pair is a post-processing of the pair whose privacy loss is +inf with
     probability delta, +epsilon with probability (1-delta) e^eps/(1+e^eps) and -epsilon with
-    probability (1-delta)/(1+e^eps) (004 footnote 16, with the tightness errata).
+    probability (1-delta)/(1+e^eps) (Steinke 2022, footnote 16, with the tightness errata).
 
-    Its k-fold composition is exactly what the KOV formula (004 Sec. 7) evaluates; mixed
-    compositions are accounted by basic/advanced composition (004 Thms 1, 22) or the PLD.
+    Its k-fold composition is exactly what the KOV formula (Steinke 2022, Sec. 7) evaluates; mixed
+    compositions are accounted by basic/advanced composition (Steinke 2022, Thms 1, 22) or the PLD.
 
     No Rényi-DP curve when delta > 0 (the loss is infinite with positive probability, so every
     D_alpha is infinite): ``_rdp`` raises NotImplementedError and the RDP methods do not apply.
@@ -56,8 +56,8 @@ class EpsDelta(Mechanism):
         return self.epsilon_ if self.delta_ == 0 else math.inf
 
     def privacy_loss_atoms(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """The exact privacy-loss distribution of the worst-case pair (004 footnote 16), the same
-        in both directions: (losses, probabilities) = ([+eps, -eps, +inf],
+        """The exact privacy-loss distribution of the worst-case pair (Steinke 2022, footnote 16),
+        the same in both directions: (losses, probabilities) = ([+eps, -eps, +inf],
         [(1-delta) e^eps/(1+e^eps), (1-delta)/(1+e^eps), delta]). For the PLD method."""
         e, d = self.epsilon_, self.delta_
         p_plus = (1.0 - d) / (1.0 + math.exp(-e))   # (1-d) e^e/(1+e^e), overflow-free

@@ -65,8 +65,8 @@ class ProfileHooks:
     """The privacy-profile handlers of a family (log of the hockey-stick rows, see
     :mod:`dpamp.profiles.core` for the conventions): ``pair(m, eps)`` the two upper rows,
     ``lower(m, eps)`` the rows of one actual pair or None, ``group(m, k, eps)`` the k-group
-    curve (None: the black-box bound), ``binary(m)`` randomized response of a bit (000 Lemma 12
-    applies), ``symmetric(m)`` both rows are one curve by construction."""
+    curve (None: the black-box bound), ``binary(m)`` randomized response of a bit (Balle et al.
+    2018, Lemma 12 applies), ``symmetric(m)`` both rows are one curve by construction."""
 
     pair: Callable[..., Any]
     lower: Callable[..., Any] | None = None
@@ -88,7 +88,7 @@ class Family:
     - ``profile``: :class:`ProfileHooks`;
     - ``zcdp(m)``: rho, or None where the instance has none;
     - ``gaussian_mu(m)``: the mechanism is the Gaussian mechanism N(0, 1) vs N(mu, 1) (its
-      parts merge exactly, 004 Cor. 8; Poisson sampling has an exact fractional series);
+      parts merge exactly, Steinke 2022, Cor. 8; Poisson sampling has an exact fractional series);
     - ``poisson_gaussian(m)``: (mu, q) where the mechanism is that Gaussian mechanism under
       Poisson sampling of rate q with add/remove (its loss is ``gaussian(mu).poisson(q)``;
       many such parts are built together), else None;
@@ -164,7 +164,7 @@ class Amplification:
     - ``profile_pair(sub, eps)``, ``profile_symmetric(sub)``, ``member_gamma(scheme)``;
     - ``crude_log_mgf(sub, t)``: a log-MGF bound of the privacy loss by joint convexity over a
       coupling of the samples (None where the scheme's own RDP moments apply);
-    - ``u_minus_i``: the U_{-i} coupling of 004 Thm 29 is established for the scheme;
+    - ``u_minus_i``: the U_{-i} coupling of Steinke 2022, Thm 29 is established for the scheme;
     - ``check(sub)``: raises ValueError when the scheme cannot amplify this base (called when
       the subsampled mechanism is built), or None;
     - ``rdp_cap(sub)``: the mechanism whose RDP curve caps the amplified one, where that is not
@@ -305,8 +305,8 @@ def supports_rep(mechanism: Any, rep: Rep) -> Support:
 
 def is_binary(mechanism: Any) -> bool:
     """Randomized response of a {0,1}-valued statistic (its family's ``profile.binary``): every
-    output distribution is one of two fixed ones, so 000 Lemma 12 gives its exact subsampled
-    profile under any scheme and its RDP stays a mixture of its own pair."""
+    output distribution is one of two fixed ones, so Balle et al. 2018, Lemma 12 gives its exact
+    subsampled profile under any scheme and its RDP stays a mixture of its own pair."""
     fam = family_of(mechanism)
     hooks = None if fam is None else fam.profile
     return bool(hooks is not None and hooks.binary is not None and hooks.binary(mechanism))

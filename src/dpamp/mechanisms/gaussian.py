@@ -12,16 +12,17 @@ from .base import Mechanism
 
 @dataclasses.dataclass(frozen=True)
 class Gaussian(Mechanism):
-    """Gaussian mechanism; RDP epsilon(alpha) = alpha Delta^2 / (2 sigma^2) (004 Lemma 33 item 4,
-    003 Table/Sec. 2), i.e. rho-zCDP with rho = Delta^2 / (2 sigma^2); not pure DP.
+    """Gaussian mechanism; RDP epsilon(alpha) = alpha Delta^2 / (2 sigma^2) (Steinke 2022, Lemma 33
+    item 4, Wang et al. 2019, Table/Sec. 2), i.e. rho-zCDP with rho = Delta^2 / (2 sigma^2); not
+    pure DP.
 
     ``sigma`` is the noise standard deviation (the noise multiplier when sensitivity = 1)."""
 
     sigma: float
     sensitivity: float = 1.0
     relation: Relation = ADD_REMOVE
-    tight_rdp = True  # one pair of neighbours attains every order: 003 Def. 18 holds
-    self_consistent_rdp = True  # 003 Lemma 27
+    tight_rdp = True  # one pair of neighbours attains every order: Wang et al. 2019, Def. 18 holds
+    self_consistent_rdp = True  # Wang et al. 2019, Lemma 27
 
     def __post_init__(self):
         object.__setattr__(self, "sigma", V.real("sigma", self.sigma, low=0, low_open=True))
@@ -31,8 +32,8 @@ class Gaussian(Mechanism):
 
     @property
     def rho(self) -> float:
-        """zCDP parameter Delta^2 / (2 sigma^2) (004 Lemma 12), as (Delta/sigma)^2 / 2 so that
-        huge or tiny parameters lose nothing; a ratio above 1e154 gives inf (not private),
+        """zCDP parameter Delta^2 / (2 sigma^2) (Steinke 2022, Lemma 12), as (Delta/sigma)^2 / 2 so
+        that huge or tiny parameters lose nothing; a ratio above 1e154 gives inf (not private),
         never an OverflowError."""
         r = self.sensitivity / self.sigma
         return 0.5 * r * r

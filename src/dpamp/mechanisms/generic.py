@@ -14,7 +14,8 @@ from .base import Mechanism
 
 @dataclasses.dataclass(frozen=True)
 class ZCDP(Mechanism):
-    """A rho-zCDP mechanism: epsilon(alpha) = rho * alpha for all alpha > 1 (004 Def. 11)."""
+    """A rho-zCDP mechanism: epsilon(alpha) = rho * alpha for all alpha > 1 (Steinke 2022, Def.
+    11)."""
 
     rho: float
     relation: Relation = ADD_REMOVE
@@ -29,14 +30,15 @@ class ZCDP(Mechanism):
         return np.where(np.isinf(alpha), np.inf if self.rho > 0 else 0.0, out)
 
 
-#: orders at which a user curve is sampled to build its convex projection (003 Prop. 24)
+#: orders at which a user curve is sampled to build its convex projection (Wang et al. 2019, Prop.
+#: 24)
 _PROJECTION_GRID = 1.0 + np.geomspace(1e-3, 1e4, 241)
 
 
 def cgf_projection(lam: np.ndarray, cgf: np.ndarray):
-    """Lower convex hull of the points (0, 0), (lam_i, cgf_i): the projection F of 003 Prop. 24
-    restricted to the sample points. Any CGF K with K(0) = 0, convex, and K(lam_i) <= cgf_i lies
-    below the hull on [0, max lam] (the hull is the largest convex minorant of the points), so
+    """Lower convex hull of the points (0, 0), (lam_i, cgf_i): the projection F of Wang et al. 2019,
+    Prop. 24 restricted to the sample points. Any CGF K with K(0) = 0, convex, and K(lam_i) <= cgf_i
+    lies below the hull on [0, max lam] (the hull is the largest convex minorant of the points), so
     the hull is still a valid upper bound (errata: K <= F[K_bar] <= K_bar).
     Returns the hull vertices (x, y)."""
     xs = np.concatenate([[0.0], lam])
@@ -53,10 +55,10 @@ def cgf_projection(lam: np.ndarray, cgf: np.ndarray):
 class RDPCurve(Mechanism):
     """A mechanism known only through a user-supplied RDP curve ``func(alpha)``.
 
-    The curve is trusted as an upper bound and projected onto valid CGFs (003 Prop. 24): the
-    reported epsilon(alpha) is min(func(alpha), hull(alpha-1)/(alpha-1)), where hull is the lower
-    convex hull of (0,0) and the samples of K(lambda) = lambda * func(lambda+1) on a fixed grid.
-    ``pure_epsilon``: func(inf) if the callable accepts it, else inf."""
+    The curve is trusted as an upper bound and projected onto valid CGFs (Wang et al. 2019, Prop.
+    24): the reported epsilon(alpha) is min(func(alpha), hull(alpha-1)/(alpha-1)), where hull is the
+    lower convex hull of (0,0) and the samples of K(lambda) = lambda * func(lambda+1) on a fixed
+    grid. ``pure_epsilon``: func(inf) if the callable accepts it, else inf."""
 
     func: Callable
     relation: Relation = ADD_REMOVE

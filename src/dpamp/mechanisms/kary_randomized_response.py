@@ -89,7 +89,7 @@ class KaryRandomizedResponse(Mechanism):
     relation: Relation = ADD_REMOVE
     tight_rdp = True
     #: every pair of neighbours with different values is the same pair of laws up to a
-    #: relabelling of the outputs, so one pair attains every divergence (003 Def. 18)
+    #: relabelling of the outputs, so one pair attains every divergence (Wang et al. 2019, Def. 18)
     self_consistent_rdp = True
 
     def __post_init__(self):

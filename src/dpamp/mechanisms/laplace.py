@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 class Laplace(Mechanism):
     """Laplace mechanism, pure (Delta/scale)-DP.
 
-    RDP (003 Sec. 2 table, with the scale b written lambda there; Mironov 2017), t = Delta / b:
+    RDP (Wang et al. 2019, Sec. 2 table, with the scale b written lambda there; Mironov 2017), t =
+    Delta / b:
         epsilon(alpha) = 1/(alpha-1) log( alpha/(2alpha-1) e^{(alpha-1)t}
                                           + (alpha-1)/(2alpha-1) e^{-alpha t} ),
     evaluated by :func:`laplace_rdp` (no overflow for large alpha t, a proven upper bound where
@@ -54,8 +55,8 @@ class Laplace(Mechanism):
         return laplace_rdp(self.eps0, alpha)
 
     def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
-        """The attained curve (one pair of neighbours, 003 Def. 18) rounded down: laplace_rdp
-        less its pad 16u z and its error bound 8u z (u = 2^-53), and a few ulps more."""
+        """The attained curve (one pair of neighbours, Wang et al. 2019, Def. 18) rounded down:
+        laplace_rdp less its pad 16u z and its error bound 8u z (u = 2^-53), and a few ulps more."""
         a = V.orders(alpha).astype(float)
         z = self.eps0
         low = np.maximum(np.asarray(laplace_rdp(z, a), dtype=float) * (1.0 - 8 * 2.0 ** -53)
@@ -64,8 +65,8 @@ class Laplace(Mechanism):
 
 
 def laplace_rdp(z, alpha):
-    """RDP of Lap(z) vs Lap(0) in units of the scale (z = Delta / b; Mironov 2017, 003 Sec. 2):
-    1/(alpha-1) log g_alpha(z) with g_alpha(z) = e^{(alpha-1) z} (1 - c m),
+    """RDP of Lap(z) vs Lap(0) in units of the scale (z = Delta / b; Mironov 2017, Wang et al. 2019,
+    Sec. 2): 1/(alpha-1) log g_alpha(z) with g_alpha(z) = e^{(alpha-1) z} (1 - c m),
     c = (alpha-1)/(2alpha-1), m = -expm1(-(2alpha-1) z), evaluated as
     z + log1p(-c m) / (alpha - 1). Here c m < 1/2, so the log1p term is accurate to a few ulps,
     but for small z the two terms cancel (the value is ~ alpha z^2 / 2): their absolute error is

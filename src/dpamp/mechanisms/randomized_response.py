@@ -24,7 +24,7 @@ def rr_epsilon(p: float) -> float:
 
 def rr_rdp(eps0: float, alpha: np.ndarray) -> np.ndarray:
     """RDP of binary randomized response with pure epsilon eps0 (truth probability
-    p = e^eps0 / (1 + e^eps0)) (003 Sec. 2 table):
+    p = e^eps0 / (1 + e^eps0)) (Wang et al. 2019, Sec. 2 table):
 
         epsilon(alpha) = 1/u log(p^alpha (1-p)^{1-alpha} + (1-p)^alpha p^{1-alpha}),  u = alpha - 1.
 
@@ -94,8 +94,9 @@ class RandomizedResponse(Mechanism):
 class PureDP(Mechanism):
     """Any epsilon-DP mechanism. Its tightest RDP curve is that of randomized response with the
     same epsilon: RR is the dominating pair of every epsilon-DP mechanism (the pair with
-    privacy losses +-epsilon), so its Rényi divergences bound all others' (004 Sec. 5, footnote
-    16 with delta = 0); this is below the zCDP bound alpha eps^2 / 2 of 004 Prop. 16."""
+    privacy losses +-epsilon), so its Rényi divergences bound all others' (Steinke 2022, Sec. 5,
+    footnote 16 with delta = 0); this is below the zCDP bound alpha eps^2 / 2 of Steinke 2022, Prop.
+    16."""
 
     epsilon_: float
     relation: Relation = ADD_REMOVE

@@ -29,7 +29,7 @@ curve eps(.):
       eps' = eps(lambda) + mu delta^ + log(mu) / (lambda - 1).
   dpamp takes eps^ = log(1 + 1/(lambda - 1)) and delta^ from the base's RDP curve by the
   conversion delta <= min_a e^{(a-1)(eps(a) - eps^ + log(1 - 1/a))} / a (Canonne, Kamath &
-  Steinke 2020, Prop. 12; 004 Prop. 14), the total-variation bound delta^ <= delta(0) <=
+  Steinke 2020, Prop. 12; Steinke 2022, Prop. 14), the total-variation bound delta^ <= delta(0) <=
   sqrt(1 - e^{-KL}), and for a pure eps0 = eps(inf) the profile of randomized response,
   (1 - e^{eps^ - eps0})_+ / (1 + e^{-eps0}), which dominates every eps0-DP mechanism.
 

@@ -1,4 +1,5 @@
-"""A mechanism run on a random subsample: RDP by 004 Thm 34 (Poisson) or 003 Thm 9/19 (WOR)."""
+"""A mechanism run on a random subsample: RDP by Steinke 2022, Thm 34 (Poisson) or Wang et al. 2019,
+Thm 9/19 (WOR)."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 
 def amplified_pure_epsilon(eps: float, rate: float) -> float:
     """log(1 + rate (e^eps - 1)): amplification of pure eps-DP by Poisson sampling under
-    add/remove and by sampling without replacement under substitution (000 Thms 8, 9 with
-    delta = 0; 003 Lemma 3), rounded up.
+    add/remove and by sampling without replacement under substitution (Balle et al. 2018, Thms 8, 9
+    with delta = 0; Wang et al. 2019, Lemma 3), rounded up.
 
     Evaluated as softplus(L), L = log(rate) + log(e^eps - 1): no cancellation and no overflow
     for any eps and rate (the direct eps + log(rate + (1 - rate) e^{-eps}) cancels when rate is
@@ -40,15 +41,17 @@ def amplified_pure_epsilon(eps: float, rate: float) -> float:
     return max(ulps_up(val * (1.0 + (8.0 + abs(big)) * 2.0 ** -52), 2), TINY)
 
 
-#: the largest order whose CGF the exact sums compute (004 Thm 34 up to 4096, 003 Thm 9 up to
-#: 512; rdp.poisson / rdp.without_replacement); orders above it are bounded by the caps only
+#: the largest order whose CGF the exact sums compute (Steinke 2022, Thm 34 up to 4096, Wang et al.
+#: 2019, Thm 9 up to 512; rdp.poisson / rdp.without_replacement); orders above it are bounded by the
+#: caps only
 _MAX_INTERPOLATED_ORDER = 4097.0
 
 
 def interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
-    """RDP at real orders from the CGF K(lambda) = lambda eps(lambda+1) at integers (003 Cor. 10):
-    K is convex, so K(lambda) <= (1-v) K(floor lambda) + v K(ceil lambda), v = lambda - floor.
-    ``cgf_at(int array of orders >= 2)`` returns K at lambda = order - 1; K(0) = 0."""
+    """RDP at real orders from the CGF K(lambda) = lambda eps(lambda+1) at integers (Wang et al.
+    2019, Cor. 10): K is convex, so K(lambda) <= (1-v) K(floor lambda) + v K(ceil lambda), v =
+    lambda - floor. ``cgf_at(int array of orders >= 2)`` returns K at lambda = order - 1; K(0) =
+    0."""
     lam = alpha - 1.0
     lo = np.floor(lam)
     hi = np.ceil(lam)
@@ -68,12 +71,13 @@ def interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
 class Subsampled(Mechanism):
     """``base`` applied to a subsample drawn by ``scheme``.
 
-    RDP: Poisson + add/remove by 004 Thm 34 (tight for any inner mechanism); without replacement
-    + substitution by 003 Thm 9, with the per-term minimum against Thm 19 when the inner RDP is
-    tight and self-consistent (Gaussian, Laplace, randomized response); real orders by 003 Cor. 10,
-    and for the Poisson-subsampled Gaussian by the exact series of Mironov, Talwar & Zhang 2019
-    (rdp.fractional), with a second-order bound on (1, 2) for every Poisson-subsampled base.
-    Never above the inner mechanism's curve, nor above the RDP of the amplified pure epsilon."""
+    RDP: Poisson + add/remove by Steinke 2022, Thm 34 (tight for any inner mechanism); without
+    replacement + substitution by Wang et al. 2019, Thm 9, with the per-term minimum against Thm 19
+    when the inner RDP is tight and self-consistent (Gaussian, Laplace, randomized response); real
+    orders by Wang et al. 2019, Cor. 10, and for the Poisson-subsampled Gaussian by the exact series
+    of Mironov, Talwar & Zhang 2019 (rdp.fractional), with a second-order bound on (1, 2) for every
+    Poisson-subsampled base. Never above the inner mechanism's curve, nor above the RDP of the
+    amplified pure epsilon."""
 
     base: Mechanism
     scheme: SamplingScheme
@@ -141,7 +145,8 @@ class Subsampled(Mechanism):
         return rule
 
     def _compute_cgf(self, orders: np.ndarray) -> np.ndarray:
-        # one order more than asked: 003 Thm 19 uses B(2 ceil(j/2)), up to order alpha + 1
+        # one order more than asked: Wang et al. 2019, Thm 19 uses B(2 ceil(j/2)), up to order alpha
+        # + 1
         return self._amplification().log_moments(self, orders)
 
     def has_rdp(self) -> bool:
@@ -153,7 +158,7 @@ class Subsampled(Mechanism):
     def pure_epsilon(self) -> float:
         """Pure epsilon of the subsampled mechanism, per scheme (its declaration): e.g.
         Poisson + add/remove and without replacement + substitution give
-        log(1 + rate(e^eps0 - 1)) (000 Thms 8, 9 at delta = 0)."""
+        log(1 + rate(e^eps0 - 1)) (Balle et al. 2018, Thms 8, 9 at delta = 0)."""
         return self._amplification().pure_epsilon(self)
 
     def _rdp(self, alpha):
@@ -196,8 +201,8 @@ class Subsampled(Mechanism):
         return np.full(a.shape, np.inf) if extra is None else extra(self, a)
 
     def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
-        """The scheme's proven lower curve where it has one (003 Prop. 20 for sampling without
-        replacement of a tight base), else None."""
+        """The scheme's proven lower curve where it has one (Wang et al. 2019, Prop. 20 for sampling
+        without replacement of a tight base), else None."""
         low = self._amplification().rdp_lower
         return None if low is None else low(self, alpha)
 

@@ -48,7 +48,7 @@ class TreeAggregation(Mechanism):
     steps: int
     relation: Relation = ADD_REMOVE
     tight_rdp = True            # one pair of neighbours attains every order (a Gaussian)
-    self_consistent_rdp = True  # 003 Lemma 27
+    self_consistent_rdp = True  # Wang et al. 2019, Lemma 27
 
     def __post_init__(self):
         object.__setattr__(self, "noise_multiplier",

@@ -1,4 +1,5 @@
-"""Discretised privacy-loss distributions (004 Sec. 3-4): certified tight (epsilon, delta).
+"""Discretised privacy-loss distributions (Steinke 2022, Sec. 3-4): certified tight (epsilon,
+delta).
 
     x.epsilon(delta, method="pld", tol=...)   # Guarantee: epsilon = upper, lower = lower bound
     dpamp.pld.epsilon_bracket(x, delta, tol)  # the same as a Bracket

@@ -1,6 +1,6 @@
 """Caps on epsilon(delta) that hold whatever the grid: where delta is at least the mass at
 +inf of a composition of purely atomic parts, epsilon(delta) is at most the largest finite
-loss of the composition (004 Prop. 7: delta(eps) = E_P[(1 - e^{eps - L})_+] + P[L = +inf],
+loss of the composition (Steinke 2022, Prop. 7: delta(eps) = E_P[(1 - e^{eps - L})_+] + P[L = +inf],
 whose first term vanishes once eps is above every finite loss)."""
 from __future__ import annotations
 

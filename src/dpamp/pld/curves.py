@@ -9,7 +9,7 @@ composition is untilted (its floating-point budget is then ~1e-14 absolute every
 * row 0: the direction as given, H_{e^eps}(P || Q); row 1: its swap, H_{e^eps}(Q || P)
   (the same curve when every part is symmetric, :func:`.query._directions`);
 * upper rows: the pessimistic PMFs, upper bounds for every ordered pair of that order
-  (004 Prop. 7 on a dominating pair), for eps >= 0;
+  (Steinke 2022, Prop. 7 on a dominating pair), for eps >= 0;
 * lower rows: the optimistic PMFs of the two orders of ONE pair (the swap of each part's pair
   is that pair in the other order), or None where they are not proven
   (:func:`.query._lower_proven`, :func:`.query._has_lower`).
@@ -38,9 +38,9 @@ def curves(mechanism, eps=None, budget: float | None = None, gap: float = GAP,
     """(eps, upper rows, lower rows or None, h), rows of shape (2, eps.size). ``eps`` (>= 0,
     +inf allowed) defaults to ``points`` equally spaced values from 0 to where both upper rows
     fall below 1e-13 (or the pure epsilon), then the pure epsilon and +inf. The loss grid is
-    refined (h halved, at most 4 rounds; 2 with profile-only parts) until the largest gap between the rows is <= ``gap``
-    or a time budget (seconds, only if given) is spent; every round's rows are proven
-    bounds."""
+    refined (h halved, at most 4 rounds; 2 with profile-only parts) until the largest gap between
+    the rows is <= ``gap`` or a time budget (seconds, only if given) is spent; every round's rows
+    are proven bounds."""
     dirs = _directions(mechanism)
     if eps is None:
         eps = _default_eps(dirs, _pure_epsilon(mechanism), points)

@@ -4,10 +4,10 @@ For a (possibly defective) measure w of privacy losses under P, let
 
     F_w(x) = int (1 - x e^{-l})_+ dw(l)  (+ w({+inf})),   x = e^eps >= 0,
 
-so that for a pair (P, Q), F(e^eps) = H_{e^eps}(P || Q) = delta(eps) (004 Prop. 7). F is convex and
-non-increasing; a measure on grid points t_j gives a polygon with kinks exactly at x_j = e^{t_j},
-its mass at t_j being x_j times the jump of the slope there and its mass at +inf the final flat
-value. Conversely every convex polygon with kinks at grid points that is flat after the last
+so that for a pair (P, Q), F(e^eps) = H_{e^eps}(P || Q) = delta(eps) (Steinke 2022, Prop. 7). F is
+convex and non-increasing; a measure on grid points t_j gives a polygon with kinks exactly at x_j =
+e^{t_j}, its mass at t_j being x_j times the jump of the slope there and its mass at +inf the final
+flat value. Conversely every convex polygon with kinks at grid points that is flat after the last
 one is F_w of a non-negative measure on the grid.
 
 Composition is convolution of the measures, and F_{w1*w2}(x) = int F_{w1}(x e^{-l}) dw2(l)
@@ -353,7 +353,8 @@ def _hull_masses(fwd: Half, rev: Half, g0: float, h: float, lower: np.ndarray, z
 
 def discretize_profile(upper_rows, lower_rows, inf_upper: float, inf_lower: float, h: float,
                        jlo: int, jhi: int) -> Discretized:
-    """PMFs from a privacy profile alone (a PLD from any profile, 000 / 004 Prop. 7).
+    """PMFs from a privacy profile alone (a PLD from any profile, Balle et al. 2018 / Steinke 2022,
+    Prop. 7).
 
     ``upper_rows`` = (F(e^{i h}) for i = 0..jhi, F_rev(e^{i h}) for i = 0..-jlo): proven upper
     bounds on the curves of the pair and of its swap at the grid points; ``lower_rows`` the same

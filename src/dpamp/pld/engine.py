@@ -1,7 +1,8 @@
 """Composition of discretised privacy-loss distributions by FFT, with proven error bounds.
 
-For one direction of a composition sum_j c_j x (part j) (004 Thm 9: the loss of a composition is
-the sum of independent losses, so its measure is the convolution of the parts' measures):
+For one direction of a composition sum_j c_j x (part j) (Steinke 2022, Thm 9: the loss of a
+composition is the sum of independent losses, so its measure is the convolution of the parts'
+measures):
 
 1. Each part is discretised on the common grid t = i h, pessimistically and optimistically
    (:mod:`.discretize`); both stay bounds after any number of compositions.
@@ -11,9 +12,9 @@ the sum of independent losses, so its measure is the convolution of the parts' m
    the answer are the largest ones, so the error bound is relative there (without tilting, T
    compositions turn 1e-15 absolute errors into ~T 1e-15, as large as delta itself on long plans).
 3. Self-composition is a power of the Fourier transform and heterogeneous composition a product
-   (004 Thm 9). The window [A, B) of the circular convolution is chosen by Chernoff bounds from the
-   parts' moment generating functions (of coarse, rounded-outwards copies of the PMFs), and the
-   mass that may wrap around is bounded the same way.
+   (Steinke 2022, Thm 9). The window [A, B) of the circular convolution is chosen by Chernoff bounds
+   from the parts' moment generating functions (of coarse, rounded-outwards copies of the PMFs), and
+   the mass that may wrap around is bounded the same way.
 4. Every floating-point step carries an explicit bound: the FFT's componentwise error
    (<= C log2(N) u ||x||_1 per coefficient), the error of complex powers and products, the inverse
    FFT; untilted, these give an error budget for each suffix of the grid, which the upper bound
@@ -397,7 +398,7 @@ class _Product:
 
 
 def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
-    """prod_j F_j^{c_j} of the parts' normalised tilted PMFs' spectra (004 Thm 9: the
+    """prod_j F_j^{c_j} of the parts' normalised tilted PMFs' spectra (Steinke 2022, Thm 9: the
     composition is a product of Fourier transforms), with its error bounds."""
     nfreq = N // 2 + 1
     # the spectrum is kept only on the frequencies that can still matter (``act``): a power

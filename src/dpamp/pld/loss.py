@@ -1,10 +1,10 @@
-"""Privacy-loss distributions of dominating pairs (004 Sec. 3), before any discretisation.
+"""Privacy-loss distributions of dominating pairs (Steinke 2022, Sec. 3), before any discretisation.
 
 A mechanism's worst case is described by one ordered dominating pair (P, Q); the privacy loss is
 L = log dP/dQ, and a distribution of L under P determines every hockey-stick divergence
-(004 Prop. 7): H_{e^eps}(P || Q) = E_P[(1 - e^{eps - L})_+] + P[L = +inf]. Under add/remove the
-set of neighbouring ordered pairs is closed under swap, so the other direction is (Q, P), whose
-loss is -L; ``swapped()`` builds it.
+(Steinke 2022, Prop. 7): H_{e^eps}(P || Q) = E_P[(1 - e^{eps - L})_+] + P[L = +inf]. Under
+add/remove the set of neighbouring ordered pairs is closed under swap, so the other direction is (Q,
+P), whose loss is -L; ``swapped()`` builds it.
 
 A :class:`LossDistribution` is a finite list of atoms (loss, P-mass, Q-mass; loss may be +-inf)
 plus an optional absolutely continuous part given by its CDF and survival function under P and
@@ -13,10 +13,10 @@ discretiser needs is the mass of P and of Q in cells of a grid, which ``cell_mas
 
 | constructor                | pair (P, Q)                                     | source                 |
 |----------------------------|-------------------------------------------------|------------------------|
-| ``gaussian(mu)``           | N(mu, 1) vs N(0, 1): L ~ N(+-mu^2/2, mu^2)      | 004 Prop. 3            |
-| ``laplace(t)``             | Lap(t, 1) vs Lap(0, 1): atoms +-t, linear between | 000 Thm 3 (its pair) |
-| ``eps_delta(e, d)``        | atoms +-e, +inf                                  | 004 footnote 16        |
-| ``.poisson(q)``            | ((1-q)Q + qP, Q)                                 | 004 Thm 34's pair; Zhu-Dong-Wang |
+| ``gaussian(mu)``           | N(mu, 1) vs N(0, 1): L ~ N(+-mu^2/2, mu^2)      | Steinke 2022, Prop. 3            |
+| ``laplace(t)``             | Lap(t, 1) vs Lap(0, 1): atoms +-t, linear between | Balle et al. 2018, Thm 3 (its pair) |
+| ``eps_delta(e, d)``        | atoms +-e, +inf                                  | Steinke 2022, footnote 16        |
+| ``.poisson(q)``            | ((1-q)Q + qP, Q)                                 | Steinke 2022, Thm 34's pair; Zhu-Dong-Wang |
 """
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ class LossDistribution:
         return m, float(np.sum(w * (z - m) ** 2) / w.sum())
 
     def poisson(self, q: float, moments=None) -> "LossDistribution":
-        """Poisson subsampling with rate q under add/remove (the pair of 004 Thm 34):
+        """Poisson subsampling with rate q under add/remove (the pair of Steinke 2022, Thm 34):
         P' = (1-q) Q + q P, Q' = Q, so L' = log(1 - q + q e^L), an increasing function of L,
         and P'[L' <= t] = (1-q) Q[L <= g(t)] + q P[L <= g(t)], g(t) = log((e^t - 1 + q)/q).
         ``moments``: (mean, var, swap moments) as :func:`_mixture_moments` returns them, when the
@@ -293,7 +293,7 @@ _EMPTY = np.zeros(0)
 
 
 def gaussian(mu: float) -> LossDistribution:
-    """N(mu, 1) vs N(0, 1) (004 Prop. 3): L = mu x - mu^2/2 ~ N(mu^2/2, mu^2) under P and
+    """N(mu, 1) vs N(0, 1) (Steinke 2022, Prop. 3): L = mu x - mu^2/2 ~ N(mu^2/2, mu^2) under P and
     N(-mu^2/2, mu^2) under Q. Symmetric. mu = sensitivity / sigma."""
     if mu == 0:
         return LossDistribution(np.array([0.0]), np.array([1.0]), np.array([1.0]),
@@ -346,8 +346,8 @@ def laplace(t0: float) -> LossDistribution:
 
 
 def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
-    """The worst-case (eps, delta)-DP pair (004 footnote 16, with the errata): loss +inf with
-    probability delta, +eps with (1-delta) e^eps/(1+e^eps), -eps with (1-delta)/(1+e^eps) under
+    """The worst-case (eps, delta)-DP pair (Steinke 2022, footnote 16, with the errata): loss +inf
+    with probability delta, +eps with (1-delta) e^eps/(1+e^eps), -eps with (1-delta)/(1+e^eps) under
     P; the swap has the same distribution, so it is symmetric. delta = 0 is randomized response
     (the dominating pair of every eps-DP mechanism)."""
     p_plus = (1.0 - delta) / (1.0 + math.exp(-eps))

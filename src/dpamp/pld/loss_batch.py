@@ -26,8 +26,8 @@ _FLIP = {"cdf": "sf", "sf": "cdf"}
 # --- the families' formulas (parameters: scalars, or arrays like t) ---------------------------
 
 def gaussian_pair(t, mu, half, which: str):
-    """(P, Q) of the loss of N(mu, 1) vs N(0, 1), N(+-half, mu^2) with half = mu^2/2 (004 Prop. 3):
-    the ``which`` ("cdf" or "sf") of both at t."""
+    """(P, Q) of the loss of N(mu, 1) vs N(0, 1), N(+-half, mu^2) with half = mu^2/2 (Steinke 2022,
+    Prop. 3): the ``which`` ("cdf" or "sf") of both at t."""
     if which == "cdf":
         return ndtr((t - half) / mu), ndtr((t + half) / mu)
     return ndtr((half - t) / mu), ndtr((-half - t) / mu)

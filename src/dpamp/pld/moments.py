@@ -1,10 +1,10 @@
 """Sizing moments of many Poisson-subsampled Gaussian pairs at once (a plan of a hundred
 heterogeneous DP-SGD stages, issue 18: one quadrature per part cost ~0.15 ms each).
 
-For the pair (P', Q') = ((1-q) Q + q P, Q) of N(mu, 1) vs N(0, 1) (004 Thm 34's pair), the mean
-and variance of L' = log(1 - q + q e^L) under P', and of -L' under Q' (the swapped pair's loss),
-by the quadrature of :func:`.loss._mixture_moments` on all parts as the rows of one array: the
-midpoint rule over the base's losses L on 512 cells and on every other node, combined by
+For the pair (P', Q') = ((1-q) Q + q P, Q) of N(mu, 1) vs N(0, 1) (Steinke 2022, Thm 34's pair), the
+mean and variance of L' = log(1 - q + q e^L) under P', and of -L' under Q' (the swapped pair's
+loss), by the quadrature of :func:`.loss._mixture_moments` on all parts as the rows of one array:
+the midpoint rule over the base's losses L on 512 cells and on every other node, combined by
 Richardson's extrapolation. The base range is the closed-form 1e-12 tail quantiles of the
 Gaussian pair (quantile_range's scans move them in by < 1/3969 of the range). Sizing only:
 grids, windows and first guesses are built from these numbers, never bounds.

@@ -1,9 +1,9 @@
 """A composed privacy-loss measure on a grid, with its error budget, and its queries.
 
-delta(eps) = sum_{t_j > eps} m_j (1 - e^{eps - t_j}) + m_inf  (004 Prop. 7), evaluated through the
-suffix sums A_k = sum_{j >= k} m_j and C_k = sum_{j >= k} m_j e^{t_k - t_j} (no overflow: every
-exponent is <= 0), so that on [t_{k-1}, t_k) delta(eps) = A_k - e^{eps - t_k} C_k + m_inf, which
-also inverts in closed form.
+delta(eps) = sum_{t_j > eps} m_j (1 - e^{eps - t_j}) + m_inf  (Steinke 2022, Prop. 7), evaluated
+through the suffix sums A_k = sum_{j >= k} m_j and C_k = sum_{j >= k} m_j e^{t_k - t_j} (no
+overflow: every exponent is <= 0), so that on [t_{k-1}, t_k) delta(eps) = A_k - e^{eps - t_k} C_k +
+m_inf, which also inverts in closed form.
 
 ``err`` is an array E_k bounding the total floating-point error of sum_{j >= k} |m_j| weights: an
 upper bound adds it, a lower bound subtracts it.
@@ -31,9 +31,9 @@ class GridPMF:
         self._t = t
         self._A = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [0.0]])
         # C_k = m_k + e^{-h} C_{k+1}: a first-order linear recursion, done by scipy.signal-free
-        # vectorised form C_k = sum_j m_j e^{-(j-k)h} = e^{k h} S_k with S_k = sum_{j>=k} m_j e^{-jh};
-        # computed in blocks so that no exponent exceeds ~700 in magnitude; on first use (the
-        # S-domain compositions of dpamp.amplification.allocation never query it)
+        # vectorised form C_k = sum_j m_j e^{-(j-k)h} = e^{k h} S_k with S_k = sum_{j>=k} m_j
+        # e^{-jh}; computed in blocks so that no exponent exceeds ~700 in magnitude; on first use
+        # (the S-domain compositions of dpamp.amplification.allocation never query it)
         self._C_cache = None
 
     @property

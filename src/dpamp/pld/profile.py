@@ -1,5 +1,5 @@
 """The privacy profile delta(eps) of a mechanism or composition, for many eps at once, off
-one composed PLD (Steinke 2022, 004 Prop. 7, on the pessimistic and optimistic PMFs)."""
+one composed PLD (Steinke 2022, Steinke 2022, Prop. 7, on the pessimistic and optimistic PMFs)."""
 from __future__ import annotations
 
 import math
@@ -13,7 +13,8 @@ from .query import (MAX_ROUNDS, _CACHE, _directions, _lower_proven, _pure_epsilo
 
 def pld_profile(mechanism, epsilon):
     """Privacy profile delta(eps) of any mechanism or composition with a PLD: proven upper bounds
-    (vectorised; 004 Prop. 7 on the composed pessimistic PLD). Lower bounds: ``pld_profile_bounds``."""
+    (vectorised; Steinke 2022, Prop. 7 on the composed pessimistic PLD). Lower bounds:
+    ``pld_profile_bounds``."""
     return pld_profile_bounds(mechanism, epsilon)[0]
 
 

@@ -5,20 +5,20 @@ dominating pair (P, Q) (the other order is its swap), or raises NotImplementedEr
 
 | mechanism                                   | pair                                   | source |
 |---------------------------------------------|----------------------------------------|--------|
-| Gaussian(sigma, Delta)                      | N(Delta/sigma, 1) vs N(0, 1)            | 004 Prop. 3 |
-| Laplace(b, Delta)                           | Lap(Delta/b, 1) vs Lap(0, 1)            | 000 Thm 3's pair |
-| RandomizedResponse, PureDP(eps)             | randomized response (dominates eps-DP) | 004 fn. 16 |
+| Gaussian(sigma, Delta)                      | N(Delta/sigma, 1) vs N(0, 1)            | Steinke 2022, Prop. 3 |
+| Laplace(b, Delta)                           | Lap(Delta/b, 1) vs Lap(0, 1)            | Balle et al. 2018, Thm 3's pair |
+| RandomizedResponse, PureDP(eps)             | randomized response (dominates eps-DP) | Steinke 2022, fn. 16 |
 | KaryRandomizedResponse(k, p)                | its three atoms +-eps, 0 (exact)       | Kairouz, Bonawitz & Ramage 2016 |
-| EpsDelta(eps, delta)                        | the worst-case (eps, delta) pair       | 004 fn. 16 |
-| base.subsample(Poisson(q)) (add/remove)     | ((1-q) Q + q P, Q) and its swap         | 004 Thm 34's pair |
-| base.subsample(WithoutReplacement(m, n))    | symmetrised curve of 000 Thm 9          | 000 Thm 9  |
+| EpsDelta(eps, delta)                        | the worst-case (eps, delta) pair       | Steinke 2022, fn. 16 |
+| base.subsample(Poisson(q)) (add/remove)     | ((1-q) Q + q P, Q) and its swap         | Steinke 2022, Thm 34's pair |
+| base.subsample(WithoutReplacement(m, n))    | symmetrised curve of Balle et al. 2018, Thm 9          | Balle et al. 2018, Thm 9  |
 
-Sampling without replacement under substitution: 000 Thm 9's profile, gamma delta(eps'), is the
-curve of ((1-gamma) Q + gamma P, Q) for eps >= 0, but it bounds *both* orders of every pair of
-neighbours (the relation is symmetric), while that pair's swap is smaller. Every ordered pair's
-curve is therefore below the symmetric curve F(x) for x >= 1, 1 - x + x F(1/x) for x < 1, which
-is what :class:`SymmetricCurve` discretises (it needs a symmetric base pair, which all built-in
-mechanisms have).
+Sampling without replacement under substitution: Balle et al. 2018, Thm 9's profile, gamma
+delta(eps'), is the curve of ((1-gamma) Q + gamma P, Q) for eps >= 0, but it bounds *both* orders of
+every pair of neighbours (the relation is symmetric), while that pair's swap is smaller. Every
+ordered pair's curve is therefore below the symmetric curve F(x) for x >= 1, 1 - x + x F(1/x) for x
+< 1, which is what :class:`SymmetricCurve` discretises (it needs a symmetric base pair, which all
+built-in mechanisms have).
 """
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def discretize_source(src, h: float, jlo: int, jhi: int, optimistic: bool = True
 def loss_distribution(mechanism):
     """The loss distribution (or SymmetricCurve) of a single mechanism's dominating pair: its
     family's declared pair (:mod:`dpamp.mechanisms.family`), else the PLD of its privacy
-    profile (000), where it has one."""
+    profile (Balle et al. 2018), where it has one."""
     fam = family_of(mechanism)
     if fam is not None and fam.loss is not None:
         src = fam.loss(mechanism)
@@ -325,8 +325,8 @@ def _parts_of(mechanism):
                 out.append((src, int(count) * int(c)))
     if mu2 > 0:
         # Gaussian pairs compose exactly into one: N(mu_j, 1) vs N(0, 1) for every j is
-        # N((mu_j), I) vs N(0, I), whose loss is that of N(|mu|, 1) vs N(0, 1) (004 Cor. 8);
-        # as k equal parts of mu/sqrt(k) <= GAUSSIAN_MU_CAP, so that one part's losses stay
+        # N((mu_j), I) vs N(0, I), whose loss is that of N(|mu|, 1) vs N(0, 1) (Steinke 2022, Cor.
+        # 8); as k equal parts of mu/sqrt(k) <= GAUSSIAN_MU_CAP, so that one part's losses stay
         # in the range a grid handles
         k = max(1, math.ceil(mu2 / GAUSSIAN_MU_CAP ** 2))
         out.insert(0, (L.gaussian(math.sqrt(mu2 / k)), k))

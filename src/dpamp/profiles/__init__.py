@@ -1,4 +1,5 @@
-"""Privacy profiles and hockey-stick divergences; tight amplification by subsampling (000).
+"""Privacy profiles and hockey-stick divergences; tight amplification by subsampling (Balle et al.
+2018).
 
     import dpamp as dp
     m = dp.Gaussian(1.0).subsample(dp.Poisson(0.01))

@@ -1,8 +1,9 @@
-"""Tight amplification of privacy profiles by subsampling (000 Sec. 3-4, App. B), and the
-profile handlers of :class:`dpamp.Subsampled`.
+"""Tight amplification of privacy profiles by subsampling (Balle et al. 2018, Sec. 3-4, App. B), and
+the profile handlers of :class:`dpamp.Subsampled`.
 
 Notation: gamma = TV between the subsample distributions of two neighbours; for alpha' = e^eps'
-the inner order is alpha = 1 + (alpha' - 1)/gamma and beta = alpha'/alpha (000 Thm 2).
+the inner order is alpha = 1 + (alpha' - 1)/gamma and beta = alpha'/alpha (Balle et al. 2018, Thm
+2).
 
 | scheme (inner -> outer relation)         | bound used                                  | tight?   |
 |------------------------------------------|---------------------------------------------|----------|
@@ -14,13 +15,13 @@ the inner order is alpha = 1 + (alpha' - 1)/gamma and beta = alpha'/alpha (000 T
 | any scheme, randomized response of a bit | Lemma 12: gamma phi_p(alpha), exact         | exact    |
 
 "tight" means: no bound that depends on the base profile alone can be smaller, because the
-randomized membership mechanism attains it (000 Lemma 12, Thm 13).
+randomized membership mechanism attains it (Balle et al. 2018, Lemma 12, Thm 13).
 
 Lower bounds: the membership pair. Take the base's own lower pair (P_b, Q_b), realised by a
 query that depends only on whether a record v is in its input (a counting query for Gaussian /
-Laplace, 000 Sec. 5's randomized membership for randomized response); run on a dataset x with
-v in x against x' without v, any natural scheme gives the pair ((1 - g) Q_b + g P_b, Q_b), g =
-P[v in S(x)], whose two curves follow exactly from Thm 2 (:func:`mixture_pair_log`).
+Laplace, Balle et al. 2018, Sec. 5's randomized membership for randomized response); run on a
+dataset x with v in x against x' without v, any natural scheme gives the pair ((1 - g) Q_b + g P_b,
+Q_b), g = P[v in S(x)], whose two curves follow exactly from Thm 2 (:func:`mixture_pair_log`).
 """
 from __future__ import annotations
 
@@ -37,11 +38,12 @@ from .numerics import (ULP, ajc_epsilon, ajc_log_beta, ajc_reverse, down, envelo
                         logaddexp, logsumexp, pad_down, pad_up, up)
 
 
-# --- the general tool: advanced joint convexity (000 Thm 2) -----------------------------------
+# --- the general tool: advanced joint convexity (Balle et al. 2018, Thm 2)
+# -----------------------------------
 
 def ajc_parameters(eps_prime, gamma: float):
-    """000 Thm 2: for alpha' = e^eps', the inner eps = log(1 + (e^eps' - 1)/gamma) and
-    beta = alpha'/alpha. Vectorised over eps' >= 0; returns (eps, beta)."""
+    """Balle et al. 2018, Thm 2: for alpha' = e^eps', the inner eps = log(1 + (e^eps' - 1)/gamma)
+    and beta = alpha'/alpha. Vectorised over eps' >= 0; returns (eps, beta)."""
     e = np.asarray(eps_prime, dtype=float)
     lb, _ = ajc_log_beta(e, gamma)
     out = ajc_epsilon(e, gamma), np.exp(lb)
@@ -49,7 +51,7 @@ def ajc_parameters(eps_prime, gamma: float):
 
 
 def advanced_joint_convexity(gamma: float, eps_prime, h10, h11):
-    """000 Thm 2 with joint convexity: for mu = (1-gamma) mu0 + gamma mu1 and
+    """Balle et al. 2018, Thm 2 with joint convexity: for mu = (1-gamma) mu0 + gamma mu1 and
     mu' = (1-gamma) mu0 + gamma mu1',
 
         H_{alpha'}(mu || mu') = gamma H_alpha(mu1 || (1-beta) mu0 + beta mu1')
@@ -72,12 +74,12 @@ def mixture_pair_log(log_rows, gamma: float, eps, *, upper: bool = True):
     """log of both curves of the pair ((1 - gamma) Q + gamma P, Q) given the log curves of
     (P, Q) (``log_rows(eps) -> (2, ...)``, upper or lower bounds):
 
-        row 0 = gamma H_alpha(P || Q)                 (000 Thm 2 with mu1' = mu0 = Q: exact)
-        row 1 = c H_{alpha''}(Q || P), c = 1 - alpha'(1 - gamma), alpha'' = alpha' gamma / c
+        row 0 = gamma H_alpha(P || Q)                 (Balle et al. 2018, Thm 2 with mu1' = mu0 = Q:
+        exact) row 1 = c H_{alpha''}(Q || P), c = 1 - alpha'(1 - gamma), alpha'' = alpha' gamma / c
                 (0 when alpha' >= 1/(1 - gamma)).
 
-    This is 000 Thm 8 for Poisson sampling under add/remove (row 0 the remove order, row 1 the
-    add order) and, with lower-bound rows, the membership lower bound (Lemma 12)."""
+    This is Balle et al. 2018, Thm 8 for Poisson sampling under add/remove (row 0 the remove order,
+    row 1 the add order) and, with lower-bound rows, the membership lower bound (Lemma 12)."""
     eps = np.asarray(eps, dtype=float)
     if gamma <= 0.0:
         return np.full((2,) + eps.shape, -np.inf)
@@ -93,9 +95,10 @@ def mixture_pair_log(log_rows, gamma: float, eps, *, upper: bool = True):
 
 
 def thm9_log_profile(log_sym, gamma: float, eps):
-    """000 Thm 9 (sampling m of n without replacement, substitution): delta'(alpha') <=
-    gamma delta(alpha), gamma = m/n, alpha = 1 + (alpha' - 1)/gamma; log, rounded up.
-    Also 000 Lemma 12 for randomized response of a bit under any scheme (gamma = sup TV)."""
+    """Balle et al. 2018, Thm 9 (sampling m of n without replacement, substitution): delta'(alpha')
+    <= gamma delta(alpha), gamma = m/n, alpha = 1 + (alpha' - 1)/gamma; log, rounded up.
+    Also Balle et al. 2018, Lemma 12 for randomized response of a bit under any scheme (gamma = sup
+    TV)."""
     eps = np.asarray(eps, dtype=float)
     if gamma <= 0.0:
         return np.full(eps.shape, -np.inf)
@@ -179,7 +182,8 @@ def _wr_sum(log_group, m, n, eps_inner):
 
 
 def thm10_log_profile(log_group, m: int, n: int, eps):
-    """000 Thm 10 (m draws with replacement from n records, substitution; weights per errata):
+    """Balle et al. 2018, Thm 10 (m draws with replacement from n records, substitution; weights per
+    errata):
 
         delta'(alpha') <= sum_{k=1}^m C(m,k) (1/n)^k (1 - 1/n)^{m-k} delta_{M,k}(alpha),
         alpha = 1 + (alpha' - 1)/gamma,  gamma = 1 - (1 - 1/n)^m,
@@ -191,9 +195,9 @@ def thm10_log_profile(log_group, m: int, n: int, eps):
 
 
 def thm11_log_pair(log_group, m: int, n: int, eps):
-    """000 Thm 11 (with replacement, inner substitution, OUTER add/remove) for datasets of size
-    n: row 0 (remove order, |x| = N, |x'| = N - 1) is the Thm 10 sum with N; row 1 (add order
-    of the same pair) is, by the reverse form of Thm 2 (see ``mixture_pair_log``),
+    """Balle et al. 2018, Thm 11 (with replacement, inner substitution, OUTER add/remove) for
+    datasets of size n: row 0 (remove order, |x| = N, |x'| = N - 1) is the Thm 10 sum with N; row 1
+    (add order of the same pair) is, by the reverse form of Thm 2 (see ``mixture_pair_log``),
     (c / gamma_N) sum_k w_k delta_{M,k}(alpha''). A dataset of size n is the larger (N = n) or the
     smaller (N = n + 1) member of its pair: the rows are the maxima over both. log, rounded up."""
     eps = np.asarray(eps, dtype=float)
@@ -211,8 +215,8 @@ def thm11_log_pair(log_group, m: int, n: int, eps):
 
 
 def thm14_log_profile(log_sym, q: float, n: int, eps):
-    """000 Thm 14 in the tighter form of its proof (errata): Poisson sampling with rate
-    gamma = q under substitution, datasets of size n,
+    """Balle et al. 2018, Thm 14 in the tighter form of its proof (errata): Poisson sampling with
+    rate gamma = q under substitution, datasets of size n,
 
         delta'(alpha') <= gamma [beta delta(alpha) + (1 - beta)(sum_{k=1}^{n-1} g~_k delta(alpha_k)
                                                                  + g~_n)],
@@ -264,7 +268,7 @@ def thm14_log_profile(log_sym, q: float, n: int, eps):
 
 def member_gamma(scheme) -> float:
     """P[v in S(x)] for a dataset x containing v: the gamma of the membership pair (and the sup
-    TV of 000 Lemma 12), as the scheme declares it."""
+    TV of Balle et al. 2018, Lemma 12), as the scheme declares it."""
     rule = amplification_of(scheme)
     if rule is None:
         raise core.no_profile(scheme, "sampling scheme with a privacy profile")
@@ -272,11 +276,11 @@ def member_gamma(scheme) -> float:
 
 
 def subsampled_pair(m, eps):
-    """Upper profile rows of a subsampled mechanism: 000 Lemma 12 (exact for every scheme) for
-    randomized response of a bit, else the scheme's own theorem (its declared
+    """Upper profile rows of a subsampled mechanism: Balle et al. 2018, Lemma 12 (exact for every
+    scheme) for randomized response of a bit, else the scheme's own theorem (its declared
     ``profile_pair``)."""
     scheme = m.scheme
-    if core.is_binary(m.base):  # 000 Lemma 12: exact for every scheme
+    if core.is_binary(m.base):  # Balle et al. 2018, Lemma 12: exact for every scheme
         g = member_gamma(scheme)
         if scheme.gives is ADD_REMOVE:
             return mixture_pair_log(lambda e: core.log_pair(m.base, e), g, eps)
@@ -289,10 +293,10 @@ def subsampled_pair(m, eps):
 
 
 def poisson_profile_pair(m, eps):
-    """Poisson sampling: 000 Thm 8 under add/remove (both orders); under substitution Thm 14,
-    or plain joint convexity over the coupling (y + v, y + v'), (y, y) (000 Sec. 3, after
-    Thm 2): delta' <= gamma delta(alpha'), no amplification of eps, but at large eps it can
-    beat the g~_n term of Thm 14; Thm 14 is not monotone in eps: envelope."""
+    """Poisson sampling: Balle et al. 2018, Thm 8 under add/remove (both orders); under substitution
+    Thm 14, or plain joint convexity over the coupling (y + v, y + v'), (y, y) (Balle et al. 2018,
+    Sec. 3, after Thm 2): delta' <= gamma delta(alpha'), no amplification of eps, but at large eps
+    it can beat the g~_n term of Thm 14; Thm 14 is not monotone in eps: envelope."""
     base, scheme = m.base, m.scheme
     if scheme.relation is ADD_REMOVE:
         return mixture_pair_log(lambda e: core.log_pair(base, e), scheme.rate, eps)
@@ -311,16 +315,16 @@ def poisson_profile_pair(m, eps):
 
 
 def wor_profile_pair(m, eps):
-    """Sampling without replacement: 000 Thm 9 (a symmetric relation: the theorem bounds the
-    max of both orders)."""
+    """Sampling without replacement: Balle et al. 2018, Thm 9 (a symmetric relation: the theorem
+    bounds the max of both orders)."""
     v = thm9_log_profile(lambda e: core.log_symmetric(m.base, e),
                          m.scheme.batch / m.scheme.population, eps)
     return np.stack([v, v])
 
 
 def wr_profile_pair(m, eps):
-    """Sampling with replacement: 000 Thm 11 under an add/remove outer relation, Thm 10 under
-    substitution, both on the base's group profiles."""
+    """Sampling with replacement: Balle et al. 2018, Thm 11 under an add/remove outer relation, Thm
+    10 under substitution, both on the base's group profiles."""
     scheme = m.scheme
     lg = lambda k, e: core.log_group(m.base, k, e)  # noqa: E731
     if scheme.gives is ADD_REMOVE:
@@ -335,8 +339,8 @@ def _poisson_any_size(scheme) -> bool:
 
 
 def subsampled_lower(m, eps):
-    """Lower rows: the gamma-mixture of the base's own lower pair (000 Lemma 12's membership
-    pair), or None where the base has none."""
+    """Lower rows: the gamma-mixture of the base's own lower pair (Balle et al. 2018, Lemma 12's
+    membership pair), or None where the base has none."""
     base_lower = core.log_pair_lower(m.base, np.zeros(1))
     if base_lower is None:
         return None

@@ -1,16 +1,16 @@
-"""Closed-form privacy profiles of the basic mechanisms (000 Thms 3, 4; RR; (eps, delta) point),
-as log H with proven rounding margins, and their registration as profile handlers.
+"""Closed-form privacy profiles of the basic mechanisms (Balle et al. 2018, Thms 3, 4; RR; (eps,
+delta) point), as log H with proven rounding margins, and their registration as profile handlers.
 
 | mechanism            | delta(e^eps), both orders (symmetric pairs)                  | source      |
 |----------------------|--------------------------------------------------------------|-------------|
-| Gaussian, mu = D/sigma | Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)             | 000 Thm 4   |
-| Laplace, eta = D/b   | [1 - exp((eps - eta)/2)]_+                                   | 000 Thm 3   |
-| randomized response  | [q - e^eps (1-q)]_+, q = max(p, 1-p)  (phi_p of 000 Sec. 5)  | 000 Sec. 5  |
-| pure eps0-DP         | the RR curve with q = e^eps0/(1+e^eps0)                      | 004 Sec. 5  |
-| (eps0, delta0)       | delta0 + (1 - delta0) RR(eps0)(eps)                          | 004 fn. 16  |
+| Gaussian, mu = D/sigma | Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)             | Balle et al. 2018, Thm 4   |
+| Laplace, eta = D/b   | [1 - exp((eps - eta)/2)]_+                                   | Balle et al. 2018, Thm 3   |
+| randomized response  | [q - e^eps (1-q)]_+, q = max(p, 1-p)  (phi_p of Balle et al. 2018, Sec. 5)  | Balle et al. 2018, Sec. 5  |
+| pure eps0-DP         | the RR curve with q = e^eps0/(1+e^eps0)                      | Steinke 2022, Sec. 5  |
+| (eps0, delta0)       | delta0 + (1 - delta0) RR(eps0)(eps)                          | Steinke 2022, fn. 16  |
 
-Group profiles (000 Sec. 3, "white-box"): k changes move a Gaussian / Laplace mean by at most
-k*sensitivity (triangle inequality), so delta_{M,k} is the profile with k*mu / k*eta; a
+Group profiles (Balle et al. 2018, Sec. 3, "white-box"): k changes move a Gaussian / Laplace mean by
+at most k*sensitivity (triangle inequality), so delta_{M,k} is the profile with k*mu / k*eta; a
 randomized response of a {0,1}-valued statistic has delta_{M,k} = delta_M (the bit can only
 flip); a pure eps0-DP mechanism is k*eps0-DP for groups of k.
 """
@@ -29,12 +29,13 @@ _SQRT_HALF_PI = math.sqrt(math.pi / 2)
 _C = 64 * ULP  # error allowance per term (erf ~1 ulp, log_ndtr ~18 ulps in the log, measured)
 
 
-# --- Gaussian (000 Thm 4) ------------------------------------------------------------------------
+# --- Gaussian (Balle et al. 2018, Thm 4)
+# ------------------------------------------------------------------------
 
 def gaussian_log_profile(mu, eps, *, upper=True):
     """log H_{e^eps}(N(mu,1) || N(0,1)) = log[Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)]
-    (000 Thm 4, Balle-Wang), symmetric in the two orders, with an error bound added (upper) or
-    subtracted (lower). mu >= 0 and eps >= 0 broadcast (eps may be inf).
+    (Balle et al. 2018, Thm 4, Balle-Wang), symmetric in the two orders, with an error bound added
+    (upper) or subtracted (lower). mu >= 0 and eps >= 0 broadcast (eps may be inf).
 
     Two cancellation-free forms, x = eps/mu - mu/2:
     * x <= 0: H = [Phi(a) - Phi(b)] - expm1(eps) Phi(b), a = -x >= 0 > b = a - mu, where
@@ -104,10 +105,12 @@ def _gauss_group(m, k, eps):
     return gaussian_log_profile(np.asarray(k, dtype=float) * m.mu, eps, upper=True)
 
 
-# --- Laplace (000 Thm 3) -------------------------------------------------------------------------
+# --- Laplace (Balle et al. 2018, Thm 3)
+# -------------------------------------------------------------------------
 
 def laplace_log_profile(eta, eps, *, upper=True):
-    """log [1 - exp((eps - eta)/2)]_+ (000 Thm 3), eta = sensitivity / scale; symmetric."""
+    """log [1 - exp((eps - eta)/2)]_+ (Balle et al. 2018, Thm 3), eta = sensitivity / scale;
+    symmetric."""
     eta = np.asarray(eta, dtype=float)
     eta = eta * (1 + 4 * ULP) if upper else eta * (1 - 4 * ULP)
     eps = np.asarray(eps, dtype=float)
@@ -126,8 +129,8 @@ def _lap_group(m, k, eps):
 def rr_log_profile(eps0, eps, *, upper=True):
     """log H for the randomized-response pair with pure epsilon eps0 (truth probability
     q = e^eps0/(1+e^eps0)): H = q - e^eps (1-q) = (1 - e^{eps-eps0}) / (1 + e^{-eps0}) for
-    eps < eps0, else 0. This is phi_q(e^eps) of 000 Sec. 5 (general form, errata), and the
-    profile bound of every eps0-DP mechanism (004 Sec. 5)."""
+    eps < eps0, else 0. This is phi_q(e^eps) of Balle et al. 2018, Sec. 5 (general form, errata),
+    and the profile bound of every eps0-DP mechanism (Steinke 2022, Sec. 5)."""
     eps0 = np.asarray(eps0, dtype=float)
     eps0 = eps0 * (1 + 4 * ULP) if upper else eps0 * (1 - 4 * ULP)
     eps = np.asarray(eps, dtype=float)
@@ -139,7 +142,7 @@ def rr_log_profile(eps0, eps, *, upper=True):
 
 def eps_delta_log_profile(eps0, delta0, eps, *, upper=True):
     """log[delta0 + (1 - delta0) RR_{eps0}(eps)]: the profile of the worst-case (eps0, delta0)
-    pair of 004 Cor. 24 / footnote 16 (losses +inf, +eps0, -eps0); symmetric."""
+    pair of Steinke 2022, Cor. 24 / footnote 16 (losses +inf, +eps0, -eps0); symmetric."""
     rr = rr_log_profile(eps0, eps, upper=upper)
     with np.errstate(divide="ignore"):
         ld = math.log(delta0) if delta0 > 0 else -math.inf
@@ -171,7 +174,7 @@ def rr_group(m, k, eps):
 
 def pure_group(m, k, eps):
     """k-group profile of a pure eps0-DP mechanism: k eps0-DP (randomized response dominates
-    it) or the black-box bound of 000 Sec. 3, whichever is smaller."""
+    it) or the black-box bound of Balle et al. 2018, Sec. 3, whichever is smaller."""
     from .group import log_group_blackbox
     k = np.asarray(k)
     white = rr_log_profile(k * m.eps0, eps, upper=True)

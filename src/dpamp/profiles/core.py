@@ -1,5 +1,5 @@
 """The profile interface: one dominating pair per mechanism, described by its two hockey-stick
-curves, dispatched on the mechanism's type (000 Sec. 2-3).
+curves, dispatched on the mechanism's type (Balle et al. 2018, Sec. 2-3).
 
 Conventions (shared with the PLD engine):
 
@@ -8,9 +8,10 @@ Conventions (shared with the PLD engine):
   H_{e^eps}(P || Q), row 1 is H_{e^eps}(Q || P), for eps >= 0 (+inf allowed: the mass at infinity).
 * Upper rows dominate every actual ordered neighbouring pair (A, B) of that order:
   H(A||B) <= row 0 and H(B||A) <= row 1. For a symmetric relation whose theorem bounds only the
-  profile delta = max of both orders (000 Thms 9, 10, 14), both rows carry the same curve.
+  profile delta = max of both orders (Balle et al. 2018, Thms 9, 10, 14), both rows carry the same
+  curve.
 * Lower rows are the two curves of ONE actual neighbouring pair, rounded down (a "membership"
-  pair, 000 Lemma 12), or None when no lower bound is known.
+  pair, Balle et al. 2018, Lemma 12), or None when no lower bound is known.
 
 Each family declares its handlers (:class:`~dpamp.mechanisms.family.ProfileHooks`, in
 :mod:`dpamp.families`); this module looks them up and never switches on a mechanism's class.
@@ -68,8 +69,8 @@ def log_pair_lower(mechanism, eps: np.ndarray):
 
 def log_group(mechanism, k: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """log of an upper bound on the k-group profile delta_{M,k}(e^eps) (both orders, so one
-    curve), k >= 1 integer array broadcast against eps. Default: the black-box bound of 000
-    Sec. 3 (see :func:`dpamp.profiles.group.log_group_blackbox`)."""
+    curve), k >= 1 integer array broadcast against eps. Default: the black-box bound of Balle et al.
+    2018 Sec. 3 (see :func:`dpamp.profiles.group.log_group_blackbox`)."""
     hooks = _hooks(mechanism)
     if hooks is not None and hooks.group is not None:
         return hooks.group(mechanism, k, eps)
@@ -80,7 +81,8 @@ def log_group(mechanism, k: np.ndarray, eps: np.ndarray) -> np.ndarray:
 def is_binary(mechanism) -> bool:
     """True when every output distribution of the mechanism is one of two fixed distributions
     chosen by a bit of the input (randomized response of a {0,1}-valued statistic): then
-    000 Lemma 12's argument gives the exact subsampled profile for any sampling scheme."""
+    Balle et al. 2018, Lemma 12's argument gives the exact subsampled profile for any sampling
+    scheme."""
     return family_is_binary(mechanism)
 
 
@@ -111,7 +113,8 @@ def register(cls, *, pair, lower=None, group=None, binary=None, symmetric=None):
 
 
 def log_symmetric(mechanism, eps):
-    """log delta_M(e^eps) = max of the two upper rows (the privacy profile, 000 Sec. 2)."""
+    """log delta_M(e^eps) = max of the two upper rows (the privacy profile, Balle et al. 2018, Sec.
+    2)."""
     rows = log_pair(mechanism, eps)
     return np.maximum(rows[0], rows[1])
 
@@ -151,7 +154,7 @@ def profile_pair_lower(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray |
     """Proven lower bounds on the two hockey-stick curves of one actual neighbouring pair of the
     mechanism (same shape as :func:`profile_pair`), or None when none is known. For tight cases
     these are the exact values rounded down; for subsampled mechanisms they come from the
-    membership construction of 000 Lemma 12 / Thm 13."""
+    membership construction of Balle et al. 2018, Lemma 12 / Thm 13."""
     eps = _eps_array(epsilon)
     rows = log_pair_lower(single(mechanism), eps)
     return None if rows is None else to_linear_lower(rows)
@@ -159,10 +162,11 @@ def profile_pair_lower(mechanism: Mechanism, epsilon: ArrayLike) -> np.ndarray |
 
 def privacy_profile(mechanism: Mechanism, epsilon: ArrayLike) -> float | np.ndarray:
     """The privacy profile delta_M(eps) = sup over neighbours of H_{e^eps}(M(x) || M(x'))
-    (000 Sec. 2), as a proven upper bound, vectorised over epsilon >= 0. A float for a scalar
-    epsilon. Mechanisms without a direct profile (compositions) raise NotImplementedError here;
+    (Balle et al. 2018, Sec. 2), as a proven upper bound, vectorised over epsilon >= 0. A float for
+    a scalar epsilon. Mechanisms without a direct profile (compositions) raise NotImplementedError
+    here;
     :func:`dpamp.accounting.profile.privacy_profile` (``dp.privacy_profile``,
-    ``m.profile``) takes theirs from the PLD engine (004 Prop. 7)."""
+    ``m.profile``) takes theirs from the PLD engine (Steinke 2022, Prop. 7)."""
     eps = _eps_array(epsilon)
     m = single(mechanism)
     try:
@@ -246,9 +250,9 @@ def epsilon_for_delta(mechanism, delta: float):
 
 @dataclasses.dataclass(frozen=True)
 class PrivacyProfile:
-    """The privacy profile delta_M(eps) of a mechanism as an object (000 Sec. 2): call it for
-    the upper bound (vectorised over eps >= 0), ``pair`` / ``pair_lower`` for both orders of
-    the dominating pair, ``lower`` for a proven lower bound, ``epsilon(delta)`` for the
+    """The privacy profile delta_M(eps) of a mechanism as an object (Balle et al. 2018, Sec. 2):
+    call it for the upper bound (vectorised over eps >= 0), ``pair`` / ``pair_lower`` for both
+    orders of the dominating pair, ``lower`` for a proven lower bound, ``epsilon(delta)`` for the
     (upper, lower) inversion."""
 
     mechanism: object

@@ -1,9 +1,11 @@
-"""The hockey-stick (alpha-) divergence (000 eq. (2)) and profiles from privacy-loss distributions.
+"""The hockey-stick (alpha-) divergence (Balle et al. 2018, eq. (2)) and profiles from privacy-loss
+distributions.
 
     H_alpha(P || Q) = sup_E P(E) - alpha Q(E) = sum_z [P(z) - alpha Q(z)]_+ ,   alpha = e^eps.
 
-For alpha < 1 (eps < 0) the same sum is used (000 Thm 14's proof applies it to non-negative
-measures); for probability measures it satisfies H_alpha(P||Q) = 1 - alpha + alpha H_{1/alpha}(Q||P).
+For alpha < 1 (eps < 0) the same sum is used (Balle et al. 2018, Thm 14's proof applies it to
+non-negative measures); for probability measures it satisfies H_alpha(P||Q) = 1 - alpha + alpha
+H_{1/alpha}(Q||P).
 :func:`hockey_stick` takes probability vectors (summing to 1 within ``PROBABILITY_TOL``).
 """
 from __future__ import annotations
@@ -41,10 +43,10 @@ def _distribution(name, x) -> np.ndarray:
 def hockey_stick(p: ArrayLike, q: ArrayLike, epsilon: ArrayLike | None = None, *,
                  alpha: ArrayLike | None = None) -> float | np.ndarray:
     """H_{e^eps}(P || Q) = sum_z [p_z - e^eps q_z]_+ for discrete distributions p, q on the same
-    points (000 eq. (2)), vectorised over epsilon (any real, +-inf allowed: eps < 0 is
-    the extension to alpha < 1 used in 000 Thm 14) or over ``alpha`` >= 0 given directly.
-    Mass of p where q = 0 counts at every alpha (the mass at infinity). Returns a float for a
-    scalar argument. Numerical value (a sum of positive terms, no rounding margin).
+    points (Balle et al. 2018, eq. (2)), vectorised over epsilon (any real, +-inf allowed: eps < 0
+    is the extension to alpha < 1 used in Balle et al. 2018, Thm 14) or over ``alpha`` >= 0 given
+    directly. Mass of p where q = 0 counts at every alpha (the mass at infinity). Returns a float
+    for a scalar argument. Numerical value (a sum of positive terms, no rounding margin).
 
     ``p`` and ``q`` must be probability vectors: finite masses >= 0 summing to 1 within
     :data:`PROBABILITY_TOL` (1e-9), else ValueError."""
@@ -98,9 +100,9 @@ def hockey_stick_density(p_pdf, q_pdf, epsilon, *, support=(-math.inf, math.inf)
 
 
 def profile_from_privacy_loss(losses, probabilities, epsilon):
-    """The hockey-stick curve of a pair from its privacy-loss distribution (000 Thm 5;
-    004 Prop. 7): for L = log dP/dQ under P (atoms ``losses`` with ``probabilities``, +inf
-    allowed), H_{e^eps}(P || Q) = E[(1 - e^{eps - L})_+] = sum_{l > eps} p_l (1 - e^{eps - l}).
+    """The hockey-stick curve of a pair from its privacy-loss distribution (Balle et al. 2018, Thm
+    5; Steinke 2022, Prop. 7): for L = log dP/dQ under P (atoms ``losses`` with ``probabilities``,
+    +inf allowed), H_{e^eps}(P || Q) = E[(1 - e^{eps - L})_+] = sum_{l > eps} p_l (1 - e^{eps - l}).
     Vectorised over epsilon (any real). The probabilities need not sum to one (a sub-PLD)."""
     ls = V.reals("losses", losses).ravel()
     ps = V.reals("probabilities", probabilities, low=0.0, allow_inf=False).ravel()
@@ -124,10 +126,10 @@ def finite_pair_log_rows(lp: np.ndarray, lq: np.ndarray, err: np.ndarray, eps: n
     (``upper``) or lower bound: row 0 = log H_{e^eps}(P || Q), row 1 = log H_{e^eps}(Q || P),
     eps >= 0 (inf: the mass where the other measure is 0).
 
-    H_{e^eps}(P || Q) = sum_j (P_j - e^eps Q_j)_+ (000 Sec. 2) is computed term by term in log
-    space, log P_j + log(-expm1(eps + log Q_j - log P_j)), with the masses moved by ``err``
-    towards the bound asked, the exponent's rounding moved the same way, and the sum's rounding
-    (a relative (n + 8) ulps for n atoms) added; vectorised in chunks of eps."""
+    H_{e^eps}(P || Q) = sum_j (P_j - e^eps Q_j)_+ (Balle et al. 2018, Sec. 2) is computed term by
+    term in log space, log P_j + log(-expm1(eps + log Q_j - log P_j)), with the masses moved by
+    ``err`` towards the bound asked, the exponent's rounding moved the same way, and the sum's
+    rounding (a relative (n + 8) ulps for n atoms) added; vectorised in chunks of eps."""
     u = 2.0 ** -52
     eps = np.asarray(eps, dtype=float)
     flat = eps.ravel()
@@ -162,7 +164,8 @@ def sorted_pair_log_rows(lp: np.ndarray, lq: np.ndarray, err: np.ndarray, eps: n
 
     With the atoms sorted by their log ratio lambda_j = log p_j - log q_j and k the first with
     lambda_k > eps, H_{e^eps}(P || Q) = sum_{j >= k} q_j (e^{lambda_j} - e^eps), and
-        e^{lambda_j} - e^eps = e^{lambda_k} expm1(lambda_j - lambda_k) + e^eps expm1(lambda_k - eps),
+        e^{lambda_j} - e^eps = e^{lambda_k} expm1(lambda_j - lambda_k) + e^eps expm1(lambda_k -
+        eps),
     both terms >= 0: H = E_k + e^eps expm1(lambda_k - eps) B_k with B_k = sum_{j >= k} q_j and
     E_k = sum_{j >= k} q_j e^{lambda_k} expm1(lambda_j - lambda_k) = sum_{j >= k} e^{lambda_j}
     expm1(d_j) B_{j+1} (d_j = lambda_{j+1} - lambda_j, by telescoping), suffix sums of positive

@@ -1,7 +1,9 @@
 """Group-privacy profiles delta_{M,k}(e^eps) = sup over inputs at distance <= k of the
-hockey-stick divergence (000 Sec. 2-3), used by the with-replacement theorems (000 Thms 10, 11).
+hockey-stick divergence (Balle et al. 2018, Sec. 2-3), used by the with-replacement theorems (Balle
+et al. 2018, Thms 10, 11).
 
-* black-box (000 Sec. 3): delta_{M,k}(e^eps) <= (e^eps - 1)/(e^{eps/k} - 1) * delta_M(e^{eps/k}),
+* black-box (Balle et al. 2018, Sec. 3): delta_{M,k}(e^eps) <= (e^eps - 1)/(e^{eps/k} - 1) *
+delta_M(e^{eps/k}),
   from H_{e^{a+b}}(P||R) <= H_{e^a}(P||Q) + e^a H_{e^b}(Q||R) along a chain of k neighbours;
 * white-box (registered per mechanism in closed_forms): Gaussian / Laplace with k * sensitivity,
   randomized response of a bit unchanged, pure eps0-DP as k*eps0-DP.
@@ -23,8 +25,8 @@ if TYPE_CHECKING:
 
 
 def log_group_blackbox(log_profile, k, eps):
-    """log of the black-box group bound (000 Sec. 3) for the symmetric profile whose log is
-    ``log_profile(eps)`` (vectorised); k >= 1 integers broadcast against eps (eps may be inf:
+    """log of the black-box group bound (Balle et al. 2018, Sec. 3) for the symmetric profile whose
+    log is ``log_profile(eps)`` (vectorised); k >= 1 integers broadcast against eps (eps may be inf:
     the mass at infinity of a chain is 0 exactly when each link has none). The bound is not
     monotone in eps (the factor grows), the group profile is: monotone envelope per k."""
     k = np.asarray(k, dtype=float)
@@ -51,8 +53,8 @@ def _blackbox(log_profile, k, eps):
 def group_profile(mechanism: Mechanism, k: int, epsilon: ArrayLike) -> float | np.ndarray:
     """An upper bound on the k-group privacy profile delta_{M,k}(e^eps) of a mechanism: white-box
     where the mechanism is known (Gaussian, Laplace: k * sensitivity; randomized response;
-    pure DP: min of k*eps0-DP and black-box), else the black-box bound of 000 Sec. 3 applied to
-    its profile. Vectorised over epsilon >= 0."""
+    pure DP: min of k*eps0-DP and black-box), else the black-box bound of Balle et al. 2018, Sec. 3
+    applied to its profile. Vectorised over epsilon >= 0."""
     k = V.integer("k", k, low=1)
     eps = V.reals("epsilon", epsilon, low=0.0)
     out = to_linear_upper(core.log_group(core.single(mechanism), np.asarray(k), eps))
@@ -60,7 +62,7 @@ def group_profile(mechanism: Mechanism, k: int, epsilon: ArrayLike) -> float | n
 
 
 def group_profile_blackbox(profile, k: int, epsilon):
-    """The black-box group bound (000 Sec. 3) for any profile given as a callable
+    """The black-box group bound (Balle et al. 2018, Sec. 3) for any profile given as a callable
     ``profile(eps) -> delta`` (linear scale, vectorised, non-increasing)."""
     k = V.integer("k", k, low=1)
     eps = V.reals("epsilon", epsilon, low=0.0)

@@ -1,13 +1,15 @@
-"""The randomized membership mechanism of 000 Sec. 5 and its exact subsampled profile.
+"""The randomized membership mechanism of Balle et al. 2018, Sec. 5 and its exact subsampled
+profile.
 
 M_{v,p}(x) = R_p(1[v in x]): randomized response (truth probability p) of whether the record v
-is in the input. Its profile is phi_p(alpha) = [(1 + alpha) max(p, 1-p) - alpha]_+ (000 Sec. 5,
-general form from the errata), and for every natural subsampling scheme S (000 Lemma 12, with
-the roles of alpha and alpha' as corrected in the errata):
+is in the input. Its profile is phi_p(alpha) = [(1 + alpha) max(p, 1-p) - alpha]_+ (Balle et al.
+2018, Sec. 5, general form from the errata), and for every natural subsampling scheme S (Balle et
+al. 2018, Lemma 12, with the roles of alpha and alpha' as corrected in the errata):
 
     delta_{M^S}(alpha) = gamma * phi_p(1 + (alpha - 1)/gamma),   gamma = sup TV(S(x), S(x')),
 
-which equals the upper bounds of 000 Thms 8, 9 and 10 (000 Thm 13): those theorems are tight.
+which equals the upper bounds of Balle et al. 2018, Thms 8, 9 and 10 (Balle et al. 2018, Thm 13):
+those theorems are tight.
 """
 from __future__ import annotations
 
@@ -25,18 +27,18 @@ from .closed_forms import rr_log_profile
 
 @dataclasses.dataclass(frozen=True)
 class RandomizedMembership(RandomizedResponse):
-    """Randomized membership M_{v,p} (000 Sec. 5): report whether a fixed record v is in the
-    dataset, truthfully with probability ``p`` -- randomized response of the bit 1[v in x], so it
-    shares RandomizedResponse's RDP curve, profile and loss distribution. It is
+    """Randomized membership M_{v,p} (Balle et al. 2018, Sec. 5): report whether a fixed record v is
+    in the dataset, truthfully with probability ``p`` -- randomized response of the bit 1[v in x],
+    so it shares RandomizedResponse's RDP curve, profile and loss distribution. It is
     (log(q/(1-q)))-DP with q = max(p, 1-p), and (eps, delta)-DP for
     p = (e^eps + delta)/(e^eps + 1) (``from_epsilon_delta``). Subsampled by any scheme its
-    profile is exactly gamma phi_p(1 + (alpha-1)/gamma) (000 Lemma 12): it is the mechanism that
-    shows 000 Thms 8-10 cannot be improved."""
+    profile is exactly gamma phi_p(1 + (alpha-1)/gamma) (Balle et al. 2018, Lemma 12): it is the
+    mechanism that shows Balle et al. 2018, Thms 8-10 cannot be improved."""
 
     @classmethod
     def from_epsilon_delta(cls, epsilon: float, delta: float = 0.0,
                            relation: Relation = ADD_REMOVE):
-        """p = (e^eps + delta)/(e^eps + 1) (000 Sec. 5): phi_p(e^eps) = delta."""
+        """p = (e^eps + delta)/(e^eps + 1) (Balle et al. 2018, Sec. 5): phi_p(e^eps) = delta."""
         e = V.nonnegative("epsilon", epsilon)
         d = V.delta(delta, allow_zero=True)
         p = (1.0 + d * math.exp(-e)) / (1.0 + math.exp(-e))
@@ -46,7 +48,8 @@ class RandomizedMembership(RandomizedResponse):
 
 
 def phi(p: float, alpha):
-    """phi_p(alpha) = [(1 + alpha) max(p, 1-p) - alpha]_+ (000 Sec. 5, errata form), alpha >= 0."""
+    """phi_p(alpha) = [(1 + alpha) max(p, 1-p) - alpha]_+ (Balle et al. 2018, Sec. 5, errata form),
+    alpha >= 0."""
     p = V.probability("p", p)
     a = V.reals("alpha", alpha, low=0.0)
     q = max(p, 1.0 - p)
@@ -56,8 +59,8 @@ def phi(p: float, alpha):
 
 
 def membership_profile(p: float, gamma: float, epsilon):
-    """000 Lemma 12: the exact profile gamma * phi_p(1 + (e^eps - 1)/gamma) of randomized
-    membership under any natural subsampling scheme with sup TV = gamma (gamma = rate for
+    """Balle et al. 2018, Lemma 12: the exact profile gamma * phi_p(1 + (e^eps - 1)/gamma) of
+    randomized membership under any natural subsampling scheme with sup TV = gamma (gamma = rate for
     Poisson, m/n without replacement, 1 - (1 - 1/n)^m with replacement). Upper bound (rounded
     up); gamma = 0 gives 0."""
     p = V.probability("p", p, low_open=True, high_open=True)

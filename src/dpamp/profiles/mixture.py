@@ -6,7 +6,7 @@ where g(z) = eps splits (P - e^eps Q)_+ from its zero part, so
     H_{e^eps}(P || Q) = sum_i p_i [Phi(mu_i - z) - e^eps Phi(-z)]
                       = sum_i p_i [Phi(mu_i - z) - e^{l_i(z)} Phi(-z)]   (e^eps Q = sum p_i e^l_i Q)
 and each bracket is int_z^inf phi(x)(e^{l_i(x)} - e^{l_i(z)}) dx >= 0: the Gaussian pair's own
-curve H_{e^{l_i}}(N(mu_i, 1) || N(0, 1)) =: G(mu_i, l_i(z)) (000 Thm 4). Likewise at
+curve H_{e^{l_i}}(N(mu_i, 1) || N(0, 1)) =: G(mu_i, l_i(z)) (Balle et al. 2018, Thm 4). Likewise at
 g(z) = -eps,
     H_{e^eps}(Q || P) = Phi(z) - e^eps sum_i p_i Phi(z - mu_i) = e^eps sum_i p_i e^{l_i(z)}
                         G(mu_i, -l_i(z))

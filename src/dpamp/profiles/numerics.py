@@ -70,10 +70,11 @@ def to_linear_lower(log_v):
     return np.where(np.isnan(log_v), 0.0, v)
 
 
-# --- the epsilon maps of advanced joint convexity (000 Thm 2) -----------------------------------
+# --- the epsilon maps of advanced joint convexity (Balle et al. 2018, Thm 2)
+# -----------------------------------
 
 def ajc_epsilon(eps_prime, gamma: float):
-    """000 Thm 2: alpha = 1 + (alpha' - 1)/gamma with alpha = e^eps, alpha' = e^eps':
+    """Balle et al. 2018, Thm 2: alpha = 1 + (alpha' - 1)/gamma with alpha = e^eps, alpha' = e^eps':
     eps = log(1 + (e^{eps'} - 1)/gamma), written eps' - log gamma + log1p(-(1-gamma) e^{-eps'})
     for eps' > 1 so that nothing overflows. Exact value (callers round it)."""
     e = np.asarray(eps_prime, dtype=float)
@@ -113,7 +114,7 @@ def ajc_reverse(eps_prime, gamma: float, upper: bool = True):
 
 
 def ajc_log_beta(eps_prime, gamma: float):
-    """000 Thm 2: beta = alpha'/alpha = gamma / (1 - (1-gamma) e^{-eps'}); returns
+    """Balle et al. 2018, Thm 2: beta = alpha'/alpha = gamma / (1 - (1-gamma) e^{-eps'}); returns
     (log beta, log(1 - beta)), with 1 - beta = (1-gamma)(1 - e^{-eps'})/(1 - (1-gamma)e^{-eps'})."""
     e = np.asarray(eps_prime, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -135,8 +136,8 @@ def envelope(log_bound, eps):
     f(eps) <= B(g) for every g <= eps. Returns, at each requested eps, the minimum of B over the
     requested points and the points of ENV_GRID at or below it: still a bound, and
     non-increasing along the requested points. Used for the bounds that are not monotone by
-    construction (000 Thm 14, black-box group profiles). ``log_bound`` maps an eps array to log
-    bounds of the same shape."""
+    construction (Balle et al. 2018, Thm 14, black-box group profiles). ``log_bound`` maps an eps
+    array to log bounds of the same shape."""
     eps = np.asarray(eps, dtype=float)
     pts = np.concatenate([eps.ravel(), ENV_GRID])
     vals = np.asarray(log_bound(pts), dtype=float)

@@ -1,8 +1,9 @@
-"""Privacy profile -> moment generating function -> Rényi DP (000 Thm 6).
+"""Privacy profile -> moment generating function -> Rényi DP (Balle et al. 2018, Thm 6).
 
 For a pair (P, Q) with privacy loss L = log dP/dQ under P and s >= 0,
 
-    E[e^{sL}] = 1 + s(s+1) int_0^inf (e^{s eps} H_{e^eps}(P||Q) + e^{-(s+1) eps} H_{e^eps}(Q||P)) deps,
+    E[e^{sL}] = 1 + s(s+1) int_0^inf (e^{s eps} H_{e^eps}(P||Q) + e^{-(s+1) eps} H_{e^eps}(Q||P))
+    deps,
 
 so D_{s+1}(P||Q) = log E[e^{sL}] / s. The integrand is increasing in both curves, so upper
 bounds on the curves give an upper bound on the moment. The integral is bounded above, not
@@ -60,7 +61,8 @@ def _log_chord_weights(c, d):
 
 
 def _cells(t, lh0, lh1, s):
-    """log upper bounds of both integrals per cell (000 Thm 6 with chords), shape (S, N)."""
+    """log upper bounds of both integrals per cell (Balle et al. 2018, Thm 6 with chords), shape (S,
+    N)."""
     d = np.diff(t)[None, :]
     S = s[:, None]
     out = []
@@ -160,10 +162,10 @@ def _mgf(log_rows, s, log_tail_mgf, tau, budget, orientations, tol=1e-6):
 
 def log_mgf_from_profile(log_rows, s, *, log_tail_mgf=None, tau: float = 0.05,
                          budget: int = 8_000):
-    """Upper bound on log E_P[e^{sL}] (000 Thm 6) for s > 0 (array), from the log curves
-    ``log_rows(eps) -> (2, ...)`` (row 0 = log H(P||Q), row 1 = log H(Q||P), upper bounds) and an
-    optional ``log_tail_mgf(t)`` bounding log E_P[e^{tL}] for t > s (vectorised), used only for
-    the tail of the first integral. Cells where log H drops by more than ``tau`` are split while
+    """Upper bound on log E_P[e^{sL}] (Balle et al. 2018, Thm 6) for s > 0 (array), from the log
+    curves ``log_rows(eps) -> (2, ...)`` (row 0 = log H(P||Q), row 1 = log H(Q||P), upper bounds)
+    and an optional ``log_tail_mgf(t)`` bounding log E_P[e^{tL}] for t > s (vectorised), used only
+    for the tail of the first integral. Cells where log H drops by more than ``tau`` are split while
     they matter (relative chord error about tau^2/8), up to ``budget`` curve evaluations; any
     grid gives a valid bound."""
     s = V.reals("s", s, low=0.0, low_open=True, allow_inf=False).ravel()
@@ -174,8 +176,8 @@ def log_mgf_from_profile(log_rows, s, *, log_tail_mgf=None, tau: float = 0.05,
 def rdp_from_profile(log_rows, alpha, *, log_tail_mgf=None, tau: float = 0.05,
                      budget: int = 8_000):
     """Upper bound on the Rényi divergence of orders alpha > 1 of the pair whose curves are
-    bounded by ``log_rows``, in both orders (max of D(P||Q) and D(Q||P)): 000 Thm 6 with
-    s = alpha - 1. ``log_tail_mgf(t)`` bounds log E[e^{tL}] for either order (see
+    bounded by ``log_rows``, in both orders (max of D(P||Q) and D(Q||P)): Balle et al. 2018, Thm 6
+    with s = alpha - 1. ``log_tail_mgf(t)`` bounds log E[e^{tL}] for either order (see
     :func:`log_mgf_from_profile`)."""
     a = V.orders(alpha).astype(float)
     tau, budget = V.positive("tau", tau), V.integer("budget", budget, low=1)
@@ -189,10 +191,10 @@ def rdp_from_profile(log_rows, alpha, *, log_tail_mgf=None, tau: float = 0.05,
 
 
 def profile_rdp(mechanism: Mechanism, alpha, *, tau: float = 0.05, budget: int = 8_000):
-    """Rényi-DP curve of a mechanism from its privacy profile (000 Thm 6), for orders alpha > 1.
-    Needs a tail moment bound: the mechanism's own RDP where it has one (then this is only useful
-    as a cross-check), the crude joint-convexity bound for profile-only subsampled mechanisms,
-    or a profile that reaches 0 (pure DP)."""
+    """Rényi-DP curve of a mechanism from its privacy profile (Balle et al. 2018, Thm 6), for orders
+    alpha > 1. Needs a tail moment bound: the mechanism's own RDP where it has one (then this is
+    only useful as a cross-check), the crude joint-convexity bound for profile-only subsampled
+    mechanisms, or a profile that reaches 0 (pure DP)."""
     m = core.single(mechanism)
     a = V.orders(alpha).astype(float)
     tail = _tail_mgf(m)
@@ -237,7 +239,8 @@ def crude_log_mgf(m, t):
 
 def poisson_substitution_log_mgf(m, t):
     """Poisson sampling under substitution couples y + v with y + v' (distance 1): the
-    gamma-mixture of the base's moments (None under add/remove, where 004 Thm 34 is exact)."""
+    gamma-mixture of the base's moments (None under add/remove, where Steinke 2022, Thm 34 is
+    exact)."""
     base, scheme = m.base, m.scheme
     if scheme.relation is ADD_REMOVE:
         return None
@@ -292,8 +295,8 @@ def _tail_mgf(m):
 def subsampled_log_moments(m, orders: np.ndarray) -> np.ndarray:
     """K(alpha - 1) = (alpha - 1) eps'(alpha) at integer orders for a Subsampled mechanism whose
     scheme has no direct RDP theorem (with replacement, Poisson under substitution): the
-    minimum of the crude joint-convexity bound and 000 Thm 6 applied to the amplified profile
-    (with the crude bound for the tail). Used by Subsampled._compute_cgf."""
+    minimum of the crude joint-convexity bound and Balle et al. 2018, Thm 6 applied to the amplified
+    profile (with the crude bound for the tail). Used by Subsampled._compute_cgf."""
     from .amplification import member_gamma, mixture_pair_log
     orders = np.asarray(orders, dtype=float)
     s = orders - 1.0
@@ -304,7 +307,8 @@ def subsampled_log_moments(m, orders: np.ndarray) -> np.ndarray:
         # randomized response of a bit: every ordered pair lies on the segment between the
         # membership pair ((1-g) R(0) + g R(1), R(0)) and its relabelled reverse, and the Rényi
         # divergence (jointly convex) peaks at the ends: both orders of the asymmetric pair
-        # suffice (000 Lemma 12's decomposition), tighter than the symmetric profile rows
+        # suffice (Balle et al. 2018, Lemma 12's decomposition), tighter than the symmetric profile
+        # rows
         g = member_gamma(m.scheme)
         rows = lambda e: mixture_pair_log(lambda x: core.log_pair(m.base, x), g, e)  # noqa
     if core.has_profile(m):

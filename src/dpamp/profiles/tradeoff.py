@@ -2,7 +2,7 @@
 error beta(alpha) of the best test between two neighbouring output distributions.
 
 Setting. For an ordered pair (P, Q) write F(x) = H_x(P || Q) = sup_S P(S) - x Q(S), x >= 0
-(x = e^eps; 004 Prop. 7's hockey-stick curve). F is convex and non-increasing on [0, inf),
+(x = e^eps; Steinke 2022, Prop. 7's hockey-stick curve). F is convex and non-increasing on [0, inf),
 F(0) = 1, F(x) >= (1 - x)_+, and for x <= 1 it is the perspective of the swapped pair's curve,
 F(x) = 1 - x + x H_{1/x}(Q || P). The trade-off function of testing Q (null) against P
 (alternative), T(alpha) = inf {1 - E_P phi : E_Q phi <= alpha} (Dong, Roth & Su, "Gaussian
@@ -178,10 +178,11 @@ def beta_upper(alpha, eps, up, low) -> np.ndarray:
     (the chord slope (g(x_k) - g(x_{k-1})) / dx bounds the slope right of x_k from above, and
     the right side g(x_k) (1 + r) - g(x_{k-1}) r, r >= 0, grows with g(x_k) and falls with
     g(x_{k-1}); the same on the right). F non-increasing gives g(x) <= 1 - ell_{k+1} - alpha x_k
-    on the cell too, and F(x) >= 1 - x gives g(x) <= (1 - alpha) x_{k+1}. The maximum over the cell of the minimum of the two lines is at an end or at
-    their crossing, all evaluated. Beyond x_K, g(x) <= 1 - F(inf) - alpha x_K, and <= G_K when
-    S_L <= 0 there. So the maximum over cells bounds T(alpha); it is exact up to second order in
-    the knot spacing where ell = u. Each candidate is padded for rounding (see
+    on the cell too, and F(x) >= 1 - x gives g(x) <= (1 - alpha) x_{k+1}. The maximum over the cell
+    of the minimum of the two lines is at an end or at their crossing, all evaluated. Beyond x_K,
+    g(x) <= 1 - F(inf) - alpha x_K, and <= G_K when S_L <= 0 there. So the maximum over cells bounds
+    T(alpha); it is exact up to second order in the knot spacing where ell = u. Each candidate is
+    padded for rounding (see
     :func:`_sup_concave`). Capped at 1 - alpha (the test ignoring the data)."""
     alpha = np.asarray(alpha, dtype=float)
     flat = alpha.ravel()

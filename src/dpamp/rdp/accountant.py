@@ -1,4 +1,4 @@
-"""The analytical moments accountant (003 Sec. 4, Algorithms 1-5)."""
+"""The analytical moments accountant (Wang et al. 2019, Sec. 4, Algorithms 1-5)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 class Accountant:
     """Keeps the unique mechanisms of a (possibly adaptive) sequence with their counts, so that
-    ``compose`` is O(1) and the composed CGF is evaluated symbolically on demand (003 Sec. 4:
-    "tracks K = K_1 + ... + K_k in symbolic form").
+    ``compose`` is O(1) and the composed CGF is evaluated symbolically on demand (Wang et al. 2019,
+    Sec. 4: "tracks K = K_1 + ... + K_k in symbolic form").
 
     >>> acc = Accountant(); acc.compose(step, times=1000); acc.epsilon(1e-5)
     """

@@ -1,7 +1,7 @@
 """RDP -> (epsilon, delta) conversions, optimised over real orders.
 
-classic  (003 Lemma 6 / eq. 2.2): eps = eps(alpha) + log(1/delta) / (alpha - 1)
-improved (004 Lemma 33 item 8 = Prop. 14):
+classic  (Wang et al. 2019, Lemma 6 / eq. 2.2): eps = eps(alpha) + log(1/delta) / (alpha - 1)
+improved (Steinke 2022, Lemma 33 item 8 = Prop. 14):
     delta = e^{-(alpha-1)(eps - eps(alpha))} (1/alpha) (1 - 1/alpha)^{alpha-1}, i.e.
     eps = eps(alpha) + [log(1/delta) + (alpha-1) log(1 - 1/alpha) - log(alpha)] / (alpha - 1).
 
@@ -11,9 +11,9 @@ divergence, so >= 0; a value below 0 or NaN is rounding or a bug and is replaced
 limit, 0 or inf; every value is moved up by a relative 2^-40, far above the few ulps that a sum
 of composed curves can lose), and each objective carries the rounding error of its own terms
 (``_pad``: 2^-50 times the sum of their magnitudes), so every value it returns is an upper
-bound of the real formula at that order. It follows 003 Algorithm 5: a coarse geometric
-("doubling") sweep over lambda = alpha - 1, extended by doubling while the optimum sits at the
-top edge, then four zoom-in passes around the best point (the bisection step, done on
+bound of the real formula at that order. It follows Wang et al. 2019, Algorithm 5: a coarse
+geometric ("doubling") sweep over lambda = alpha - 1, extended by doubling while the optimum sits at
+the top edge, then four zoom-in passes around the best point (the bisection step, done on
 vectorised grids).
 """
 from __future__ import annotations
@@ -84,8 +84,8 @@ def log_delta_at_orders(alpha: np.ndarray, rdp: np.ndarray, epsilon: float,
 
 
 #: the first sweep's lambdas = alpha - 1: every integer order up to 12 and sparser integers up
-#: to 64 (the top is extended while the best order sits there: 003 Alg. 5's doubling); orders
-#: in (1, 2) are swept only when order 2 is the best integer: geometrically below 1.1, then
+#: to 64 (the top is extended while the best order sits there: Wang et al. 2019, Alg. 5's doubling);
+#: orders in (1, 2) are swept only when order 2 is the best integer: geometrically below 1.1, then
 #: dp-accounting's lattice of tenths
 _SWEEP = np.concatenate([np.arange(1.0, 12.0), [13.0, 15, 19, 23, 27, 31, 39, 47, 55, 63]])
 _BELOW_2 = np.concatenate([np.geomspace(1e-3, 0.1, 9)[:-1], np.arange(1, 10) / 10.0])
@@ -149,11 +149,11 @@ class _Search:
 def _minimise(search: _Search) -> tuple[float, float]:
     """Minimise the objective over alpha > 1; returns (best value, argmin alpha).
 
-    Every order gives a valid bound, so the search affects tightness only. It is 003 Alg. 5
-    arranged for curves that are cheap at integer orders (004 Thm 34) and dearer between them
-    (the exact fractional series of Mironov, Talwar & Zhang 2019), each stage one vectorised
-    call: the integer sweep, extended by doubling while its best order is the largest tried;
-    the bracket around the best integer narrowed over the integers inside it (every integer
+    Every order gives a valid bound, so the search affects tightness only. It is Wang et al. 2019,
+    Alg. 5 arranged for curves that are cheap at integer orders (Steinke 2022, Thm 34) and dearer
+    between them (the exact fractional series of Mironov, Talwar & Zhang 2019), each stage one
+    vectorised call: the integer sweep, extended by doubling while its best order is the largest
+    tried; the bracket around the best integer narrowed over the integers inside it (every integer
     once it is narrow); the orders in (1, 2) when 2 is the best integer; the tenths of a unit
     around the best integer (or 20 steps across the bracket below 2); and the vertex of the
     parabola through the best order and its neighbours, with four orders close around it (at

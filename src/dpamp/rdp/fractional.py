@@ -6,8 +6,8 @@ The pair. Standardise the Gaussian: mu0 = N(0, 1), mu1 = N(m, 1) with m = Delta 
 mu = (1-q) mu0 + q mu1. Under add/remove the two orders of the pair are (mu || mu0) and
 (mu0 || mu); MTZ 2019 Thm 4 bounds the RDP by log max(A_a, B_a) / (a-1) with
 A_a = E_{mu0}[(mu/mu0)^a], B_a = E_{mu}[(mu0/mu)^a], and Thm 5 shows A_a >= B_a for every real
-a >= 1. So eps(a) = log A_a / (a-1) bounds both orders (at integer orders it is 004 Thm 34,
-whose moment is A_a). The tests check B_a <= A_a by 50-digit quadrature as well.
+a >= 1. So eps(a) = log A_a / (a-1) bounds both orders (at integer orders it is Steinke 2022, Thm
+34, whose moment is A_a). The tests check B_a <= A_a by 50-digit quadrature as well.
 
 The series. With L = mu1/mu0 = e^{mz - m^2/2} and b = 1-q, the ratio r = qL/b equals 1 at
 z0 = m/2 + log(b/q)/m. Expanding (b + qL)^a in powers of r on z <= z0 and of 1/r on z > z0
@@ -23,7 +23,7 @@ Mills' ratio (times a constant), so the terms decay only like i^{-a-2}. Two fact
 cheap and provable:
 
 * Signs. C(a,i) > 0 for i <= K = floor(a) + 1 and alternates from K on (for integer a it
-  vanishes from K on, and the series are the finite sums of 004 Thm 34).
+  vanishes from K on, and the series are the finite sums of Steinke 2022, Thm 34).
 * Tails (Cohen, Rodriguez Villegas & Zagier 2000, "Convergence acceleration of alternating
   series", Prop. 1). For i = K + j the magnitudes are Hausdorff moment sequences in j:
   |C(a, K+j)| = (|sin pi a|/pi) int_0^1 t^j t^{K-a-1}(1-t)^a dt (reflection formula and the
@@ -81,9 +81,9 @@ from ..core.rounding import ulps_up
 
 #: orders above this are not summed (O(alpha) terms each); callers keep their other bounds
 MAX_FRACTIONAL_ORDER = 4096.0
-#: the order up to which Subsampled uses the series: above it the chord of 003 Cor. 10 between
-#: integer orders is within 1e-6 relative of the exact curve (about 1/(4 alpha^2), measured),
-#: while each order costs alpha + 24 terms (about 0.3 ms at alpha = 512)
+#: the order up to which Subsampled uses the series: above it the chord of Wang et al. 2019, Cor. 10
+#: between integer orders is within 1e-6 relative of the exact curve (about 1/(4 alpha^2),
+#: measured), while each order costs alpha + 24 terms (about 0.3 ms at alpha = 512)
 ACCOUNTING_MAX_ORDER = 512.0
 
 _ULP = 2.0 ** -52

@@ -46,8 +46,8 @@ def group_rdp_curve(curve: Callable[[np.ndarray], np.ndarray], k: int
 
 def group_rdp_epsilon(curve: Callable[[np.ndarray], np.ndarray], k: int, delta: float
                       ) -> float:
-    """epsilon at ``delta`` of the k-group curve (dpamp's RDP conversion, 003 / Balle et al.
-    2020's improved one)."""
+    """epsilon at ``delta`` of the k-group curve (dpamp's RDP conversion, Wang et al. 2019 / Balle
+    et al. 2020's improved one)."""
     d = V.delta(delta)
     eps, _ = epsilon_from_rdp(group_rdp_curve(curve, k), d)
     return float(eps) if math.isfinite(eps) else math.inf

@@ -1,4 +1,4 @@
-"""Tight RDP of Poisson subsampling under add/remove (004 Thm 34)."""
+"""Tight RDP of Poisson subsampling under add/remove (Steinke 2022, Thm 34)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ MAX_EXACT_ORDER = 4096
 
 
 def poisson_log_moments(base_eps: np.ndarray, q: float, orders: np.ndarray) -> np.ndarray:
-    """log of the moment in 004 Thm 34 for integer orders alpha >= 2:
+    """log of the moment in Steinke 2022, Thm 34 for integer orders alpha >= 2:
 
         A(alpha) = (1-q)^{alpha-1} (1 + (alpha-1) q)
                    + sum_{k=2}^{alpha} C(alpha,k) (1-q)^{alpha-k} q^k e^{(k-1) eps(k)},

@@ -1,18 +1,20 @@
-"""RDP of sampling without replacement under substitution (003 Thm 9, Thm 19, Prop. 20).
+"""RDP of sampling without replacement under substitution (Wang et al. 2019, Thm 9, Thm 19, Prop.
+20).
 
 A batch of m of the n records is drawn uniformly without replacement (gamma = m / n) and the
 inner mechanism runs on it; neighbouring datasets differ by substituting one record.
 
-Upper bound (003 Thm 9), for integer orders alpha >= 2, K(alpha-1) = (alpha-1) eps'(alpha) =
+Upper bound (Wang et al. 2019, Thm 9), for integer orders alpha >= 2, K(alpha-1) = (alpha-1)
+eps'(alpha) =
 
     log( 1 + gamma^2 C(alpha,2) min{4(e^{eps(2)} - 1), e^{eps(2)} min{2, (e^{eps(inf)} - 1)^2}}
            + sum_{j=3}^{alpha} gamma^j C(alpha,j) c_j ),
     c_j = e^{(j-1) eps(j)} min{2, (e^{eps(inf)} - 1)^j}.
 
-When the inner RDP curve is tight and self-consistent (003 Def. 18; the Gaussian by 003 Lemma 27,
-binary randomized response trivially: it has a single pair of neighbouring outputs up to swap),
-003 Thm 19 allows c_j to be replaced by 4 sqrt(B(2 floor(j/2)) B(2 ceil(j/2))) with the
-forward difference (errata: the sign is (-1)^{l-i})
+When the inner RDP curve is tight and self-consistent (Wang et al. 2019, Def. 18; the Gaussian by
+Wang et al. 2019, Lemma 27, binary randomized response trivially: it has a single pair of
+neighbouring outputs up to swap), Wang et al. 2019, Thm 19 allows c_j to be replaced by 4 sqrt(B(2
+floor(j/2)) B(2 ceil(j/2))) with the forward difference (errata: the sign is (-1)^{l-i})
 
     B(l) = sum_{i=0}^{l} (-1)^{l-i} C(l,i) e^{(i-1) eps(i)}    (e^{(i-1)eps(i)} := 1 for i = 0, 1),
 
@@ -24,12 +26,12 @@ together with a rigorous bound on its rounding error, and the upper end of the r
 is used; where the error swamps the value, the Thm 9 term wins the minimum, so soundness never
 depends on the cancellation behaving.
 
-Lower bound (003 Prop. 20): with the pair that attains eps(.) (all records x, one x'),
+Lower bound (Wang et al. 2019, Prop. 20): with the pair that attains eps(.) (all records x, one x'),
 
     K(alpha-1) >= log( (1-gamma)^alpha (1 + alpha gamma/(1-gamma)
                         + sum_{j>=2} C(alpha,j) (gamma/(1-gamma))^j e^{(j-1) eps(j)}) ),
 
-which is the Poisson moment A(alpha) of 004 Thm 34 with q = gamma, so it reuses that code.
+which is the Poisson moment A(alpha) of Steinke 2022, Thm 34 with q = gamma, so it reuses that code.
 """
 from __future__ import annotations
 
@@ -39,8 +41,8 @@ from scipy.special import gammaln
 from ..core.logspace import log_expm1, logsumexp
 from .poisson import poisson_log_moments
 
-#: Orders above this are not evaluated by the O(alpha^2) sums (003 Sec. 4 computes exactly only
-#: up to a threshold); there the caller's caps (base RDP, amplified pure DP) apply.
+#: Orders above this are not evaluated by the O(alpha^2) sums (Wang et al. 2019, Sec. 4 computes
+#: exactly only up to a threshold); there the caller's caps (base RDP, amplified pure DP) apply.
 MAX_EXACT_ORDER = 512
 
 _U = 2.0 ** -53  # unit roundoff of float64
@@ -86,8 +88,8 @@ def log_forward_differences_upper(a: np.ndarray, lmax: int) -> np.ndarray:
 
 def wor_log_moments(base_eps: np.ndarray, eps_inf: float, gamma: float, orders: np.ndarray,
                     self_consistent: bool = False) -> np.ndarray:
-    """K(alpha - 1) = (alpha-1) eps'(alpha) by 003 Thm 9 (and Thm 19 per term when the inner
-    curve is tight and self-consistent), at integer ``orders`` >= 2; +inf above
+    """K(alpha - 1) = (alpha-1) eps'(alpha) by Wang et al. 2019, Thm 9 (and Thm 19 per term when the
+    inner curve is tight and self-consistent), at integer ``orders`` >= 2; +inf above
     MAX_EXACT_ORDER. ``base_eps[k-2]`` is the inner RDP at order k for k = 2..max(orders)."""
     orders = np.asarray(orders, dtype=np.int64)
     out = np.full(orders.shape, np.inf)
@@ -121,8 +123,8 @@ def wor_log_moments(base_eps: np.ndarray, eps_inf: float, gamma: float, orders: 
 
 
 def wor_lower_log_moments(base_eps: np.ndarray, gamma: float, orders: np.ndarray) -> np.ndarray:
-    """003 Prop. 20 lower bound on K(alpha - 1) at integer orders >= 2 (the inner curve must be
-    attained by one pair of neighbouring batches). Rounded down by a relative 1e-12 so that it
-    stays a lower bound after floating-point error."""
+    """Wang et al. 2019, Prop. 20 lower bound on K(alpha - 1) at integer orders >= 2 (the inner
+    curve must be attained by one pair of neighbouring batches). Rounded down by a relative 1e-12 so
+    that it stays a lower bound after floating-point error."""
     val = poisson_log_moments(base_eps, gamma, np.asarray(orders, dtype=np.int64))
     return val * (1.0 - 1e-12)

@@ -1,4 +1,4 @@
-"""Composition theorems for (epsilon, delta)-DP guarantees (paper 004).
+"""Composition theorems for (epsilon, delta)-DP guarantees (Steinke 2022).
 
 Pure functions of the parts' guarantees; they know nothing about mechanisms. Parts are given as
 arrays ``epsilons`` / ``deltas`` with optional ``counts`` (how many times each part runs), all
@@ -6,15 +6,15 @@ broadcast together, so a 10^6-fold homogeneous composition is ``counts=10**6``, 
 
 | function              | source                 | statement                                        |
 |-----------------------|------------------------|--------------------------------------------------|
-| ``basic``             | 004 Thm 1 (+ Sec. 2)   | (sum eps_j, sum delta_j)                         |
-| ``advanced_pure``     | 004 Thm 18             | eps = S/2 + sqrt(2 log(1/delta) S), S = sum eps_j^2 |
-| ``advanced``          | 004 Thm 22             | min{sum eps_j, S/2 + sqrt(2 log(1/delta') S)}, delta' = delta - sum delta_j |
-| ``advanced_delta``    | 004 Thm 22, inverted   | smallest delta Thm 22 gives for a target eps     |
-| ``kov_delta``         | 004 Sec. 7 [KOV15]     | optimal delta(eps) of k-fold (eps0, delta0)-DP    |
-| ``kov_epsilon``       | 004 Sec. 7, bisection  | optimal eps(delta) of k-fold (eps0, delta0)-DP    |
+| ``basic``             | Steinke 2022, Thm 1 (+ Sec. 2)   | (sum eps_j, sum delta_j)                         |
+| ``advanced_pure``     | Steinke 2022, Thm 18             | eps = S/2 + sqrt(2 log(1/delta) S), S = sum eps_j^2 |
+| ``advanced``          | Steinke 2022, Thm 22             | min{sum eps_j, S/2 + sqrt(2 log(1/delta') S)}, delta' = delta - sum delta_j |
+| ``advanced_delta``    | Steinke 2022, Thm 22, inverted   | smallest delta Thm 22 gives for a target eps     |
+| ``kov_delta``         | Steinke 2022, Sec. 7 [KOV15]     | optimal delta(eps) of k-fold (eps0, delta0)-DP    |
+| ``kov_epsilon``       | Steinke 2022, Sec. 7, bisection  | optimal eps(delta) of k-fold (eps0, delta0)-DP    |
 
 Optimal composition of *heterogeneous* (eps_j, delta_j) guarantees is #P-complete (Murtagh and
-Vadhan, cited in 004 Sec. 7); it is left to the PLD of the worst-case mechanisms
+Vadhan, cited in Steinke 2022, Sec. 7); it is left to the PLD of the worst-case mechanisms
 (:class:`dpamp.EpsDelta`), which approximates it with certified bounds.
 """
 from __future__ import annotations
@@ -69,15 +69,16 @@ def _float_up(x: Fraction) -> float:
 
 
 def basic(epsilons, deltas=0.0, counts=1) -> tuple[float, float]:
-    """Basic composition (004 Thm 1, extended to approximate DP as noted in 004 Sec. 2):
-    the composition of (eps_j, delta_j)-DP mechanisms is (sum_j eps_j, sum_j delta_j)-DP.
+    """Basic composition (Steinke 2022, Thm 1, extended to approximate DP as noted in Steinke 2022,
+    Sec. 2): the composition of (eps_j, delta_j)-DP mechanisms is (sum_j eps_j, sum_j delta_j)-DP.
     Returns (epsilon, delta); delta is capped at 1."""
     e, d, c = _parts(epsilons, deltas, counts)
     return _weighted_sum(e, c), min(1.0, _float_up(_exact_delta_sum(d, c)))
 
 
 def advanced_pure(epsilons, delta: float, counts=1) -> float:
-    """Advanced composition from pure DP (004 Thm 18): eps_j-DP parts compose to (eps, delta)-DP
+    """Advanced composition from pure DP (Steinke 2022, Thm 18): eps_j-DP parts compose to (eps,
+    delta)-DP
 
         eps = (1/2) sum_j eps_j^2 + sqrt(2 log(1/delta) sum_j eps_j^2)    for any delta > 0
 
@@ -89,7 +90,7 @@ def advanced_pure(epsilons, delta: float, counts=1) -> float:
 
 
 def advanced(epsilons, deltas, delta: float, counts=1) -> float:
-    """Advanced adaptive composition from approximate DP (004 Thm 22).
+    """Advanced adaptive composition from approximate DP (Steinke 2022, Thm 22).
 
     (eps_j, delta_j)-DP parts (chosen adaptively) compose to (eps, delta)-DP for any
     delta > sum_j delta_j, with delta' = delta - sum_j delta_j (the delta split) and
@@ -112,7 +113,7 @@ def advanced(epsilons, deltas, delta: float, counts=1) -> float:
 
 
 def advanced_delta(epsilons, deltas, epsilon: float, counts=1) -> float:
-    """Smallest delta for which 004 Thm 22 (or Thm 1) certifies (epsilon, delta)-DP.
+    """Smallest delta for which Steinke 2022, Thm 22 (or Thm 1) certifies (epsilon, delta)-DP.
 
     If epsilon >= sum eps_j, basic composition gives delta = sum delta_j. Otherwise Thm 22 needs
     S/2 + sqrt(2 log(1/delta') S) <= epsilon, i.e. delta' = exp(-(epsilon - S/2)^2 / (2 S)) when
@@ -130,7 +131,8 @@ def advanced_delta(epsilons, deltas, epsilon: float, counts=1) -> float:
     return min(1.0, max((spent + dprime) * (1.0 + 1e-12), TINY))
 
 
-# --- optimal homogeneous composition (Kairouz, Oh, Viswanath; 004 Sec. 7) --------------------
+# --- optimal homogeneous composition (Kairouz, Oh, Viswanath; Steinke 2022, Sec. 7)
+# --------------------
 #
 # delta(eps) = 1 - K + K S(eps), K = (1 - delta0)^k, S(eps) = sum_l pmf(l) w_l with pmf the
 # Binomial(k, p) law of the number l of +eps0 steps, p = e^eps0/(1 + e^eps0), and w_l =
@@ -171,7 +173,7 @@ KOV_MAX_K = 10 ** 10
 
 def kov_log_pmf(eps0: float, k: int) -> np.ndarray:
     """log P[L = l], l = 0..k, L ~ Binomial(k, e^eps0 / (1 + e^eps0)): the number of +eps0 steps
-    of the worst-case pair (004 Sec. 7, footnote 16 with the tightness errata). All k + 1
+    of the worst-case pair (Steinke 2022, Sec. 7, footnote 16 with the tightness errata). All k + 1
     terms, by gammaln (not used by the KOV functions, which sum a window; k <= 10^7)."""
     eps0 = V.nonnegative("eps0", eps0)
     k = V.integer("k", k, low=1, high=10 ** 7)
@@ -310,12 +312,13 @@ def _kov_delta_core(epsilon, eps0, delta0, k, window):
 
 
 def kov_delta(eps0: float, delta0: float, k: int, epsilon: float) -> float:
-    """Optimal delta(epsilon) for the k-fold composition of (eps0, delta0)-DP (004 Sec. 7, KOV15):
+    """Optimal delta(epsilon) for the k-fold composition of (eps0, delta0)-DP (Steinke 2022, Sec. 7,
+    KOV15):
 
         delta = 1 - (1-delta0)^k + (1-delta0)^k (1+e^eps0)^{-k}
                 sum_{l=0}^{k} C(k,l) e^{l eps0} max{0, 1 - e^{epsilon - (2l-k) eps0}},
 
-    the hockey-stick divergence (004 Prop. 7) of the shifted binomial privacy loss of the
+    the hockey-stick divergence (Steinke 2022, Prop. 7) of the shifted binomial privacy loss of the
     worst-case mechanism. Returned as a proven upper bound: the sum over a window of indices
     around the binomial mean, with a rounding margin that grows with its number of terms and
     Bernstein's bound (below 1e-304) on the mass left out (see the comment above
@@ -327,8 +330,8 @@ def kov_delta(eps0: float, delta0: float, k: int, epsilon: float) -> float:
 
 
 def kov_epsilon(eps0: float, delta0: float, k: int, delta: float, *, rtol: float = 1e-12) -> float:
-    """Optimal epsilon(delta) for the k-fold composition of (eps0, delta0)-DP (004 Sec. 7),
-    as a proven upper bound: a bracketing search (:func:`_bracket_root`) on [0, k eps0] for the
+    """Optimal epsilon(delta) for the k-fold composition of (eps0, delta0)-DP (Steinke 2022, Sec.
+    7), as a proven upper bound: a bracketing search (:func:`_bracket_root`) on [0, k eps0] for the
     smallest epsilon at which the upper bound of :func:`kov_delta` is <= delta. The *upper* end
     of the final bracket is returned: the bound holds there, so the true delta there is <= delta
     too, and the answer is an upper bound on the optimal epsilon, within rtol of where the

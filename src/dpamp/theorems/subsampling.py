@@ -1,19 +1,19 @@
-"""Analytic privacy-amplification-by-subsampling bounds of paper 004, as explicit functions.
+"""Analytic privacy-amplification-by-subsampling bounds of Steinke 2022, as explicit functions.
 
 | function              | source        | what it bounds                                            |
 |-----------------------|---------------|-----------------------------------------------------------|
-| ``thm29``             | 004 Thm 29    | (eps, delta)-DP -> (log(1 + p(e^eps - 1)), p delta)-DP     |
-| ``thm29_scheme``      | 004 Thm 29    | the same, after checking the theorem's condition on U     |
-| ``thm38``             | 004 Thm 38    | rho-zCDP + Poisson(p) -> (alpha, 10 p^2 rho alpha)-RDP     |
-| ``thm38_omega``       | 004 Thm 38    | the order limit omega and whether the conditions hold      |
-| ``prop41``            | 004 Prop. 41  | D_alpha(pP + (1-p)Q || Q), small orders                   |
-| ``prop42``            | 004 Prop. 42  | D_alpha(pP + (1-p)Q || Q), large orders                   |
+| ``thm29``             | Steinke 2022, Thm 29    | (eps, delta)-DP -> (log(1 + p(e^eps - 1)), p delta)-DP     |
+| ``thm29_scheme``      | Steinke 2022, Thm 29    | the same, after checking the theorem's condition on U     |
+| ``thm38``             | Steinke 2022, Thm 38    | rho-zCDP + Poisson(p) -> (alpha, 10 p^2 rho alpha)-RDP     |
+| ``thm38_omega``       | Steinke 2022, Thm 38    | the order limit omega and whether the conditions hold      |
+| ``prop41``            | Steinke 2022, Prop. 41  | D_alpha(pP + (1-p)Q || Q), small orders                   |
+| ``prop42``            | Steinke 2022, Prop. 42  | D_alpha(pP + (1-p)Q || Q), large orders                   |
 
 Props 41 and 42 bound one direction of the Poisson pair. For a mechanism whose RDP curve eps(.)
 bounds D(P||Q) and D(Q||P) for every neighbouring pair (the library's convention), applying the
-proposition to both directions and then 004 Thm 35 (as the proofs of Thms 34 and 38 do) makes
-the same number an RDP bound for the Poisson-subsampled mechanism under add/remove; that is how
-``prop41_rdp`` / ``prop42_rdp`` are meant to be read.
+proposition to both directions and then Steinke 2022, Thm 35 (as the proofs of Thms 34 and 38 do)
+makes the same number an RDP bound for the Poisson-subsampled mechanism under add/remove; that is
+how ``prop41_rdp`` / ``prop42_rdp`` are meant to be read.
 """
 from __future__ import annotations
 
@@ -36,9 +36,10 @@ def _up(x):
 
 
 def thm29(epsilon: float, delta: float, rate: float) -> tuple[float, float]:
-    """004 Thm 29: if M is (eps, delta)-DP and U satisfies the theorem's condition with
-    p = max_i P[i in U], then M(x_U) is (log(1 + p (e^eps - 1)), p delta)-DP. Tight (004 Sec. 6.1).
-    The caller vouches for the condition; ``thm29_scheme`` checks it for a sampling scheme."""
+    """Steinke 2022, Thm 29: if M is (eps, delta)-DP and U satisfies the theorem's condition with
+    p = max_i P[i in U], then M(x_U) is (log(1 + p (e^eps - 1)), p delta)-DP. Tight (Steinke 2022,
+    Sec. 6.1). The caller vouches for the condition; ``thm29_scheme`` checks it for a sampling
+    scheme."""
     eps = V.nonnegative("epsilon", epsilon, allow_inf=True)
     d = V.real("delta", delta, low=0.0, high=1.0)
     p = V.probability("rate", rate)
@@ -51,17 +52,17 @@ def thm29(epsilon: float, delta: float, rate: float) -> tuple[float, float]:
 
 
 def thm29_scheme(epsilon: float, delta: float, scheme) -> tuple[float, float]:
-    """004 Thm 29 for a dpamp sampling scheme, after checking its condition: for every i there
-    is U_{-i} subset [n]\\{i} with x_U, x_{U_{-i}} neighbours and U_{-i} | i in U distributed as
-    U | i not in U.
+    """Steinke 2022, Thm 29 for a dpamp sampling scheme, after checking its condition: for every i
+    there is U_{-i} subset [n]\\{i} with x_U, x_{U_{-i}} neighbours and U_{-i} | i in U distributed
+    as U | i not in U.
 
     * Poisson(rate): U_{-i} = U \\ {i}; x_U and x_{U_{-i}} differ by removing i (add/remove), or
-      by replacing x_i with the null value (substitution, 004 Sec. 6.2). p = rate.
+      by replacing x_i with the null value (substitution, Steinke 2022, Sec. 6.2). p = rate.
     * WithoutReplacement(m, n): U_{-i} replaces i by a uniform element outside U; x_U and
       x_{U_{-i}} differ by a replacement, so the inner guarantee must be under substitution
       (the scheme's ``needs``). p = m / n.
     * WithReplacement: a multiset; the condition is not established -> ValueError (use the
-      tight profile bounds of 000 Thm 10 instead)."""
+      tight profile bounds of Balle et al. 2018, Thm 10 instead)."""
     from ..mechanisms.family import amplification_of
     if getattr(amplification_of(scheme), "u_minus_i", False):
         return thm29(epsilon, delta, scheme.rate)
@@ -74,8 +75,9 @@ def thm29_scheme(epsilon: float, delta: float, scheme) -> tuple[float, float]:
 # --- Theorem 38 ----------------------------------------------------------------------------------
 
 def thm38_omega(rho: float, rate: float) -> tuple[float, bool]:
-    """omega = min{log(1/p) / (4 rho), 1 + p^{-1/4}} of 004 Thm 38, and whether the theorem's
-    assumption omega >= 3 + 2 log(1/rho) / log(1/p) holds (p in (0, 1/2], rho in (0, 1])."""
+    """omega = min{log(1/p) / (4 rho), 1 + p^{-1/4}} of Steinke 2022, Thm 38, and whether the
+    theorem's assumption omega >= 3 + 2 log(1/rho) / log(1/p) holds (p in (0, 1/2], rho in (0,
+    1])."""
     rho = V.real("rho", rho, low=0.0, high=1.0, low_open=True)
     p = V.real("rate", rate, low=0.0, high=0.5, low_open=True)
     lp = math.log(1.0 / p)
@@ -84,12 +86,12 @@ def thm38_omega(rho: float, rate: float) -> tuple[float, bool]:
 
 
 def thm38(rho: float, rate: float, alpha):
-    """004 Thm 38: a rho-zCDP mechanism (add/remove), Poisson-subsampled with rate p, is
+    """Steinke 2022, Thm 38: a rho-zCDP mechanism (add/remove), Poisson-subsampled with rate p, is
     (alpha, 10 p^2 rho alpha)-RDP for all alpha in (1, omega), when p in (0, 1/2], rho in (0, 1]
     and omega = min{log(1/p)/(4 rho), 1 + p^{-1/4}} >= 3 + 2 log(1/rho)/log(1/p).
 
     Every validity condition is checked; where one fails the theorem says nothing and this
-    function raises ValueError naming it (e.g. p = 0.05, rho = 0.5 of 004 Figure 2).
+    function raises ValueError naming it (e.g. p = 0.05, rho = 0.5 of Steinke 2022, Figure 2).
     Vectorised over alpha."""
     omega, ok = thm38_omega(rho, rate)
     if not ok:
@@ -110,7 +112,7 @@ def thm38(rho: float, rate: float, alpha):
 # --- Propositions 41 and 42 ----------------------------------------------------------------------
 
 def prop41(rate: float, alpha, omega, eps2, eps_omega):
-    """004 Prop. 41: for p in [0, 1 - 1/e] and 1 < alpha <= omega,
+    """Steinke 2022, Prop. 41: for p in [0, 1 - 1/e] and 1 < alpha <= omega,
 
         D_alpha(pP + (1-p)Q || Q) <= 1/(alpha-1) log(1 + (e/2) alpha(alpha-1) p^2 (e^{D_2} - 1)
                                                      + ((alpha-1) p)^omega e^{(omega-1) D_omega}),
@@ -166,13 +168,13 @@ def prop41_rdp(rdp: Callable, rate: float, alpha, omegas=None):
 
 
 def prop42(rate: float, alpha, eps_alpha):
-    """004 Prop. 42: for p in [0, 1] and alpha > 1, with D_alpha(P||Q) <= eps_alpha,
+    """Steinke 2022, Prop. 42: for p in [0, 1] and alpha > 1, with D_alpha(P||Q) <= eps_alpha,
 
         D_alpha(pP + (1-p)Q || Q) <= alpha/(alpha-1) log(1 - p + p e^{(1 - 1/alpha) eps_alpha}).
 
     In log space: alpha/(alpha-1) logaddexp(log(1-p), log p + (1-1/alpha) eps_alpha).
     Vectorised. For large alpha it approaches eps_alpha - alpha/(alpha-1) log(1/p), the lower
-    bound of 004 Sec. 6.6, so it is tight there."""
+    bound of Steinke 2022, Sec. 6.6, so it is tight there."""
     p = V.probability("rate", rate)
     a = V.orders(alpha)
     e = V.reals("eps_alpha", eps_alpha, low=0.0)

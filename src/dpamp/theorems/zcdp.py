@@ -1,19 +1,19 @@
-"""Zero-concentrated DP (004 Sec. 4.1): conversions and the rho of a mechanism.
+"""Zero-concentrated DP (Steinke 2022, Sec. 4.1): conversions and the rho of a mechanism.
 
-rho-zCDP (004 Def. 11): E[exp(t Z)] <= exp(t(t+1) rho) for all t >= 0, Z the privacy loss;
-equivalently RDP epsilon(alpha) <= rho alpha. rho adds under (adaptive) composition (004 Thm 13,
-Prop. 19), which is the whole accounting: a composition whose parts all have a rho is
+rho-zCDP (Steinke 2022, Def. 11): E[exp(t Z)] <= exp(t(t+1) rho) for all t >= 0, Z the privacy loss;
+equivalently RDP epsilon(alpha) <= rho alpha. rho adds under (adaptive) composition (Steinke 2022,
+Thm 13, Prop. 19), which is the whole accounting: a composition whose parts all have a rho is
 (sum_j count_j rho_j)-zCDP, converted to (epsilon, delta) at the end.
 
 | function                | source                       |
 |-------------------------|------------------------------|
-| ``pure_to_zcdp``        | 004 Prop. 16: eps-DP => eps^2/2-zCDP |
-| ``gaussian_rho``        | 004 Lemma 12: Delta^2 / (2 sigma^2)  |
-| ``delta_simple``        | 004 Prop. 14 (last line): exp(-(eps-rho)^2 / (4 rho)) |
-| ``epsilon_simple``      | 004 Remark 15: rho + 2 sqrt(rho log(1/delta)) |
-| ``delta_improved``      | 004 Prop. 14: inf_t exp(t(t+1)rho - eps t) (1/(t+1)) (1 - 1/(t+1))^t |
-| ``epsilon_improved``    | 004 Prop. 14 solved for eps, inf over t |
-| ``rho_for``             | 004 Remark 15 (closed form) or the improved conversion inverted |
+| ``pure_to_zcdp``        | Steinke 2022, Prop. 16: eps-DP => eps^2/2-zCDP |
+| ``gaussian_rho``        | Steinke 2022, Lemma 12: Delta^2 / (2 sigma^2)  |
+| ``delta_simple``        | Steinke 2022, Prop. 14 (last line): exp(-(eps-rho)^2 / (4 rho)) |
+| ``epsilon_simple``      | Steinke 2022, Remark 15: rho + 2 sqrt(rho log(1/delta)) |
+| ``delta_improved``      | Steinke 2022, Prop. 14: inf_t exp(t(t+1)rho - eps t) (1/(t+1)) (1 - 1/(t+1))^t |
+| ``epsilon_improved``    | Steinke 2022, Prop. 14 solved for eps, inf over t |
+| ``rho_for``             | Steinke 2022, Remark 15 (closed form) or the improved conversion inverted |
 """
 from __future__ import annotations
 
@@ -41,21 +41,22 @@ def _rho(rho) -> float:
 
 
 def pure_to_zcdp(epsilon: float) -> float:
-    """004 Prop. 16: an epsilon-DP mechanism is (epsilon^2 / 2)-zCDP."""
+    """Steinke 2022, Prop. 16: an epsilon-DP mechanism is (epsilon^2 / 2)-zCDP."""
     e = V.nonnegative("epsilon", epsilon)
     return 0.5 * e * e
 
 
 def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
-    """004 Lemma 12: N(q(x), sigma^2 I) with L2 sensitivity Delta is Delta^2/(2 sigma^2)-zCDP."""
+    """Steinke 2022, Lemma 12: N(q(x), sigma^2 I) with L2 sensitivity Delta is Delta^2/(2
+    sigma^2)-zCDP."""
     s = V.positive("sigma", sigma)
     d = V.nonnegative("sensitivity", sensitivity)
     return d * d / (2.0 * s * s)
 
 
 def delta_simple(rho: float, epsilon: float) -> float:
-    """004 Prop. 14 (simple form): rho-zCDP implies (epsilon, exp(-(epsilon-rho)^2/(4 rho)))-DP
-    for epsilon >= rho; below rho the bound is the trivial delta = 1."""
+    """Steinke 2022, Prop. 14 (simple form): rho-zCDP implies (epsilon, exp(-(epsilon-rho)^2/(4
+    rho)))-DP for epsilon >= rho; below rho the bound is the trivial delta = 1."""
     rho = _rho(rho)
     eps = V.nonnegative("epsilon", epsilon)
     if eps <= rho:
@@ -64,7 +65,8 @@ def delta_simple(rho: float, epsilon: float) -> float:
 
 
 def epsilon_simple(rho: float, delta: float) -> float:
-    """004 Remark 15: rho-zCDP implies (rho + 2 sqrt(rho log(1/delta)), delta)-DP, delta in (0,1)."""
+    """Steinke 2022, Remark 15: rho-zCDP implies (rho + 2 sqrt(rho log(1/delta)), delta)-DP, delta
+    in (0,1)."""
     rho = _rho(rho)
     d = V.delta(delta)
     return _up(rho + 2.0 * math.sqrt(rho * math.log(1.0 / d)))
@@ -79,7 +81,7 @@ def _log_delta_at(t: np.ndarray, rho: float, eps: float) -> np.ndarray:
 
 
 def _eps_at(alpha: np.ndarray, rho: float, log_inv_delta: float) -> np.ndarray:
-    """Prop. 14 solved for eps at t = alpha - 1 (the same formula as 004 Lemma 33 item 8):
+    """Prop. 14 solved for eps at t = alpha - 1 (the same formula as Steinke 2022, Lemma 33 item 8):
     eps = alpha rho + (log(1/delta) - log alpha) / (alpha - 1) + log(1 - 1/alpha)."""
     lam = alpha - 1.0
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -116,7 +118,7 @@ _T_GRID = np.geomspace(1e-10, 1e10, 801)
 
 
 def delta_improved(rho: float, epsilon: float) -> float:
-    """004 Prop. 14 (improved): rho-zCDP implies (epsilon, delta)-DP with
+    """Steinke 2022, Prop. 14 (improved): rho-zCDP implies (epsilon, delta)-DP with
 
         delta = inf_{t > 0} exp(t(t+1) rho - epsilon t) * 1/(t+1) * (1 - 1/(t+1))^t,
 
@@ -129,7 +131,7 @@ def delta_improved(rho: float, epsilon: float) -> float:
 
 
 def epsilon_improved(rho: float, delta: float) -> float:
-    """004 Prop. 14 (improved) solved for epsilon: with alpha = t + 1,
+    """Steinke 2022, Prop. 14 (improved) solved for epsilon: with alpha = t + 1,
 
         epsilon(delta) = inf_{alpha > 1} alpha rho + (log(1/delta) - log alpha)/(alpha - 1)
                                          + log(1 - 1/alpha),
@@ -145,10 +147,11 @@ def rho_for(epsilon: float, delta: float, improved: bool = True) -> float:
     """The largest rho (within a relative 1e-12, rounded down) whose zCDP guarantee converts to
     (epsilon, delta)-DP.
 
-    improved=False: 004 Remark 15, rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2,
-    which inverts the simple conversion exactly. improved=True: bisection of the improved
-    conversion (epsilon_improved is increasing in rho), starting from the Remark 15 value,
-    which is always sufficient. The returned rho satisfies epsilon_*(rho, delta) <= epsilon."""
+    improved=False: Steinke 2022, Remark 15, rho = (sqrt(log(1/delta) + eps) -
+    sqrt(log(1/delta)))^2, which inverts the simple conversion exactly. improved=True: bisection of
+    the improved conversion (epsilon_improved is increasing in rho), starting from the Remark 15
+    value, which is always sufficient. The returned rho satisfies epsilon_*(rho, delta) <=
+    epsilon."""
     eps = V.positive("epsilon", epsilon)
     d = V.delta(delta)
     L = math.log(1.0 / d)

@@ -87,8 +87,8 @@ def orders_of(orders: Any) -> np.ndarray:
 
 def renyi_budgets(epsilon: float, delta: float, orders: np.ndarray) -> np.ndarray:
     """B_alpha = epsilon - [log(K/delta) + (alpha-1) log(1 - 1/alpha) - log alpha] / (alpha-1)
-    at each of the K orders (the conversion of Canonne, Kamath & Steinke 2020, 004 Lemma 33
-    item 8, at delta/K), padded down by its rounding error; -inf where it is not positive."""
+    at each of the K orders (the conversion of Canonne, Kamath & Steinke 2020, Steinke 2022, Lemma
+    33 item 8, at delta/K), padded down by its rounding error; -inf where it is not positive."""
     from ...rdp.conversion import eps_at_orders
     k = orders.size
     conv = eps_at_orders(orders, np.zeros_like(orders), math.log(k) - math.log(delta),
@@ -101,8 +101,8 @@ def renyi_budgets(epsilon: float, delta: float, orders: np.ndarray) -> np.ndarra
 def gdp_mu_budget(epsilon: float, delta: float) -> float:
     """The largest mu (rounded down) whose Gaussian-DP curve G_mu is (epsilon, delta)-DP:
     delta_mu(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2) <= delta
-    (Dong, Roth & Su 2022, Cor. 2.13; 000 Thm 4), by bisection on the outward-rounded closed
-    form (delta_mu(epsilon) grows with mu)."""
+    (Dong, Roth & Su 2022, Cor. 2.13; Balle et al. 2018, Thm 4), by bisection on the outward-rounded
+    closed form (delta_mu(epsilon) grows with mu)."""
     from ...core.roots import bisect, expand
     from ...profiles.closed_forms import gaussian_log_profile
     log_d = math.log(delta)

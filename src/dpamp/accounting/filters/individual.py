@@ -22,8 +22,8 @@ to every record, i.e. (epsilon, delta)-DP under add/remove.
 **Poisson subsampling** (``sample_rate`` q < 1: each record in each step's batch independently
 with probability q). With respect to record i the step is then the Poisson-subsampled Gaussian
 of sensitivity ||g_i|| (i is in the sum with probability q, its gradient norm known either way),
-and rho_i is that mechanism's proven RDP curve (dpamp's subsampled Gaussian: 004 Thm 34 / the
-fractional series), which the same filter theorem takes, as it takes any adaptively chosen
+and rho_i is that mechanism's proven RDP curve (dpamp's subsampled Gaussian: Steinke 2022, Thm 34 /
+the fractional series), which the same filter theorem takes, as it takes any adaptively chosen
 mechanism with a Rényi curve. To stay vectorised over records, mu_i = ||g_i|| / (z C) is rounded
 up to a grid of 64 steps of 1/(64 z) (the RDP grows with mu, so rounding up is sound) and
 the curves of the grid are computed once.

@@ -20,8 +20,8 @@ supermartingale started at 1 (E[e^{(alpha-1) l_t} | past] = e^{(alpha-1) D_alpha
 e^{(alpha-1) rho_t(alpha)}; Feldman & Zrnic 2021, the proof of their Rényi filter), so at the
 final time N, E[exp((alpha - 1)(L_N - S_N(alpha)))] <= 1. The hockey-stick divergence is
 delta(epsilon) = E[(1 - e^{epsilon - L_N})_+], and (1 - e^{-z})_+ <= c_alpha e^{(alpha-1) z}
-for every z with c_alpha = (1/alpha)(1 - 1/alpha)^{alpha-1} (the bound behind 004 Lemma 33 item
-8). At N some order is alive (S_N(alpha) <= B_alpha), so
+for every z with c_alpha = (1/alpha)(1 - 1/alpha)^{alpha-1} (the bound behind Steinke 2022, Lemma 33
+item 8). At N some order is alive (S_N(alpha) <= B_alpha), so
 
     (1 - e^{epsilon - L_N})_+ <= sum over alive alpha of c_alpha e^{(alpha-1)(B_alpha - epsilon)}
                                   e^{(alpha-1)(L_N - S_N(alpha))},
@@ -107,8 +107,8 @@ class ZCDPLedger:
 
     *Why it is valid.* At each alpha the steps run satisfy sum rho_s(alpha) <= alpha rho*, so by
     Feldman & Zrnic's filter the interaction is (alpha, alpha rho*)-RDP at every alpha, i.e.
-    rho*-zCDP; rho* is fixed in advance, so converting its curve at the best order (004 Lemma
-    33 item 8) is a conversion of a fixed curve. No union bound over orders (this is the zCDP
+    rho*-zCDP; rho* is fixed in advance, so converting its curve at the best order (Steinke 2022,
+    Lemma 33 item 8) is a conversion of a fixed curve. No union bound over orders (this is the zCDP
     filter OpenDP's fully adaptive composition offers); the price is that a step's whole curve
     is charged as its rho (pure epsilon-DP steps: epsilon^2 / 2, Bun & Steinke 2016)."""
 

@@ -1,4 +1,4 @@
-"""Registers the "mixing" accounting method: 002 Thm 1 on the base's privacy profile.
+"""Registers the "mixing" accounting method: Balle et al. 2019, Thm 1 on the base's privacy profile.
 
 Applies to a single post-processed mechanism ``base.post_process(kernel)`` (count 1) whose
 kernel has some uniform mixing coefficient < 1 and whose base has a privacy profile.

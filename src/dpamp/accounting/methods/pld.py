@@ -1,4 +1,4 @@
-"""Registers the "pld" accounting method (privacy-loss distributions, 004 Sec. 3-4)."""
+"""Registers the "pld" accounting method (privacy-loss distributions, Steinke 2022, Sec. 3-4)."""
 from __future__ import annotations
 
 from ...core.guarantee import Guarantee

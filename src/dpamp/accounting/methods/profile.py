@@ -1,4 +1,5 @@
-"""Registers the "profile" accounting method: exact privacy profiles of single mechanisms (000).
+"""Registers the "profile" accounting method: exact privacy profiles of single mechanisms (Balle et
+al. 2018).
 
 epsilon(delta): the smallest eps with delta_M(eps) <= delta, by bisection on the (monotone)
 upper-bound profile, reporting the bracket end that satisfies the condition; the lower bound is

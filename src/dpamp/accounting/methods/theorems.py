@@ -1,8 +1,8 @@
 """Registers the (epsilon, delta) composition theorems as accounting methods.
 
-    "basic"     004 Thm 1 (+ approximate-DP extension)            rank 90
-    "advanced"  004 Thm 22 (Thm 18 when all parts are pure)       rank 85
-    "kov"       optimal homogeneous composition, 004 Sec. 7       rank 80
+    "basic"     Steinke 2022, Thm 1 (+ approximate-DP extension)            rank 90
+    "advanced"  Steinke 2022, Thm 22 (Thm 18 when all parts are pure)       rank 85
+    "kov"       optimal homogeneous composition, Steinke 2022, Sec. 7       rank 80
 
 They apply to compositions whose every part has an (eps_j, delta_j) guarantee of its own: a pure
 DP mechanism (PureDP, Laplace, RandomizedResponse, anything with a finite pure epsilon:
@@ -14,8 +14,8 @@ or a mix of Laplace(1/e) and PureDP(e) runs), k <= ``KOV_MAX_K`` (10^10; beyond,
 of reach and "auto" moves on). Its delta is a proven upper bound (a windowed binomial sum with
 rounding and tail margins, ``kov_delta``) and its epsilon the upper end of a bracketing search
 on that bound (``kov_epsilon``). Optimal composition of heterogeneous guarantees is
-#P-complete (Murtagh-Vadhan, 004 Sec. 7); it is approximated with certified bounds by the PLD of
-the worst-case mechanisms (method "pld" on EpsDelta parts), not here.
+#P-complete (Murtagh-Vadhan, Steinke 2022, Sec. 7); it is approximated with certified bounds by the
+PLD of the worst-case mechanisms (method "pld" on EpsDelta parts), not here.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The "zcdp" accounting method: rho adds under composition (004 Thm 13), converted to
-(epsilon, delta) at the end by the improved conversion (004 Prop. 14)."""
+"""The "zcdp" accounting method: rho adds under composition (Steinke 2022, Thm 13), converted to
+(epsilon, delta) at the end by the improved conversion (Steinke 2022, Prop. 14)."""
 from __future__ import annotations
 
 import math

@@ -13,7 +13,7 @@ one, not a bound of it.
 
 **Post-processing.** For any deterministic map T of the output Y = (Y_1, ..., Y_t),
 H_x(P T^-1 || Q T^-1) <= H_x(P || Q) for every x >= 0 (data processing for f-divergences;
-004 Sec. 3). Composition keeps this: the curve of a composition of pairs is an increasing
+Steinke 2022, Sec. 3). Composition keeps this: the curve of a composition of pairs is an increasing
 functional of each factor's curve (:mod:`dpamp.pld.discretize`, Fubini argument), so
 post-processed pairs compose into lower bounds of the composed mechanism, epoch by epoch. We use
 

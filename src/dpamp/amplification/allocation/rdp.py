@@ -60,8 +60,8 @@ under add/remove (both directions) the RDP route is a fast *conservative* answer
 of :mod:`dpamp.amplification.allocation` is the tight one.
 
 **Real orders.** K(lambda) = log M(lambda + 1) is a cumulant generating function of the privacy
-loss, hence convex, with K(0) = 0: between integer orders it lies below the chord (003 Cor. 10),
-which is what we report at non-integer orders. Above the largest order computed exactly
+loss, hence convex, with K(0) = 0: between integer orders it lies below the chord (Wang et al. 2019,
+Cor. 10), which is what we report at non-integer orders. Above the largest order computed exactly
 (:data:`MAX_ORDER`) and as a cap everywhere, eps <= the base's RDP alpha mu^2/2 in both
 directions (quasi-convexity of the Rényi divergence: a mixture is no further from Q than its
 farthest component).

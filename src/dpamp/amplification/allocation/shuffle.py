@@ -59,9 +59,9 @@ substitution (add/remove: by the coupling above): conditionally on the permutati
 one step of an adaptive composition differs, with L2 change at most 2, and the other steps have
 the same conditional law; mixing over the permutation (same weights on both sides) does not
 increase a hockey-stick divergence. So E epochs are at most the Gaussian mechanism with
-mu = 2 sqrt(E) / sigma (000 Thm 4, exact closed form, rounded up). We know of no proven bound for
-ABLQ_S that beats this "no amplification" bound under either relation: CGK24/CGK24b give lower
-bounds only and note shuffling has no numerically tight accountant; the amplification of
+mu = 2 sqrt(E) / sigma (Balle et al. 2018, Thm 4, exact closed form, rounded up). We know of no
+proven bound for ABLQ_S that beats this "no amplification" bound under either relation: CGK24/CGK24b
+give lower bounds only and note shuffling has no numerically tight accountant; the amplification of
 random allocation (Feldman & Shenfeld, arXiv:2502.08202) does not transfer, because under
 shuffling the records' batches are dependent (the lower bounds above exceed the random-allocation
 guarantee for small sigma).
@@ -431,7 +431,8 @@ def shuffle_upper_delta(sigma, epochs, epsilon, relation="substitution", *, batc
     batches with noise multiplier ``sigma``, under substitution or add/remove (which needs
     ``batch_size`` and ``dataset_size``: 1 when b divides n or n + 1, a neighbour's outputs
     then differing in length): the Gaussian mechanism with mu = 2 sqrt(epochs) / sigma
-    (module docstring: no amplification is proven), 000 Thm 4, rounded up. Vectorised."""
+    (module docstring: no amplification is proven), Balle et al. 2018, Thm 4, rounded up.
+    Vectorised."""
     from ...profiles.closed_forms import gaussian_log_profile
     sigma = V.positive("sigma", sigma)
     epochs = V.integer("epochs", epochs, low=1, high=10 ** 6)

@@ -5,8 +5,8 @@
 remove pair's curve: F(x) = H_x(P || Q) and F_rev(x) = H_x(Q || P) at x >= 1. The engine's
 :func:`dpamp.pld.discretize.discretize_profile` turns their values at x = e^{i h} into a PMF
 whose curve lies above the lower convex hull of those values, hence above the true convex curve
-(004 Prop. 7); the add direction is the same pair swapped (F and F_rev exchanged). At every
-x the smaller of that and the blocks' curve (:func:`composed_curve`: two 1-out-of-t/2 epochs,
+(Steinke 2022, Prop. 7); the add direction is the same pair swapped (F and F_rev exchanged). At
+every x the smaller of that and the blocks' curve (:func:`composed_curve`: two 1-out-of-t/2 epochs,
 whose pair dominates this one) is taken: both bound the same curve, and where the puts' noise
 floors the 2-D add curve (~1e-9 x at sigma 0.7, t 1000) the blocks answer (delta 1e-10 had no
 upper end there; now [3.71324, 3.71417], the blocks alone [3.71325, 3.73613]). The lower

@@ -1,4 +1,5 @@
-"""Bounds on one cell of the d > 1 search (paper 001, Alg. 3) by linear programming duality.
+"""Bounds on one cell of the d > 1 search (Imola & Chaudhuri 2021, Alg. 3) by linear programming
+duality.
 
 :func:`_cell_bound` bounds the objective G over the candidates of a cell by the LP of step (5):
 convex interpolation between the cell's 4^m vertices under the equalities, tangent cuts, ratio

@@ -1,4 +1,4 @@
-"""Cells of the d > 1 search (paper 001, Alg. 3) and their interval propagation.
+"""Cells of the d > 1 search (Imola & Chaudhuri 2021, Alg. 3) and their interval propagation.
 
 A cell gives, for each support corner v, intervals for s_v = P_v + Q_v and w_v = P_v / s_v
 (step (4)); both constraints are sums of per-corner terms s_v psi(w_v) built from

@@ -1,5 +1,5 @@
-"""Bounds on one box [x0, x1] x [y0, y1] of the certified d = 1 search (paper 001, Alg. 2):
-propagation of the constraints (:func:`_tighten`), the dual bound of the interpolation LP
+"""Bounds on one box [x0, x1] x [y0, y1] of the certified d = 1 search (Imola & Chaudhuri 2021, Alg.
+2): propagation of the constraints (:func:`_tighten`), the dual bound of the interpolation LP
 (stage 1, :func:`_dual_bound`), tangent cuts (:func:`_cut`) and the polygon bound (stage 2,
 :func:`_polygon_bound`). Why each of them is a proof is in the docstring of
 :mod:`dpamp.amplification.bernoulli._d1_search`.

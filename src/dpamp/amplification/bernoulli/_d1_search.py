@@ -1,5 +1,5 @@
 """Certified global maximisation behind :func:`dpamp.amplification.bernoulli.exact` for d = 1
-(001 Thms 1, 3; Alg. 2).
+(Imola & Chaudhuri 2021, Thms 1, 3; Alg. 2).
 
 For d = 1, Post_{alpha,k}(epsilon) = max G(x, y) / (alpha - 1) over the feasible set
 
@@ -31,7 +31,8 @@ branch-and-bound over boxes whose every bound is a proof:
   satisfy all cuts, pairwise crossings of cut lines inside the box) are enumerated with
   tolerances that only ever add points, and nearly parallel cuts are dropped (a larger polygon)
   or shown not to cross inside the box. This resolves the thin band of small epsilon;
-* caps: G <= (alpha - 1) min(epsilon, k r_alpha(c)) on S (post-processing, 001 Thm 5);
+* caps: G <= (alpha - 1) min(epsilon, k r_alpha(c)) on S (post-processing, Imola & Chaudhuri 2021,
+Thm 5);
 * lower bound: the best G at a point proven feasible (the Thm 4 pair of eqs. 3-4, and box
   corners that satisfy both constraints after rounding);
 * symmetry: (x, y) -> (1-x, 1-y) relabels the two corners, so x <= 1/2 loses nothing.

@@ -1,7 +1,7 @@
-"""Proven lower end of Post_{alpha,k}(epsilon) for d > 1 (paper 001, Alg. 3): a multi-start
-local search over pairs of corner distributions, every result re-verified with rounding-error
-bounds. A local optimum is only a lower bound (errata: maximising a convex objective is not a
-convex program); the upper end is proven by
+"""Proven lower end of Post_{alpha,k}(epsilon) for d > 1 (Imola & Chaudhuri 2021, Alg. 3): a
+multi-start local search over pairs of corner distributions, every result re-verified with
+rounding-error bounds. A local optimum is only a lower bound (errata: maximising a convex objective
+is not a convex program); the upper end is proven by
 :mod:`dpamp.amplification.bernoulli._support_search`.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Rényi moments of the Bernoulli samples: the objective and the constraints of paper 001's
-Algs 2 and 3, in log space, each with a bound on its rounding error.
+"""Rényi moments of the Bernoulli samples: the objective and the constraints of Imola & Chaudhuri
+2021's Algs 2 and 3, in log space, each with a bound on its rounding error.
 
 * :func:`_log_moment`: log sum_j w_j e^{alpha ell_j}, the Rényi moment (alpha-1) R_alpha(P || Q)
   from weights and log-likelihood ratios;
@@ -71,7 +71,7 @@ def _log_moment(log_w: np.ndarray, ell: np.ndarray, ell_err: np.ndarray, alpha: 
 
 
 # --------------------------------------------------------------------------------------------
-# two corners (001 Alg. 2): the number of ones among the n coins
+# two corners (Imola & Chaudhuri 2021, Alg. 2): the number of ones among the n coins
 # --------------------------------------------------------------------------------------------
 def _binomial_tables(c: float, n: int):
     """For Bern_n of a point mass at c or 1-c, and j = number of ones among the n coins:
@@ -79,7 +79,7 @@ def _binomial_tables(c: float, n: int):
 
         C(n,j) [x c^j (1-c)^{n-j} + (1-x) c^{n-j} (1-c)^j] = e^{log C + h_j} (x a_j + (1-x) b_j)
 
-    (the errata's form of 001 Alg. 2's x_j), which never under- or overflows."""
+    (the errata's form of Imola & Chaudhuri 2021, Alg. 2's x_j), which never under- or overflows."""
     s = math.log1p(-c) - math.log(c)
     j = np.arange(n + 1, dtype=float)
     log_c_nj = gammaln(n + 1.0) - gammaln(j + 1.0) - gammaln(n - j + 1.0)
@@ -108,8 +108,8 @@ _PAIR_TABLES = (np.zeros(2), np.array([0.0, -np.inf]), np.array([-np.inf, 0.0]))
 
 def _moment_d1(lx, l1x, ly, l1y, dxy, alpha, c: float, n: int, tables=None):
     """Log Rényi moment (alpha-1) R_alpha(Bern_n(P), Bern_n(Q)) for P = x 1[c] + (1-x) 1[1-c],
-    Q = y 1[c] + (1-y) 1[1-c] (001 Alg. 2 with the errata's x_j, y_j), given log x, log(1-x),
-    log y, log(1-y) and dxy = x - y (each passed so that it can be computed without
+    Q = y 1[c] + (1-y) 1[1-c] (Imola & Chaudhuri 2021, Alg. 2 with the errata's x_j, y_j), given log
+    x, log(1-x), log y, log(1-y) and dxy = x - y (each passed so that it can be computed without
     cancellation or underflow). Broadcasts its inputs; the outcome axis (n+1 counts of ones)
     is appended and summed in chunks. Returns (value, error bound).
 
@@ -144,7 +144,8 @@ def _logs(v: np.ndarray):
 
 
 def _objective(x, y, alpha, c, k):
-    """G(x, y) with its rounding-error bound (001 Alg. 2 objective, errata form)."""
+    """G(x, y) with its rounding-error bound (Imola & Chaudhuri 2021, Alg. 2 objective, errata
+    form)."""
     lx, l1x = _logs(x)
     ly, l1y = _logs(y)
     return _moment_d1(lx, l1x, ly, l1y, x - y, alpha, c, k)
@@ -183,7 +184,7 @@ def _grad_h(x, y, alpha):
 
 
 # --------------------------------------------------------------------------------------------
-# any d (001 Alg. 3): the counts of ones in each coordinate
+# any d (Imola & Chaudhuri 2021, Alg. 3): the counts of ones in each coordinate
 # --------------------------------------------------------------------------------------------
 def statistic_channel(c: float, d: int, k: int) -> np.ndarray:
     """log Pr[m | corner i] for the sufficient statistic m = (number of ones in each of the d
@@ -193,7 +194,8 @@ def statistic_channel(c: float, d: int, k: int) -> np.ndarray:
 
     Bern_k(P) depends on the samples only through m (the k samples of each coordinate are
     exchangeable given theta), so R_alpha(Bern_k P, Bern_k Q) is the Rényi divergence of the
-    pushforwards through this (k+1)^d x 2^d channel (001 Alg. 3 with outcomes merged)."""
+    pushforwards through this (k+1)^d x 2^d channel (Imola & Chaudhuri 2021, Alg. 3 with outcomes
+    merged)."""
     j = np.arange(k + 1, dtype=float)
     log_binom = gammaln(k + 1.0) - gammaln(j + 1.0) - gammaln(k - j + 1.0)
     lc, l1c = np.log(c), np.log1p(-c)

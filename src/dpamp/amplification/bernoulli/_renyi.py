@@ -1,5 +1,5 @@
-"""r_alpha(p) = R_alpha(Bern(p) || Bern(1-p)) of paper 001 (Def. 2) and its proven inverse, in
-log space, and the argument checks shared by the public functions of this package.
+"""r_alpha(p) = R_alpha(Bern(p) || Bern(1-p)) of Imola & Chaudhuri 2021 (Def. 2) and its proven
+inverse, in log space, and the argument checks shared by the public functions of this package.
 
 r_alpha is evaluated through the log-odds t = log((1-p)/p), which keeps c = 0.01, d k = 60,
 alpha = 500 finite; each value comes with a bound on its rounding error, so the closed-form
@@ -38,7 +38,8 @@ def _out(x: np.ndarray):
 # r_alpha and its inverse, in log-odds t = log((1-p)/p) >= 0
 # --------------------------------------------------------------------------------------------
 def _r_t(t, alpha):
-    """r_alpha(p) with t = |log((1-p)/p)| (001 Def. 2) and a bound on its rounding error.
+    """r_alpha(p) with t = |log((1-p)/p)| (Imola & Chaudhuri 2021, Def. 2) and a bound on its
+    rounding error.
 
     Bern(p) against Bern(1-p) has likelihood ratios e^{-t} (weight sigmoid(t)) and e^{t}
     (weight sigmoid(-t)), so with M = sigmoid(t) e^{-alpha t} + sigmoid(-t) e^{alpha t}:
@@ -84,12 +85,13 @@ def _log_odds(p) -> np.ndarray:
 
 
 def r_alpha(p, alpha):
-    """Binary symmetric Rényi divergence (001 Def. 2), vectorised over p and alpha:
+    """Binary symmetric Rényi divergence (Imola & Chaudhuri 2021, Def. 2), vectorised over p and
+    alpha:
 
         r_alpha(p) = 1/(alpha-1) log(p^alpha (1-p)^{1-alpha} + (1-p)^alpha p^{1-alpha}),
 
     i.e. R_alpha(Bern(p) || Bern(1-p)). Symmetric about p = 1/2 where it is 0; +inf at p in
-    {0, 1}; convex (001 Lemma 1); alpha = inf gives |log((1-p)/p)|."""
+    {0, 1}; convex (Imola & Chaudhuri 2021, Lemma 1); alpha = inf gives |log((1-p)/p)|."""
     p = V.reals("p", p, low=0.0)
     if (p > 1).any():
         raise ValueError(f"p must be in [0, 1] (got {p[p > 1].ravel()[0]:g})")

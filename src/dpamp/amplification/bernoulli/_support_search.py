@@ -1,4 +1,5 @@
-"""Certified global upper bound on Post_{alpha,k}(epsilon) for d = 2, 3 (paper 001, Alg. 3).
+"""Certified global upper bound on Post_{alpha,k}(epsilon) for d = 2, 3 (Imola & Chaudhuri 2021,
+Alg. 3).
 
 Post(eps) = max R_alpha(P W || Q W) over distributions P, Q on the 2^d corners {c, 1-c}^d with
 R_alpha(P || Q) <= eps and R_alpha(Q || P) <= eps; W is the channel from a corner to the

@@ -1,5 +1,5 @@
-"""Support reduction of the d > 1 search (paper 001, Alg. 3): the symmetry group of the cube, and
-one support of corners per orbit with the chain of symmetry conditions within it.
+"""Support reduction of the d > 1 search (Imola & Chaudhuri 2021, Alg. 3): the symmetry group of the
+cube, and one support of corners per orbit with the chain of symmetry conditions within it.
 
 By step (2) of the proof in :mod:`dpamp.amplification.bernoulli._support_search`, a maximising
 pair of corner distributions can be taken on at most 4 corners; by step (3), permuting the

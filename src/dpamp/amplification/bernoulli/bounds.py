@@ -1,11 +1,13 @@
-"""Closed-form bounds on Post_{alpha,k}(epsilon) of paper 001 (Imola & Chaudhuri), each O(d k)
-and certified (rounded so that the inequality is proven):
+"""Closed-form bounds on Post_{alpha,k}(epsilon) of Imola & Chaudhuri 2021 (Imola & Chaudhuri), each
+O(d k) and certified (rounded so that the inequality is proven):
 
-* ``upper_bound``: min(epsilon, d k r_alpha(c)), post-processing and 001 Thm 5 (eqs. 2, 6);
+* ``upper_bound``: min(epsilon, d k r_alpha(c)), post-processing and Imola & Chaudhuri 2021, Thm 5
+(eqs. 2, 6);
   ``asymptote`` is d k r_alpha(c) alone, the limit of Post as epsilon -> inf;
 * ``lower_bound``: the two-point pair of eqs. 3-4 with r_alpha(p) = epsilon, evaluated in O(dk)
-  by 001 Thm 4 (eqs. 5, 7); the paper conjectures it equals Post;
-* ``hoeffding_lower_bound``: 001 Thm 2, r_alpha(p + K), K = exp(-2 (1/2 - c)^2 d k).
+  by Imola & Chaudhuri 2021, Thm 4 (eqs. 5, 7); the paper conjectures it equals Post;
+* ``hoeffding_lower_bound``: Imola & Chaudhuri 2021, Thm 2, r_alpha(p + K), K = exp(-2 (1/2 - c)^2 d
+k).
 """
 from __future__ import annotations
 
@@ -28,11 +30,12 @@ _ABS = 1e-14
 
 
 # --------------------------------------------------------------------------------------------
-# upper bound: post-processing and 001 Thm 5
+# upper bound: post-processing and Imola & Chaudhuri 2021, Thm 5
 # --------------------------------------------------------------------------------------------
 def asymptote(alpha, c, d, k=1):
     """d k r_alpha(c) = R_alpha(Bern_k({c}^d), Bern_k({1-c}^d)): the limit of Post as
-    epsilon -> inf and an upper bound for every epsilon (001 Thm 5, eqs. 2 and 6). Rounded up."""
+    epsilon -> inf and an upper bound for every epsilon (Imola & Chaudhuri 2021, Thm 5, eqs. 2 and
+    6). Rounded up."""
     c, d, k = _check_params(c, d, k)
     a = V.orders(alpha)
     return _out(_asymptote(a, c, d * k))
@@ -50,15 +53,16 @@ def upper_bound(epsilon, alpha, c, d, k=1):
     """Certified upper bound on Post_{alpha,k}(epsilon): min(epsilon, d k r_alpha(c)).
 
     epsilon: post-processing (data-processing inequality R_a(MP, MQ) <= R_a(P, Q)); d k r_alpha(c):
-    001 Thm 5 (quasi-convexity and additivity over the d k independent coins). Vectorised over
-    epsilon and alpha (broadcast); alpha = inf gives the pure-DP version min(eps, d k log((1-c)/c))."""
+    Imola & Chaudhuri 2021, Thm 5 (quasi-convexity and additivity over the d k independent coins).
+    Vectorised over epsilon and alpha (broadcast); alpha = inf gives the pure-DP version min(eps, d
+    k log((1-c)/c))."""
     c, d, k = _check_params(c, d, k)
     eps, a = _check_eps_alpha(epsilon, alpha)
     return _out(np.minimum(eps, _asymptote(a, c, d * k)))
 
 
 # --------------------------------------------------------------------------------------------
-# lower bounds: 001 Thm 4 (eqs. 5, 7) and Thm 2
+# lower bounds: Imola & Chaudhuri 2021, Thm 4 (eqs. 5, 7) and Thm 2
 # --------------------------------------------------------------------------------------------
 def _logs_of_t(t):
     """log p, log(1-p), p - (1-p) for p = sigmoid(-t), accurate for every t >= 0."""
@@ -98,7 +102,8 @@ def _thm4_at_zero(alpha: np.ndarray, c: float, n: int) -> np.ndarray:
 
 
 def lower_bound(epsilon, alpha, c, d, k=1):
-    """Certified lower bound on Post_{alpha,k}(epsilon) (001 eqs. 5, 7 via Thm 4), O(d k).
+    """Certified lower bound on Post_{alpha,k}(epsilon) (Imola & Chaudhuri 2021, eqs. 5, 7 via Thm
+    4), O(d k).
 
     Take p in (0, 1/2] with r_alpha(p) = epsilon (solved in log-odds, rounded so that
     r_alpha(p) <= epsilon is proven), P = p 1[{c}^d] + (1-p) 1[{1-c}^d] and Q its mirror
@@ -116,7 +121,7 @@ def lower_bound(epsilon, alpha, c, d, k=1):
 
 
 def hoeffding_lower_bound(epsilon, alpha, c, d, k=1):
-    """001 Thm 2: with p as in ``lower_bound`` and K = exp(-2 (1/2 - c)^2 d k),
+    """Imola & Chaudhuri 2021, Thm 2: with p as in ``lower_bound`` and K = exp(-2 (1/2 - c)^2 d k),
 
         Post_{alpha,k}(epsilon) >= R_alpha(Bern_k(P), Bern_k(Q)) >= r_alpha(p + K)
         whenever p + K <= 1/2,

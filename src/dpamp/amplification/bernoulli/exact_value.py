@@ -1,4 +1,5 @@
-"""Post_{alpha,k}(epsilon) itself (paper 001, Thms 1, 3; Algs 2, 3), as a certified bracket.
+"""Post_{alpha,k}(epsilon) itself (Imola & Chaudhuri 2021, Thms 1, 3; Algs 2, 3), as a certified
+bracket.
 
 :func:`exact` checks the sizes, starts from the closed-form bracket of
 :mod:`dpamp.amplification.bernoulli.bounds` and, where that is wider than the tolerance, runs
@@ -52,7 +53,8 @@ EXACT_DEFAULTS_MULTI = (2e-2, 6000)
 
 
 def exact(epsilon, alpha, c, d, k=1, *, rtol=None, atol=1e-12, max_cells=None, starts=8):
-    """Post_{alpha,k}(epsilon) itself (001 Thms 1, 3; Algs 2, 3), as a proven bracket.
+    """Post_{alpha,k}(epsilon) itself (Imola & Chaudhuri 2021, Thms 1, 3; Algs 2, 3), as a proven
+    bracket.
 
     Returns ``Certified(value, upper, certified)``, vectorised over epsilon and alpha
     (broadcast): ``value`` = R_alpha(Bern_k(P), Bern_k(Q)) for a pair (P, Q) of corner
@@ -60,7 +62,8 @@ def exact(epsilon, alpha, c, d, k=1, *, rtol=None, atol=1e-12, max_cells=None, s
     lower_bound <= value <= Post; ``upper`` >= Post is proven; ``certified`` marks where
     upper - value <= atol + rtol * value, i.e. where Post is known to that tolerance.
 
-    * d = 1 (k <= 2000): certified branch-and-bound over the two masses (x, y) of 001 Alg. 2
+    * d = 1 (k <= 2000): certified branch-and-bound over the two masses (x, y) of Imola & Chaudhuri
+    2021, Alg. 2
       (convex interpolation with tangent cuts and a dual LP bound on each cell, monotone
       constraint propagation; see :mod:`dpamp.amplification.bernoulli._d1_search`). Defaults
       rtol = 1e-6, max_cells = 200000.

@@ -1,5 +1,5 @@
-"""Figure 1 of paper 001 (and Figs. 2-3): Post_{alpha,k}(epsilon), the lower bound (eqs. 5/7),
-the asymptote d k r_alpha(c) (eqs. 2/6) and the post-processing bound, against epsilon.
+"""Figure 1 of Imola & Chaudhuri 2021 (and Figs. 2-3): Post_{alpha,k}(epsilon), the lower bound
+(eqs. 5/7), the asymptote d k r_alpha(c) (eqs. 2/6) and the post-processing bound, against epsilon.
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ __all__ = ["figure1_data", "Figure1Data", "plot_figure1"]
 
 
 class Figure1Data(NamedTuple):
-    """The curves of 001 Figure 1 (and Figs. 2-3) against epsilon: ``post`` (exact Post, the
-    proven value of ``exact``; None when not computed), ``post_upper`` (its certified upper
-    bound), ``lower`` (eqs. 5/7), ``asymptote`` (d k r_alpha(c), eqs. 2/6) and
+    """The curves of Imola & Chaudhuri 2021, Figure 1 (and Figs. 2-3) against epsilon: ``post``
+    (exact Post, the proven value of ``exact``; None when not computed), ``post_upper`` (its
+    certified upper bound), ``lower`` (eqs. 5/7), ``asymptote`` (d k r_alpha(c), eqs. 2/6) and
     ``post_processing`` (epsilon itself)."""
 
     epsilon: np.ndarray
@@ -34,8 +34,8 @@ class Figure1Data(NamedTuple):
 
 
 def figure1_data(c=0.1, d=1, alpha=50.0, k=1, epsilon=None, *, with_exact=None):
-    """Data of 001 Figure 1: Post_{alpha,k}(epsilon), the lower bound (5)/(7), the asymptote
-    d k r_alpha(c) (2)/(6) and the post-processing bound epsilon, on an epsilon grid
+    """Data of Imola & Chaudhuri 2021, Figure 1: Post_{alpha,k}(epsilon), the lower bound (5)/(7),
+    the asymptote d k r_alpha(c) (2)/(6) and the post-processing bound epsilon, on an epsilon grid
     (default 100 points on (0, 10]). ``with_exact``: compute Post (default: only for d = 1,
     where it is certified; the paper also omits it for larger d)."""
     c, d, k = _check_params(c, d, k)
@@ -55,9 +55,10 @@ def figure1_data(c=0.1, d=1, alpha=50.0, k=1, epsilon=None, *, with_exact=None):
 
 def plot_figure1(path_or_ax=None, c=0.1, d=1, alpha=50.0, k=1, epsilon=None, *,
                  with_exact=None):
-    """Draw 001 Figure 1 (Post, lower bound, asymptote and post-processing bound against
-    epsilon). ``path_or_ax``: a matplotlib Axes to draw on, a file path to save a PNG/PDF/SVG
-    to, or None for a new figure. Returns the Axes. Needs matplotlib (extra ``plot``)."""
+    """Draw Imola & Chaudhuri 2021, Figure 1 (Post, lower bound, asymptote and post-processing bound
+    against epsilon). ``path_or_ax``: a matplotlib Axes to draw on, a file path to save a
+    PNG/PDF/SVG to, or None for a new figure. Returns the Axes. Needs matplotlib (extra
+    ``plot``)."""
     try:
         from matplotlib.figure import Figure
     except ImportError as err:  # pragma: no cover - depends on the environment

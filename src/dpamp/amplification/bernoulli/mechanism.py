@@ -1,9 +1,9 @@
-"""The post-processing kernel of paper 001 and the post-processed mechanism.
+"""The post-processing kernel of Imola & Chaudhuri 2021 and the post-processed mechanism.
 
 ``BernoulliSampling(c, d, k)`` is the post-processing kernel: ``mech.post_process(kernel)``
-returns a :class:`BernoulliSampled` mechanism whose RDP curve is the upper bound of 001 Thm 5
-applied order by order (001 Thms 3, 5) and whose ``rdp_lower`` is the lower bound of
-eqs. 5/7.
+returns a :class:`BernoulliSampled` mechanism whose RDP curve is the upper bound of Imola &
+Chaudhuri 2021, Thm 5 applied order by order (Imola & Chaudhuri 2021, Thms 3, 5) and whose
+``rdp_lower`` is the lower bound of eqs. 5/7.
 """
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ __all__ = ["BernoulliSampling", "BernoulliSampled"]
 
 @dataclasses.dataclass(frozen=True)
 class BernoulliSampling:
-    """Release k independent Bern(theta) samples instead of theta in [c, 1-c]^d (paper 001).
+    """Release k independent Bern(theta) samples instead of theta in [c, 1-c]^d (Imola & Chaudhuri
+    2021).
 
     ``mech.post_process(BernoulliSampling(c, d, k))`` gives a :class:`BernoulliSampled`
     mechanism whose RDP curve maps the base curve order by order to the amplified one. The
@@ -67,10 +68,11 @@ class BernoulliSampling:
 
 @dataclasses.dataclass(frozen=True)
 class BernoulliSampled(PostProcessing):
-    """``base`` followed by Bernoulli sampling (001): RDP epsilon'(alpha) = an upper bound on
-    Post_{alpha,k}(epsilon_base(alpha)), order by order:
+    """``base`` followed by Bernoulli sampling (Imola & Chaudhuri 2021): RDP epsilon'(alpha) = an
+    upper bound on Post_{alpha,k}(epsilon_base(alpha)), order by order:
 
-        epsilon'(alpha) = min(epsilon_base(alpha), d k r_alpha(c))          (001 Thm 5)
+        epsilon'(alpha) = min(epsilon_base(alpha), d k r_alpha(c))          (Imola & Chaudhuri 2021,
+        Thm 5)
 
     or, with ``kernel.exact_search``, the certified upper end of :func:`exact` (d = 1). At
     alpha = inf this is min(epsilon_base(inf), d k log((1-c)/c)): Bernoulli sampling turns any
@@ -105,10 +107,11 @@ class BernoulliSampled(PostProcessing):
         return out
 
     def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
-        """lower_bound(epsilon_base(alpha)) (001 eqs. 5/7): no bound derived from the base
-        mechanism's RDP curve alone can be below it, since a [c, 1-c]^d-valued mechanism with
-        that Rényi divergence attains it (001 Thm 3 remark). Uses the base's own lower curve,
-        or its curve when that is attained (``tight_rdp``); None otherwise."""
+        """lower_bound(epsilon_base(alpha)) (Imola & Chaudhuri 2021, eqs. 5/7): no bound derived
+        from the base mechanism's RDP curve alone can be below it, since a [c, 1-c]^d-valued
+        mechanism with that Rényi divergence attains it (Imola & Chaudhuri 2021, Thm 3 remark). Uses
+        the base's own lower curve, or its curve when that is attained (``tight_rdp``); None
+        otherwise."""
         a = V.orders(alpha)
         base_low = self.base.rdp_lower(a)
         if base_low is None:

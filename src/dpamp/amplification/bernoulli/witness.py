@@ -1,5 +1,5 @@
-"""Threshold witnesses of Bernoulli sampling (paper 001, Thm 3 remark): pairs of outputs that
-``base.post_process(BernoulliSampling(c, d, k))`` attains, known exactly, so that their
+"""Threshold witnesses of Bernoulli sampling (Imola & Chaudhuri 2021, Thm 3 remark): pairs of
+outputs that ``base.post_process(BernoulliSampling(c, d, k))`` attains, known exactly, so that their
 epsilon(delta) lower-bounds the true value (``Mechanism.witnesses``).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Privacy amplification by mixing, iteration and diffusion (paper 002).
+"""Privacy amplification by mixing, iteration and diffusion (Balle et al. 2019).
 
-| module        | what                                                                  | 002        |
+| module        | what                                                                  | Balle et al. 2019        |
 |---------------|-----------------------------------------------------------------------|------------|
 | ``kernels``   | MarkovKernel, GaussianKernel, LaplaceKernel; mixing coefficients       | Def. 1     |
 | ``uniform``   | amplify_by_mixing, amplified_profile                                  | Thm 1      |

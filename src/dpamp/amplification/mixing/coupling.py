@@ -1,6 +1,7 @@
-"""Amplification from couplings: the shift-reduction bound of 002 Thm 2 (Examples 1-3).
+"""Amplification from couplings: the shift-reduction bound of Balle et al. 2019, Thm 2 (Examples
+1-3).
 
-002 Thm 2: for any omega and coupling pi of (omega, mu),
+Balle et al. 2019, Thm 2: for any omega and coupling pi of (omega, mu),
 
     R_alpha(mu K || nu K) <= R_alpha(omega || nu) + sup_x R_alpha((H_pi K)(x) || K(x)).
 
@@ -9,23 +10,25 @@ For a mechanism M with neighbouring outputs mu = M(D) centred at u and nu = M(D'
 omega = M's noise centred at w = theta u + (1 - theta) v and couples omega to mu by the
 translation u - w. Both terms are then RDP curves of a noise family at a shift:
 
-    R_alpha(mu K || nu K) <= min_{theta in [0, 1]}  A_alpha(theta Delta) + B_alpha(L (1 - theta) Delta)
+    R_alpha(mu K || nu K) <= min_{theta in [0, 1]}  A_alpha(theta Delta) + B_alpha(L (1 - theta)
+    Delta)
 
 with A the mechanism's and B the kernel's RDP as a function of the shift:
 
     Gaussian(s):  alpha x^2 / (2 s^2)
     Laplace(b):   1/(alpha - 1) log g_alpha(x / b),
-                  g_alpha(z) = alpha/(2 alpha - 1) e^{(alpha-1) z} + (alpha-1)/(2 alpha - 1) e^{-alpha z}
+                  g_alpha(z) = alpha/(2 alpha - 1) e^{(alpha-1) z} + (alpha-1)/(2 alpha - 1)
+                  e^{-alpha z}
 
-(Mironov's Laplace RDP, 002 Example 2). Points off the segment [v, u] only increase both
-distances, so theta in [0, 1] loses nothing. Cases:
+(Mironov's Laplace RDP, Balle et al. 2019, Example 2). Points off the segment [v, u] only increase
+both distances, so theta in [0, 1] loses nothing. Cases:
 
 | mechanism  | kernel      | bound                                                      | source        |
 |------------|-------------|------------------------------------------------------------|---------------|
-| Gaussian   | Gaussian    | alpha Delta^2 / (2 (s1^2 + s2^2 / L^2)), closed form        | 002 Ex. 1, 3  |
-| Laplace    | Laplace     | min over theta (numerical), order inf: Delta min(1/b1, L/b2) | 002 Ex. 2, Lemma 3 |
-| Gaussian   | Laplace     | min over theta (numerical)                                 | 002 Thm 2     |
-| Laplace    | Gaussian    | min over theta (numerical)                                 | 002 Thm 2     |
+| Gaussian   | Gaussian    | alpha Delta^2 / (2 (s1^2 + s2^2 / L^2)), closed form        | Balle et al. 2019, Ex. 1, 3  |
+| Laplace    | Laplace     | min over theta (numerical), order inf: Delta min(1/b1, L/b2) | Balle et al. 2019, Ex. 2, Lemma 3 |
+| Gaussian   | Laplace     | min over theta (numerical)                                 | Balle et al. 2019, Thm 2     |
+| Laplace    | Gaussian    | min over theta (numerical)                                 | Balle et al. 2019, Thm 2     |
 
 Every theta gives a valid bound, so the numerical minimum over evaluated points is an upper bound
 whatever the search does; the objective is convex in theta (both terms are convex functions of a
@@ -62,9 +65,10 @@ def gaussian_shift_rdp(shift, sigma, alpha):
 
 
 def laplace_shift_rdp(shift, scale, alpha):
-    """R_alpha(Lap(x, b) || Lap(x', b)) at |x - x'| = shift (Mironov 2017, 003 Sec. 2): the
-    Laplace mechanism's curve at z = shift / b (:func:`dpamp.mechanisms.laplace.laplace_rdp`,
-    a proven upper bound including rounding). Broadcasts."""
+    """R_alpha(Lap(x, b) || Lap(x', b)) at |x - x'| = shift (Mironov 2017, Wang et al. 2019, Sec.
+    2): the Laplace mechanism's curve at z = shift / b
+    (:func:`dpamp.mechanisms.laplace.laplace_rdp`, a proven upper bound including rounding).
+    Broadcasts."""
     from ...mechanisms.laplace import laplace_rdp
     return laplace_rdp(np.asarray(shift, dtype=float) / scale, alpha)
 
@@ -122,13 +126,13 @@ def minimise_shift(alpha: np.ndarray, mech_kind: str, mech_scale: float, delta: 
 
 def shift_reduction_rdp(alpha: ArrayLike, mechanism: Mechanism,
                         kernel: MarkovKernel) -> float | np.ndarray:
-    """RDP of ``kernel`` applied to the output of ``mechanism`` by 002 Thm 2, minimised over the
-    shift (module docstring): a Gaussian or Laplace mechanism (or a diffusion mechanism)
-    followed by an unbounded :class:`GaussianKernel` / :class:`LaplaceKernel` with
+    """RDP of ``kernel`` applied to the output of ``mechanism`` by Balle et al. 2019, Thm 2,
+    minimised over the shift (module docstring): a Gaussian or Laplace mechanism (or a diffusion
+    mechanism) followed by an unbounded :class:`GaussianKernel` / :class:`LaplaceKernel` with
     L-Lipschitz psi. Vectorised over alpha; never above the mechanism's own RDP (theta = 1).
 
-    Gaussian -> Gaussian is the closed form alpha Delta^2 / (2 (s1^2 + s2^2 / L^2)) of 002
-    Example 3 (Example 1 when L = 1: exactly the RDP of N(f(D), (s1^2 + s2^2) I))."""
+    Gaussian -> Gaussian is the closed form alpha Delta^2 / (2 (s1^2 + s2^2 / L^2)) of Balle et al.
+    2019 Example 3 (Example 1 when L = 1: exactly the RDP of N(f(D), (s1^2 + s2^2) I))."""
     a = V.orders(alpha)
     mform = mechanism_form(mechanism)
     if mform is None:

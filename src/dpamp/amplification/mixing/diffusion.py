@@ -1,19 +1,21 @@
-"""Diffusion mechanisms (002 Sec. 5): Brownian motion and the Ornstein-Uhlenbeck mechanism.
+"""Diffusion mechanisms (Balle et al. 2019, Sec. 5): Brownian motion and the Ornstein-Uhlenbeck
+mechanism.
 
 A Markov semigroup (P_t) gives mechanisms M_t(D) = P_t(f(D)) closed under post-processing by
 the semigroup: P_s o M_t = M_{t+s} (``advance(s)`` / ``post_process(<semigroup kernel>(s))``).
-002 Thm 6: M_t is (alpha, alpha Lambda(t))-RDP with the intrinsic sensitivity Lambda(t).
+Balle et al. 2019, Thm 6: M_t is (alpha, alpha Lambda(t))-RDP with the intrinsic sensitivity
+Lambda(t).
 
 | mechanism               | M_t(D)                                                  | Lambda(t)                              | source        |
 |-------------------------|---------------------------------------------------------|----------------------------------------|---------------|
-| BrownianMotion(t)       | f(D) + N(0, 2t I)                                       | Delta^2 / (4t)                         | 002 Ex. 4, 5  |
-| OrnsteinUhlenbeck(theta, rho, t) | e^{-theta t} f(D) + N(0, rho^2/theta (1 - e^{-2 theta t}) I) | theta Delta^2 / (2 rho^2 (e^{2 theta t} - 1)) | 002 Cor. 7 |
+| BrownianMotion(t)       | f(D) + N(0, 2t I)                                       | Delta^2 / (4t)                         | Balle et al. 2019, Ex. 4, 5  |
+| OrnsteinUhlenbeck(theta, rho, t) | e^{-theta t} f(D) + N(0, rho^2/theta (1 - e^{-2 theta t}) I) | theta Delta^2 / (2 rho^2 (e^{2 theta t} - 1)) | Balle et al. 2019, Cor. 7 |
 
 Both are Gaussian mechanisms (``gaussian_form()``): Brownian with sigma^2 = 2t, OU with
 sensitivity e^{-theta t} Delta and variance rho^2/theta (1 - e^{-2 theta t}); the Gaussian RDP of
 those equals alpha Lambda(t) (a test checks it).
 
-Utility of the OU mechanism (002 Sec. 5.1, errata: R^2 in the PGM error):
+Utility of the OU mechanism (Balle et al. 2019, Sec. 5.1, errata: R^2 in the PGM error):
 
     E_OU  = (1 - e^{-theta t})^2 ||f(D)||^2 + d rho^2/theta (1 - e^{-2 theta t})          (eq. 4)
     E_GM  = d sigma~^2,   sigma~^2 = rho^2 (e^{2 theta t} - 1) / theta   (Gaussian mechanism with
@@ -22,10 +24,10 @@ Utility of the OU mechanism (002 Sec. 5.1, errata: R^2 in the PGM error):
             (beta (f(D) + N(0, sigma~^2 I)) with the MSE-optimal beta = R^2 / (R^2 + d sigma~^2)
             for ||f(D)|| <= R; worst case over the ball)
 
-002 Thm 8: if theta R^2 <= 4 d rho^2 then E_OU / E_GM <= 1 for every t (and -> 0 as t -> inf);
-with theta = log(1 + d Delta^2 / (2 eps R^2)) and rho^2 = theta Delta^2 / (2 eps (e^{2 theta} - 1))
-the mechanism at t = 1 is (alpha, alpha eps)-RDP and E_OU / E_GM <= (1 + d Delta^2/(2 eps R^2))^{-1}
-(``OrnsteinUhlenbeck.calibrate``); then E_OU(R) = E_PGM exactly.
+Balle et al. 2019, Thm 8: if theta R^2 <= 4 d rho^2 then E_OU / E_GM <= 1 for every t (and -> 0 as t
+-> inf); with theta = log(1 + d Delta^2 / (2 eps R^2)) and rho^2 = theta Delta^2 / (2 eps (e^{2
+theta} - 1)) the mechanism at t = 1 is (alpha, alpha eps)-RDP and E_OU / E_GM <= (1 + d Delta^2/(2
+eps R^2))^{-1} (``OrnsteinUhlenbeck.calibrate``); then E_OU(R) = E_PGM exactly.
 """
 from __future__ import annotations
 
@@ -52,8 +54,9 @@ def _rng(rng):
 
 
 class _Diffusion(Mechanism):
-    """M_t = P_t o f for a Markov semigroup (P_t): (alpha, alpha Lambda(t))-RDP (002 Thm 6), with
-    the subclass's ``intrinsic_sensitivity`` Lambda(t) and fields ``t``, ``sensitivity``."""
+    """M_t = P_t o f for a Markov semigroup (P_t): (alpha, alpha Lambda(t))-RDP (Balle et al. 2019,
+    Thm 6), with the subclass's ``intrinsic_sensitivity`` Lambda(t) and fields ``t``,
+    ``sensitivity``."""
 
     if TYPE_CHECKING:
         t: float
@@ -84,14 +87,15 @@ class _Diffusion(Mechanism):
 
 @dataclasses.dataclass(frozen=True)
 class BrownianMotion(_Diffusion):
-    """M_t(D) = f(D) + N(0, 2t I): the Brownian-motion diffusion mechanism (002 Ex. 4, 5),
-    (alpha, alpha Delta^2 / (4t))-RDP (002 Thm 6). ``sensitivity``: global L2 sensitivity."""
+    """M_t(D) = f(D) + N(0, 2t I): the Brownian-motion diffusion mechanism (Balle et al. 2019, Ex.
+    4, 5), (alpha, alpha Delta^2 / (4t))-RDP (Balle et al. 2019, Thm 6). ``sensitivity``: global L2
+    sensitivity."""
 
     t: float
     sensitivity: float = 1.0
     relation: Relation = ADD_REMOVE
     tight_rdp = True
-    self_consistent_rdp = True  # it is a Gaussian mechanism (003 Lemma 27)
+    self_consistent_rdp = True  # it is a Gaussian mechanism (Wang et al. 2019, Lemma 27)
 
     def __post_init__(self):
         object.__setattr__(self, "t", V.positive("t", self.t))
@@ -100,7 +104,7 @@ class BrownianMotion(_Diffusion):
 
     @property
     def intrinsic_sensitivity(self) -> float:
-        """Lambda(t) = Delta^2 / (4t) (002 Ex. 5)."""
+        """Lambda(t) = Delta^2 / (4t) (Balle et al. 2019, Ex. 5)."""
         return self.sensitivity ** 2 / (4.0 * self.t)
 
     def gaussian_form(self) -> Gaussian:
@@ -121,13 +125,13 @@ class BrownianMotion(_Diffusion):
 
 @dataclasses.dataclass(frozen=True)
 class OrnsteinUhlenbeck(_Diffusion):
-    """The Ornstein-Uhlenbeck mechanism (002 Sec. 5.1): SDE dX = -theta X dt + sqrt(2) rho dW
-    started at f(D), released at time t:
+    """The Ornstein-Uhlenbeck mechanism (Balle et al. 2019, Sec. 5.1): SDE dX = -theta X dt +
+    sqrt(2) rho dW started at f(D), released at time t:
 
         M_t(D) = e^{-theta t} f(D) + N(0, rho^2/theta (1 - e^{-2 theta t}) I),
 
     (alpha, alpha Lambda(t))-RDP with Lambda(t) = theta Delta^2 / (2 rho^2 (e^{2 theta t} - 1))
-    (002 Cor. 7). ``sensitivity``: global L2 sensitivity Delta of f."""
+    (Balle et al. 2019, Cor. 7). ``sensitivity``: global L2 sensitivity Delta of f."""
 
     theta: float
     rho: float
@@ -135,7 +139,7 @@ class OrnsteinUhlenbeck(_Diffusion):
     sensitivity: float = 1.0
     relation: Relation = ADD_REMOVE
     tight_rdp = True
-    self_consistent_rdp = True  # a Gaussian mechanism (003 Lemma 27)
+    self_consistent_rdp = True  # a Gaussian mechanism (Wang et al. 2019, Lemma 27)
 
     def __post_init__(self):
         object.__setattr__(self, "theta", V.positive("theta", self.theta))
@@ -147,7 +151,8 @@ class OrnsteinUhlenbeck(_Diffusion):
     # --- privacy -----------------------------------------------------------------------------
     @property
     def intrinsic_sensitivity(self) -> float:
-        """Lambda(t) = theta Delta^2 / (2 rho^2 (e^{2 theta t} - 1)) (002 Cor. 7), via expm1."""
+        """Lambda(t) = theta Delta^2 / (2 rho^2 (e^{2 theta t} - 1)) (Balle et al. 2019, Cor. 7),
+        via expm1."""
         x = 2.0 * self.theta * self.t
         if x > 700:  # e^{2 theta t} - 1 overflows: Lambda underflows to ~0
             return math.exp(math.log(self.theta * self.sensitivity ** 2 / (2 * self.rho ** 2))
@@ -166,7 +171,7 @@ class OrnsteinUhlenbeck(_Diffusion):
 
     def gaussian_form(self) -> Gaussian:
         """The same mechanism as a Gaussian mechanism on e^{-theta t} f: sigma^2 = variance,
-        sensitivity e^{-theta t} Delta (002 Sec. 5.1: OU reduces the sensitivity)."""
+        sensitivity e^{-theta t} Delta (Balle et al. 2019, Sec. 5.1: OU reduces the sensitivity)."""
         return Gaussian(math.sqrt(self.variance), self.shrinkage * self.sensitivity,
                         self.relation)
 
@@ -179,8 +184,8 @@ class OrnsteinUhlenbeck(_Diffusion):
 
     # --- utility -----------------------------------------------------------------------------
     def mse(self, f_norm: ArrayLike, dimension: int = 1) -> float | np.ndarray:
-        """E_OU = (1 - e^{-theta t})^2 ||f(D)||^2 + d rho^2/theta (1 - e^{-2 theta t}) (002 eq. 4).
-        Vectorised over ``f_norm`` = ||f(D)||."""
+        """E_OU = (1 - e^{-theta t})^2 ||f(D)||^2 + d rho^2/theta (1 - e^{-2 theta t}) (Balle et al.
+        2019, eq. 4). Vectorised over ``f_norm`` = ||f(D)||."""
         d = V.integer("dimension", dimension, low=1)
         fn = V.reals("f_norm", f_norm, low=0.0, allow_inf=False)
         out = (-math.expm1(-self.theta * self.t)) ** 2 * fn ** 2 + d * self.variance
@@ -193,13 +198,13 @@ class OrnsteinUhlenbeck(_Diffusion):
         return math.sqrt(self.rho ** 2 * math.expm1(2.0 * self.theta * self.t) / self.theta)
 
     def gaussian_mse(self, dimension: int = 1) -> float:
-        """E_GM = d sigma~^2 (002 Sec. 5.1)."""
+        """E_GM = d sigma~^2 (Balle et al. 2019, Sec. 5.1)."""
         return V.integer("dimension", dimension, low=1) * self.gaussian_sigma ** 2
 
     def pgm_mse(self, radius: float, dimension: int = 1) -> float:
         """E_PGM = E_GM (1 + d sigma~^2 / R^2)^{-1} = R^2 d sigma~^2 / (R^2 + d sigma~^2): the
         worst-case MSE over ||f(D)|| <= R of beta (f(D) + N(0, sigma~^2 I)) with the optimal
-        beta = R^2 / (R^2 + d sigma~^2) (002 Sec. 5.1, errata: R^2)."""
+        beta = R^2 / (R^2 + d sigma~^2) (Balle et al. 2019, Sec. 5.1, errata: R^2)."""
         R = V.positive("radius", radius)
         v = self.gaussian_mse(dimension)
         return R ** 2 * v / (R ** 2 + v)
@@ -210,7 +215,8 @@ class OrnsteinUhlenbeck(_Diffusion):
         return float(self.mse(R, dimension)) / self.gaussian_mse(dimension)
 
     def dominates_gaussian(self, radius: float, dimension: int = 1) -> bool:
-        """002 Thm 8 (1): theta R^2 <= 4 d rho^2 guarantees E_OU / E_GM <= 1 at every t."""
+        """Balle et al. 2019, Thm 8 (1): theta R^2 <= 4 d rho^2 guarantees E_OU / E_GM <= 1 at every
+        t."""
         R = V.nonnegative("radius", radius)
         d = V.integer("dimension", dimension, low=1)
         return self.theta * R ** 2 <= 4.0 * d * self.rho ** 2
@@ -218,9 +224,9 @@ class OrnsteinUhlenbeck(_Diffusion):
     @classmethod
     def calibrate(cls, epsilon: float, radius: float, dimension: int = 1,
                   sensitivity: float = 1.0, relation: Relation = ADD_REMOVE):
-        """002 Thm 8 (2): theta = log(1 + d Delta^2 / (2 eps R^2)), rho^2 = theta Delta^2 /
-        (2 eps (e^{2 theta} - 1)), t = 1. The result is (alpha, alpha eps)-RDP and its error is
-        E_GM (1 + d Delta^2/(2 eps R^2))^{-1} = E_PGM, with E_GM = d Delta^2 / (2 eps)."""
+        """Balle et al. 2019, Thm 8 (2): theta = log(1 + d Delta^2 / (2 eps R^2)), rho^2 = theta
+        Delta^2 / (2 eps (e^{2 theta} - 1)), t = 1. The result is (alpha, alpha eps)-RDP and its
+        error is E_GM (1 + d Delta^2/(2 eps R^2))^{-1} = E_PGM, with E_GM = d Delta^2 / (2 eps)."""
         eps = V.positive("epsilon", epsilon)
         R = V.positive("radius", radius)
         d = V.integer("dimension", dimension, low=1)
@@ -257,9 +263,10 @@ class _SemigroupKernel(MixingKernel):
 
 @dataclasses.dataclass(frozen=True)
 class BrownianKernel(_SemigroupKernel):
-    """P_s(x) = N(x, 2s I), the Brownian semigroup (002 Ex. 4). Applied to BrownianMotion(t) it
-    gives BrownianMotion(t + s); applied to a Gaussian / Laplace mechanism, the coupling bound
-    of 002 Thm 2 (a Gaussian kernel with sigma^2 = 2s). No uniform mixing."""
+    """P_s(x) = N(x, 2s I), the Brownian semigroup (Balle et al. 2019, Ex. 4). Applied to
+    BrownianMotion(t) it gives BrownianMotion(t + s); applied to a Gaussian / Laplace mechanism, the
+    coupling bound of Balle et al. 2019, Thm 2 (a Gaussian kernel with sigma^2 = 2s). No uniform
+    mixing."""
 
     s: float
 
@@ -278,10 +285,10 @@ class BrownianKernel(_SemigroupKernel):
 @dataclasses.dataclass(frozen=True)
 class OrnsteinUhlenbeckKernel(_SemigroupKernel):
     """P_s(x) = N(e^{-theta s} x, rho^2/theta (1 - e^{-2 theta s}) I), the OU semigroup
-    (002 Sec. 5.1). Applied to OrnsteinUhlenbeck(theta, rho, t) (same theta, rho) it gives the
-    mechanism at time t + s; applied to a Gaussian / Laplace mechanism, the coupling bound of
-    002 Thm 2 with a Gaussian kernel whose map x -> e^{-theta s} x is e^{-theta s}-Lipschitz
-    (002 Example 3). No uniform mixing."""
+    (Balle et al. 2019, Sec. 5.1). Applied to OrnsteinUhlenbeck(theta, rho, t) (same theta, rho) it
+    gives the mechanism at time t + s; applied to a Gaussian / Laplace mechanism, the coupling bound
+    of Balle et al. 2019, Thm 2 with a Gaussian kernel whose map x -> e^{-theta s} x is e^{-theta
+    s}-Lipschitz (Balle et al. 2019, Example 3). No uniform mixing."""
 
     theta: float
     rho: float

@@ -1,11 +1,12 @@
-"""Amplification by iteration (002 Thm 4; Feldman et al. 2018).
+"""Amplification by iteration (Balle et al. 2019, Thm 4; Feldman et al. 2018).
 
 r noisy steps Y_i = Pi_K(psi_i(x) + Z_i), Z_i ~ N(0, sigma^2 I) (errata: the noise is Z_i, not
 X_i), each psi_i L-Lipschitz on a convex set K, applied to two input distributions mu, nu with
-W_inf(mu, nu) = Delta. 002 Thm 4 (2): for any path mu = mu_0, mu_1, ..., mu_r = nu,
+W_inf(mu, nu) = Delta. Balle et al. 2019, Thm 4 (2): for any path mu = mu_0, mu_1, ..., mu_r = nu,
 
     R_alpha(mu K_1..K_r || nu K_1..K_r) <= alpha L^2 / (2 sigma^2) sum_i L^{2(r-i)} a_i^2,
-    a_i = W_inf(mu_i, mu_{i-1})                                          -> :func:`iteration_path_bound`
+    a_i = W_inf(mu_i, mu_{i-1})                                          ->
+    :func:`iteration_path_bound`
 
 **Optimal path** (``bound="optimal"``, derived here from (2)): the interpolating path
 mu_i = Law((1 - t_i) X + t_i Y) along a W_inf-optimal coupling of (mu, nu) stays in K (convex)
@@ -21,9 +22,9 @@ It is exact for linear psi_i(x) = L x without projection: then mu K_1..K_r for p
 distance Delta are N(., sigma^2 sum_{k<r} L^{2k}) with means L^r Delta apart, whose Rényi
 divergence is alpha L^{2r} Delta^2 / (2 sigma^2 sum_{k<r} L^{2k}), the same number.
 
-**Paper's bound** (``bound="paper"``, 002 Thm 4 (3), L <= 1): alpha Delta^2 L^{r+1} / (2 r sigma^2).
-It is the optimal path bound weakened by AM-GM (S >= r L^{-(r-1)}), so it is never smaller;
-equal at L = 1 (Feldman et al. Thm 1). For L > 1 the paper's bound is not available (the
+**Paper's bound** (``bound="paper"``, Balle et al. 2019, Thm 4 (3), L <= 1): alpha Delta^2 L^{r+1} /
+(2 r sigma^2). It is the optimal path bound weakened by AM-GM (S >= r L^{-(r-1)}), so it is never
+smaller; equal at L = 1 (Feldman et al. Thm 1). For L > 1 the paper's bound is not available (the
 optimal-path bound still holds).
 """
 from __future__ import annotations
@@ -75,7 +76,8 @@ def optimal_coefficient(lipschitz: float, steps):
 
 
 def paper_coefficient(lipschitz: float, steps):
-    """L^{r+1} / r (002 Thm 4 (3) without the alpha Delta^2 / (2 sigma^2) factor); vectorised."""
+    """L^{r+1} / r (Balle et al. 2019, Thm 4 (3) without the alpha Delta^2 / (2 sigma^2) factor);
+    vectorised."""
     L = float(lipschitz)
     r = np.asarray(steps, dtype=float)
     with np.errstate(divide="ignore", under="ignore"):
@@ -87,7 +89,7 @@ def amplification_by_iteration(alpha: ArrayLike, sigma: float, lipschitz: float,
                                distance: float = 1.0,
                                bound: str = "optimal") -> float | np.ndarray:
     """RDP of r = ``steps`` noisy L-Lipschitz steps (noise N(0, sigma^2 I), optional projection)
-    started from two distributions at W_inf distance ``distance`` (002 Thm 4).
+    started from two distributions at W_inf distance ``distance`` (Balle et al. 2019, Thm 4).
 
     ``bound="optimal"``: the best path in Thm 4 (2), alpha L^2 Delta^2 / (2 sigma^2 S) (module
     docstring); any L >= 0. ``bound="paper"``: Thm 4 (3), alpha Delta^2 L^{r+1} / (2 r sigma^2),
@@ -113,8 +115,8 @@ def amplification_by_iteration(alpha: ArrayLike, sigma: float, lipschitz: float,
 
 def iteration_path_bound(alpha: ArrayLike, sigma: float, lipschitz: float,
                          distances: ArrayLike) -> float | np.ndarray:
-    """002 Thm 4 (2) for a given path: alpha L^2 / (2 sigma^2) sum_i L^{2(r-i)} a_i^2 with
-    a_i = W_inf(mu_i, mu_{i-1}), i = 1..r (``distances``; their sum must reach W_inf(mu, nu)
+    """Balle et al. 2019, Thm 4 (2) for a given path: alpha L^2 / (2 sigma^2) sum_i L^{2(r-i)} a_i^2
+    with a_i = W_inf(mu_i, mu_{i-1}), i = 1..r (``distances``; their sum must reach W_inf(mu, nu)
     for the path to connect mu to nu - the caller's responsibility). Vectorised over alpha."""
     a = V.orders(alpha)
     s = V.positive("sigma", sigma)

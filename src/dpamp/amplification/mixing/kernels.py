@@ -1,7 +1,7 @@
-"""Markov kernels and their uniform mixing coefficients (002 Definition 1).
+"""Markov kernels and their uniform mixing coefficients (Balle et al. 2019, Definition 1).
 
-A Markov kernel K maps an input x to a distribution K(x). 002 Definition 1 names four uniform
-mixing conditions, each with a coefficient gamma in [0, 1]; the methods below return the
+A Markov kernel K maps an input x to a distribution K(x). Balle et al. 2019, Definition 1 names four
+uniform mixing conditions, each with a coefficient gamma in [0, 1]; the methods below return the
 *smallest* gamma for which the condition holds (rounded up, so it is a proven value):
 
 | condition                 | smallest gamma                                      | method              |
@@ -13,17 +13,18 @@ mixing conditions, each with a coefficient gamma in [0, 1]; the methods below re
 
 (Definition 1 with the errata's signs: Doeblin K(x) >= (1 - gamma) omega, ultra-mixing
 dK(x)/dK(x') >= 1 - gamma.) A kernel that satisfies a condition for no gamma < 1 reports 1: the
-corresponding case of 002 Thm 1 then gives back the base guarantee (no amplification), which is
-still true by post-processing. In particular a kernel whose rows have different supports is not
-ultra-mixing, and the Gaussian kernel is never ultra-mixing (its density ratios are unbounded).
+corresponding case of Balle et al. 2019, Thm 1 then gives back the base guarantee (no
+amplification), which is still true by post-processing. In particular a kernel whose rows have
+different supports is not ultra-mixing, and the Gaussian kernel is never ultra-mixing (its density
+ratios are unbounded).
 
 Kernels:
 
 * :class:`MarkovKernel` - a finite row-stochastic matrix (input i -> output j w.p. K[i, j]).
 * :class:`GaussianKernel` - x -> N(psi(x), sigma^2) with psi L-Lipschitz, one-dimensional;
   on a bounded input interval [low, high] it has the closed-form coefficients below; unbounded
-  it has no uniform mixing but gives the coupling bound of 002 Thm 2 (Examples 1, 3).
-* :class:`LaplaceKernel` - x -> Lap(psi(x), scale), likewise (002 Example 2).
+  it has no uniform mixing but gives the coupling bound of Balle et al. 2019, Thm 2 (Examples 1, 3).
+* :class:`LaplaceKernel` - x -> Lap(psi(x), scale), likewise (Balle et al. 2019, Example 2).
 
 Closed forms on [low, high] (derived here from Definition 1; the paper states none), with
 D = L (high - low) the largest distance between the kernel's centres psi(x):
@@ -31,13 +32,13 @@ D = L (high - low) the largest distance between the kernel's centres psi(x):
 | kernel        | Dobrushin = Doeblin            | (gamma, eps)-Dobrushin                               | ultra-mixing   |
 |---------------|--------------------------------|------------------------------------------------------|----------------|
 | Gaussian(s)   | 2 Phi(D/(2s)) - 1              | Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) | 1 (none)       |
-| Laplace(b)    | 1 - e^{-D/(2b)}                | [1 - e^{(eps - D/b)/2}]_+   (000 Thm 3)              | 1 - e^{-D/b}   |
+| Laplace(b)    | 1 - e^{-D/(2b)}                | [1 - e^{(eps - D/b)/2}]_+   (Balle et al. 2018, Thm 3)              | 1 - e^{-D/b}   |
 
 Why: TV and hockey-stick divergences of a location family grow with the distance between the
 centres, so the supremum is at distance D (the (gamma, eps) column is the Gaussian / Laplace
-privacy profile, 000 Thms 3-4). For Doeblin, inf_x k(x, y) over centres in an interval is
-attained at the end farther from y, so its integral is 1 - TV at distance D. For Laplace the
-density ratio e^{(|y - c'| - |y - c|)/b} is >= e^{-|c - c'|/b} >= e^{-D/b}.
+privacy profile, Balle et al. 2018, Thms 3-4). For Doeblin, inf_x k(x, y) over centres in an
+interval is attained at the end farther from y, so its integral is 1 - TV at distance D. For Laplace
+the density ratio e^{(|y - c'| - |y - c|)/b} is >= e^{-|c - c'|/b} >= e^{-D/b}.
 """
 from __future__ import annotations
 
@@ -59,12 +60,13 @@ _U = 2.0 ** -53
 
 
 def hockey_stick(p, q, epsilon=0.0):
-    """Exact hockey-stick divergence of two distributions on a finite set (002 Sec. 2):
+    """Exact hockey-stick divergence of two distributions on a finite set (Balle et al. 2019, Sec.
+    2):
 
         D_{e^eps}(p || q) = sup_E p(E) - e^eps q(E) = sum_y [p(y) - e^eps q(y)]_+,
 
-    vectorised over ``epsilon`` (eps = inf gives p(supp(p) minus supp(q)), 002 footnote 3).
-    Not rounded: this is the reference computation the tests compare against."""
+    vectorised over ``epsilon`` (eps = inf gives p(supp(p) minus supp(q)), Balle et al. 2019,
+    footnote 3). Not rounded: this is the reference computation the tests compare against."""
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
     eps = np.asarray(epsilon, dtype=float)
@@ -78,9 +80,10 @@ def hockey_stick(p, q, epsilon=0.0):
 class MixingKernel:
     """Base class of kernels usable with ``mechanism.post_process(kernel)``.
 
-    Subclasses define the four coefficients of 002 Definition 1. ``apply`` wraps a mechanism
-    into :class:`~dpamp.amplification.mixing.post_processed.PostProcessed`, whose guarantees are
-    amplified by 002 Thm 1 (and, for the unbounded Gaussian / Laplace kernels, by 002 Thm 2)."""
+    Subclasses define the four coefficients of Balle et al. 2019, Definition 1. ``apply`` wraps a
+    mechanism into :class:`~dpamp.amplification.mixing.post_processed.PostProcessed`, whose
+    guarantees are amplified by Balle et al. 2019, Thm 1 (and, for the unbounded Gaussian / Laplace
+    kernels, by Balle et al. 2019, Thm 2)."""
 
     #: whether every real number is a valid input (required after a mechanism with real outputs,
     #: such as the Gaussian or Laplace mechanism)
@@ -88,7 +91,7 @@ class MixingKernel:
 
     def _coupling_form(self):
         """("gaussian" | "laplace", noise scale, Lipschitz constant) for a noise kernel on the
-        whole real line (used by the coupling bound of 002 Thm 2), else None."""
+        whole real line (used by the coupling bound of Balle et al. 2019, Thm 2), else None."""
         return None
 
     def dobrushin(self, epsilon: ArrayLike = 0.0) -> float | np.ndarray:  # pragma: no cover
@@ -101,12 +104,14 @@ class MixingKernel:
         raise NotImplementedError
 
     def coefficients(self) -> dict:
-        """The smallest gamma of each condition of 002 Definition 1 (eps-Dobrushin at eps=0)."""
+        """The smallest gamma of each condition of Balle et al. 2019, Definition 1 (eps-Dobrushin at
+        eps=0)."""
         return {"dobrushin": float(self.dobrushin()), "doeblin": self.doeblin(),
                 "ultra-mixing": self.ultra_mixing()}
 
     def mixes(self) -> bool:
-        """True when some uniform mixing coefficient is < 1 (002 Thm 1 can amplify)."""
+        """True when some uniform mixing coefficient is < 1 (Balle et al. 2019, Thm 1 can
+        amplify)."""
         return float(self.dobrushin()) < 1.0
 
     def apply(self, mechanism: Mechanism) -> Mechanism:
@@ -174,10 +179,10 @@ class MarkovKernel(MixingKernel):
         return (self.matrix.shape[1] + 8) * 4 * _U
 
     def dobrushin(self, epsilon: ArrayLike = 0.0) -> float | np.ndarray:
-        """Smallest gamma with sup_{x,x'} D_{e^eps}(K(x) || K(x')) <= gamma (002 Def. 1 (1)-(2));
-        eps = 0 (default) is the total variation, i.e. the Dobrushin coefficient. Vectorised
-        over ``epsilon``; exact sum of positive parts over every ordered pair of rows, plus a
-        rounding margin (m + 8) 4u (a term p - e^eps q that matters has p >= e^eps q, so its
+        """Smallest gamma with sup_{x,x'} D_{e^eps}(K(x) || K(x')) <= gamma (Balle et al. 2019, Def.
+        1 (1)-(2)); eps = 0 (default) is the total variation, i.e. the Dobrushin coefficient.
+        Vectorised over ``epsilon``; exact sum of positive parts over every ordered pair of rows,
+        plus a rounding margin (m + 8) 4u (a term p - e^eps q that matters has p >= e^eps q, so its
         error is below 3u p; the rows sum to 1; plus the summation error)."""
         eps = _eps_array(epsilon)
         flat = eps.ravel()
@@ -199,8 +204,8 @@ class MarkovKernel(MixingKernel):
         return self.matrix.min(axis=0)
 
     def doeblin(self) -> float:
-        """Smallest gamma such that K(x) >= (1 - gamma) omega for all x (002 Def. 1 (3)):
-        1 - gamma = sum_y min_x K(x, y), attained by omega = column minima normalised (any
+        """Smallest gamma such that K(x) >= (1 - gamma) omega for all x (Balle et al. 2019, Def. 1
+        (3)): 1 - gamma = sum_y min_x K(x, y), attained by omega = column minima normalised (any
         valid (gamma, omega) has (1 - gamma) omega(y) <= min_x K(x, y); sum over y)."""
         s = float(self._column_min().sum())
         g = max(0.0, 1.0 - s)
@@ -215,8 +220,8 @@ class MarkovKernel(MixingKernel):
 
     def ultra_mixing(self) -> float:
         """Smallest gamma with K(x) << K(x') and dK(x)/dK(x') >= 1 - gamma for all x, x'
-        (002 Def. 1 (4)): 1 - min over y and pairs of rows of K(x, y) / K(x', y) = 1 - min_y
-        (column min / column max). 1 when two rows have different supports (never
+        (Balle et al. 2019, Def. 1 (4)): 1 - min over y and pairs of rows of K(x, y) / K(x', y) = 1
+        - min_y (column min / column max). 1 when two rows have different supports (never
         ultra-mixing)."""
         k = self.matrix
         if k.shape[0] == 1:
@@ -289,10 +294,11 @@ class GaussianKernel(_NoiseKernel):
     """K(x) = N(psi(x), sigma^2) for x in [low, high], psi L-Lipschitz (psi = identity by
     default), on the real line.
 
-    Bounded interval: closed-form uniform mixing coefficients (module table; 002 Def. 1, with
-    D = L (high - low)). Unbounded (the default): no uniform mixing (all coefficients 1, 002
-    Sec. 3 end), but post-processing a Gaussian / Laplace mechanism is amplified by the
-    coupling bound of 002 Thm 2 (Examples 1, 3; :func:`dpamp.shift_reduction_rdp`)."""
+    Bounded interval: closed-form uniform mixing coefficients (module table; Balle et al. 2019, Def.
+    1, with D = L (high - low)). Unbounded (the default): no uniform mixing (all coefficients 1,
+    Balle et al. 2019 Sec. 3 end), but post-processing a Gaussian / Laplace mechanism is amplified
+    by the coupling bound of Balle et al. 2019, Thm 2 (Examples 1, 3;
+    :func:`dpamp.shift_reduction_rdp`)."""
 
     sigma: float
     low: float = -math.inf
@@ -303,8 +309,8 @@ class GaussianKernel(_NoiseKernel):
         object.__setattr__(self, "sigma", V.positive("sigma", self.sigma))
         self._validate_domain()
 
-    # dobrushin: the Gaussian profile at mu = D / sigma (000 Thm 4); doeblin equals it,
-    # 2 Phi(D/(2 sigma)) - 1 (module docstring)
+    # dobrushin: the Gaussian profile at mu = D / sigma (Balle et al. 2018, Thm 4); doeblin equals
+    # it, 2 Phi(D/(2 sigma)) - 1 (module docstring)
     @property
     def _ratio(self) -> float:
         return self.diameter / self.sigma
@@ -326,7 +332,8 @@ class GaussianKernel(_NoiseKernel):
 class LaplaceKernel(_NoiseKernel):
     """K(x) = Lap(psi(x), scale) for x in [low, high], psi L-Lipschitz (default identity), on
     the real line. Closed-form uniform mixing coefficients on a bounded interval (module table);
-    unbounded: the coupling bound of 002 Thm 2 / Example 2 for Laplace and Gaussian mechanisms."""
+    unbounded: the coupling bound of Balle et al. 2019, Thm 2 / Example 2 for Laplace and Gaussian
+    mechanisms."""
 
     scale: float
     low: float = -math.inf
@@ -337,8 +344,8 @@ class LaplaceKernel(_NoiseKernel):
         object.__setattr__(self, "scale", V.positive("scale", self.scale))
         self._validate_domain()
 
-    # dobrushin: [1 - e^{(eps - D/b)/2}]_+ (000 Thm 3), TV = 1 - e^{-D/(2b)} at eps = 0;
-    # doeblin equals it (module docstring)
+    # dobrushin: [1 - e^{(eps - D/b)/2}]_+ (Balle et al. 2018, Thm 3), TV = 1 - e^{-D/(2b)} at eps =
+    # 0; doeblin equals it (module docstring)
     @property
     def _ratio(self) -> float:
         return self.diameter / self.scale

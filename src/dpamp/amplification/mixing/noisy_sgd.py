@@ -1,15 +1,16 @@
-"""Noisy projected SGD, last iterate (002 Algorithm 1, Thm 5).
+"""Noisy projected SGD, last iterate (Balle et al. 2019, Algorithm 1, Thm 5).
 
 One pass over D = (z_1, ..., z_n): x_i = Pi_K(x_{i-1} - eta (grad l(x_{i-1}, z_i) + Z)),
 Z ~ N(0, sigma^2 I); release x_n only. The loss l(., z) is C-Lipschitz, beta-smooth and
 rho-strongly convex (rho = 0: merely convex) and the step size satisfies eta <= 2/(beta + rho).
 
-Neighbouring relation: **substitution**. 002 (following Feldman et al.) states RDP "at index i":
-D and D' of the same size differing in the i-th record. Replacing z_i moves the i-th gradient
-step by at most eta ||grad l(x, z_i) - grad l(x, z_i')|| <= 2 eta C, which is where the constant
-2C comes from; adding or removing a record would shift every later index and is not covered.
+Neighbouring relation: **substitution**. Balle et al. 2019 (following Feldman et al.) states RDP "at
+index i": D and D' of the same size differing in the i-th record. Replacing z_i moves the i-th
+gradient step by at most eta ||grad l(x, z_i) - grad l(x, z_i')|| <= 2 eta C, which is where the
+constant 2C comes from; adding or removing a record would shift every later index and is not
+covered.
 
-RDP at index i (order alpha): alpha eps_i with (002 Thm 5, ``bound="paper"``)
+RDP at index i (order alpha): alpha eps_i with (Balle et al. 2019, Thm 5, ``bound="paper"``)
 
     eps_n = 2 C^2 / sigma^2,
     eps_i = 2 C^2 / ((n - i) sigma^2) (1 - 2 eta beta rho / (beta + rho))^{(n-i+1)/2},  i < n.
@@ -17,8 +18,8 @@ RDP at index i (order alpha): alpha eps_i with (002 Thm 5, ``bound="paper"``)
 Derivation (used for ``bound="optimal"``, the default): after step i the two runs' iterates are
 at W_inf distance <= 2 eta C; each later step is a noisy L-Lipschitz map with noise eta sigma and
 L = sqrt(1 - 2 eta beta rho / (beta + rho)) (gradient steps on a smooth strongly convex function
-contract when eta <= 2/(beta + rho)); 002 Thm 4 with r = n - i steps. Thm 5 uses bound (3),
-giving the formula above; the optimal path in Thm 4 (2) (:mod:`.iteration`) gives
+contract when eta <= 2/(beta + rho)); Balle et al. 2019, Thm 4 with r = n - i steps. Thm 5 uses
+bound (3), giving the formula above; the optimal path in Thm 4 (2) (:mod:`.iteration`) gives
 
     eps_i = 2 C^2 L^2 / (sigma^2 S_{n-i}),   S_r = sum_{j=0}^{r-1} L^{-2j},
 
@@ -46,7 +47,8 @@ _REL = 1e-12
 
 @dataclasses.dataclass(frozen=True)
 class NoisyProjectedSGD(Mechanism):
-    """Last iterate of one pass of noisy projected SGD over n records (002 Alg. 1, Thm 5).
+    """Last iterate of one pass of noisy projected SGD over n records (Balle et al. 2019, Alg. 1,
+    Thm 5).
 
     ``lipschitz`` C, ``smoothness`` beta, ``strong_convexity`` rho (0 allowed, <= beta),
     ``step_size`` eta <= 2/(beta + rho), ``sigma`` the gradient-noise standard deviation.
@@ -125,8 +127,8 @@ class NoisyProjectedSGD(Mechanism):
         return dataclasses.replace(self, index=index)
 
     def rdp(self, alpha: ArrayLike, index: int | None = None) -> float | np.ndarray:
-        """RDP of the last iterate w.r.t. a change of the ``index``-th record (002 Thm 5):
-        alpha eps_i. Default: this object's index, else the worst index n."""
+        """RDP of the last iterate w.r.t. a change of the ``index``-th record (Balle et al. 2019,
+        Thm 5): alpha eps_i. Default: this object's index, else the worst index n."""
         if index is None:
             return super().rdp(alpha)
         return self.at_index(index).rdp(alpha)

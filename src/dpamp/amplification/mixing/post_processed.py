@@ -1,10 +1,11 @@
-"""The post-processed mechanism K o M: a mechanism followed by a mixing kernel (002 Thm 1).
+"""The post-processed mechanism K o M: a mechanism followed by a mixing kernel (Balle et al. 2019,
+Thm 1).
 
-There is no Rényi-DP version of Thm 1 in 002. The post-processed mechanism therefore keeps the
-base's RDP curve (data-processing inequality), improved only where a proven bound exists: the
-pure epsilon of the ultra-mixing case (R_alpha <= R_inf <= eps' for every alpha when the base is
+There is no Rényi-DP version of Thm 1 in Balle et al. 2019. The post-processed mechanism therefore
+keeps the base's RDP curve (data-processing inequality), improved only where a proven bound exists:
+the pure epsilon of the ultra-mixing case (R_alpha <= R_inf <= eps' for every alpha when the base is
 pure eps-DP) and, for unbounded Gaussian / Laplace kernels after a Gaussian / Laplace mechanism,
-the coupling bound of 002 Thm 2 (:mod:`dpamp.amplification.mixing.coupling`).
+the coupling bound of Balle et al. 2019, Thm 2 (:mod:`dpamp.amplification.mixing.coupling`).
 """
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ from .uniform import _REL_EPS, _up, amplified_epsilon, amplified_profile
 class PostProcessed(PostProcessing):
     """``kernel`` applied to the output of ``base`` (``base.post_process(kernel)``).
 
-    * ``profile(eps)``: the base's privacy profile amplified by 002 Thm 1
+    * ``profile(eps)``: the base's privacy profile amplified by Balle et al. 2019, Thm 1
       (:func:`amplified_profile`); ``epsilon`` / ``delta`` queries use it through the "mixing"
       accounting method.
-    * ``rdp``: the base's curve (post-processing; 002 has no RDP version of Thm 1), capped by the
+    * ``rdp``: the base's curve (post-processing; Balle et al. 2019 has no RDP version of Thm 1),
+    capped by the
       ultra-mixing pure epsilon and, for unbounded Gaussian / Laplace kernels after a Gaussian /
-      Laplace mechanism, by the coupling bound of 002 Thm 2.
+      Laplace mechanism, by the coupling bound of Balle et al. 2019, Thm 2.
     * ``relation``: the base's.
 
     The base's outputs must lie in the kernel's input space (row indices of a MarkovKernel, the
@@ -56,8 +58,8 @@ class PostProcessed(PostProcessing):
         return np.asarray(shift_reduction_rdp(alpha, self.base, self.kernel), dtype=float)
 
     def _ultra_pure(self) -> float:
-        """Pure epsilon from 002 Thm 1 (4) with delta = 0 (rounded up): log(1 + gamma (e^eps -
-        1)) for a pure eps-DP base and a gamma-ultra-mixing kernel; else the base's."""
+        """Pure epsilon from Balle et al. 2019, Thm 1 (4) with delta = 0 (rounded up): log(1 + gamma
+        (e^eps - 1)) for a pure eps-DP base and a gamma-ultra-mixing kernel; else the base's."""
         g = self.kernel.ultra_mixing()
         e = float(self.base.pure_epsilon())
         if g == 0.0:
@@ -89,7 +91,8 @@ class PostProcessed(PostProcessing):
         return out
 
     def profile(self, epsilon):
-        """Amplified privacy profile (002 Thm 1 pointwise, :func:`amplified_profile`)."""
+        """Amplified privacy profile (Balle et al. 2019, Thm 1 pointwise,
+        :func:`amplified_profile`)."""
         return amplified_profile(self.base.profile, self.kernel, epsilon)
 
     def mixing_coefficients(self) -> dict:
@@ -101,9 +104,9 @@ class PostProcessed(PostProcessing):
 
 def _register_profile():
     """Make the amplified profile visible to dpamp.profiles (and so to the PLD engine, which
-    composes any mechanism with a profile). 002 Thm 1 bounds the profile of the post-processed
-    mechanism over all ordered pairs of neighbours, so the same curve serves both orders (the
-    symmetric curve dominates each pair's). No lower bound is claimed."""
+    composes any mechanism with a profile). Balle et al. 2019, Thm 1 bounds the profile of the
+    post-processed mechanism over all ordered pairs of neighbours, so the same curve serves both
+    orders (the symmetric curve dominates each pair's). No lower bound is claimed."""
     from ...profiles import register
 
     def pair(mech, eps):

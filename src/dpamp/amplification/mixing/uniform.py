@@ -1,6 +1,6 @@
-"""Amplification by uniform mixing (002 Thm 1).
+"""Amplification by uniform mixing (Balle et al. 2019, Thm 1).
 
-002 Thm 1 (signs restored per the errata). If M is (eps, delta)-DP, then K o M is
+Balle et al. 2019, Thm 1 (signs restored per the errata). If M is (eps, delta)-DP, then K o M is
 
 | K is                        | K o M is (eps', delta')-DP with                                         |
 |-----------------------------|-------------------------------------------------------------------------|
@@ -10,8 +10,8 @@
 | gamma-ultra-mixing          | eps' = log(1 + gamma (e^eps - 1)), delta' = gamma delta e^{eps'-eps}    |
 
 The Doeblin case can make delta *worse* (delta' > 0 even for delta = 0): it amplifies delta
-only when gamma <= delta e^eps / ((1 - delta)(e^eps - 1)) (002 Sec. 3, the other root of
-delta' = delta being gamma = 1); :func:`amplify_by_mixing` warns with :class:`DoeblinWarning`.
+only when gamma <= delta e^eps / ((1 - delta)(e^eps - 1)) (Balle et al. 2019, Sec. 3, the other root
+of delta' = delta being gamma = 1); :func:`amplify_by_mixing` warns with :class:`DoeblinWarning`.
 
 Evaluation without cancellation: with e^{eps'-eps} = gamma + (1 - gamma) e^{-eps},
 
@@ -38,7 +38,8 @@ _REL_EPS, _REL_DELTA = 1e-14, 1e-12
 
 
 class DoeblinWarning(UserWarning):
-    """002 Thm 1 (3) gave delta' > delta: the Doeblin bound does not amplify delta here."""
+    """Balle et al. 2019, Thm 1 (3) gave delta' > delta: the Doeblin bound does not amplify delta
+    here."""
 
 
 def _up(x, rel):
@@ -48,9 +49,10 @@ def _up(x, rel):
 
 
 def dobrushin_epsilon(epsilon, delta):
-    """The order eps~ = log(1 + (e^eps - 1)/delta) at which 002 Thm 1 (2) needs the
-    (gamma, eps~)-Dobrushin coefficient; inf when delta = 0 (002 footnote 3). Vectorised.
-    Rounded *down* by 16 ulps (a smaller eps~ gives a larger, still valid, coefficient)."""
+    """The order eps~ = log(1 + (e^eps - 1)/delta) at which Balle et al. 2019, Thm 1 (2) needs the
+    (gamma, eps~)-Dobrushin coefficient; inf when delta = 0 (Balle et al. 2019, footnote 3).
+    Vectorised. Rounded *down* by 16 ulps (a smaller eps~ gives a larger, still valid,
+    coefficient)."""
     e = np.asarray(epsilon, dtype=float)
     d = np.asarray(delta, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -66,8 +68,8 @@ def dobrushin_epsilon(epsilon, delta):
 
 
 def amplified_epsilon(epsilon, gamma):
-    """eps' = log(1 + gamma (e^eps - 1)) (002 Thm 1 (3)-(4)), exact (not rounded); vectorised.
-    Overflow-free: for eps > 30 it is eps + log(gamma + (1 - gamma) e^{-eps})."""
+    """eps' = log(1 + gamma (e^eps - 1)) (Balle et al. 2019, Thm 1 (3)-(4)), exact (not rounded);
+    vectorised. Overflow-free: for eps > 30 it is eps + log(gamma + (1 - gamma) e^{-eps})."""
     e = np.asarray(epsilon, dtype=float)
     g = np.asarray(gamma, dtype=float)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -93,13 +95,13 @@ def _doeblin_delta(eps, delta, gamma):
 
 
 def _ultra_delta(eps, delta, gamma):
-    """gamma delta (gamma + (1 - gamma) e^{-eps}) (002 Thm 1 (4), exact form)."""
+    """gamma delta (gamma + (1 - gamma) e^{-eps}) (Balle et al. 2019, Thm 1 (4), exact form)."""
     return gamma * delta * (gamma + (1.0 - gamma) * np.exp(-eps))
 
 
 def doeblin_threshold(epsilon, delta) -> float:
-    """gamma* = delta e^eps / ((1 - delta)(e^eps - 1)): 002 Thm 1 (3) gives delta' <= delta iff
-    gamma <= gamma* (or gamma = 1) (002 Sec. 3). inf when eps = 0."""
+    """gamma* = delta e^eps / ((1 - delta)(e^eps - 1)): Balle et al. 2019, Thm 1 (3) gives delta' <=
+    delta iff gamma <= gamma* (or gamma = 1) (Balle et al. 2019, Sec. 3). inf when eps = 0."""
     e = V.nonnegative("epsilon", epsilon, allow_inf=True)
     d = V.real("delta", delta, low=0.0, high=1.0)
     den = (1.0 - d) * -math.expm1(-e)
@@ -111,7 +113,8 @@ def doeblin_threshold(epsilon, delta) -> float:
 def amplify_by_mixing(epsilon: float, delta: float, gamma: float,
                       condition: str = "dobrushin") -> tuple[float, float]:
     """(eps', delta') of K o M for an (eps, delta)-DP mechanism M and a kernel K satisfying
-    ``condition`` with coefficient ``gamma`` (002 Thm 1, all four cases; module docstring).
+    ``condition`` with coefficient ``gamma`` (Balle et al. 2019, Thm 1, all four cases; module
+    docstring).
 
     ``gamma`` is a number in [0, 1] or a kernel (its smallest gamma for the condition is used;
     for "dobrushin-eps" the coefficient at eps~ = log(1 + (e^eps - 1)/delta)). A number given
@@ -163,8 +166,8 @@ _DOEBLIN_GRID = np.unique(np.concatenate([np.linspace(0.0, 1.0, 49),
 
 
 def _doeblin_min(base_profile, top: np.ndarray, gamma: float) -> np.ndarray:
-    """min over base eps in [0, top] of the Doeblin delta' (002 Thm 1 (3)) with delta =
-    delta_M(eps), per entry of ``top``: a 61-point grid, then three 33-point zoom passes around
+    """min over base eps in [0, top] of the Doeblin delta' (Balle et al. 2019, Thm 1 (3)) with delta
+    = delta_M(eps), per entry of ``top``: a 61-point grid, then three 33-point zoom passes around
     the best point. Every evaluated point is a valid bound, so the search affects tightness
     only."""
     fin = np.isfinite(top)
@@ -198,7 +201,8 @@ def _doeblin_min(base_profile, top: np.ndarray, gamma: float) -> np.ndarray:
 
 
 def amplified_profile(base_profile, kernel: MixingKernel, epsilon):
-    """Privacy profile of K o M from the base profile delta_M (002 Thm 1 applied pointwise):
+    """Privacy profile of K o M from the base profile delta_M (Balle et al. 2019, Thm 1 applied
+    pointwise):
 
         delta'(eps') = min( delta_M(eps'),                                 post-processing
                             gamma_TV delta_M(eps'),                         (1)
