@@ -3,7 +3,7 @@
     python tools/rename_paper_ids.py docs/pld.md docs/rdp.md ...
 
 "paper 003" becomes a link to the paper's page, "003 Thm 19" becomes "Wang et al. 2019 Thm 19".
-The code's docstrings keep the numbers; docs/papers/index.md maps them. Idempotent; the rows of
+The code's docstrings name the papers the same way; docs/papers/index.md maps the numbers. Idempotent; the rows of
 a table that maps the numbers themselves (lines starting "| 00") are left alone."""
 from __future__ import annotations
 

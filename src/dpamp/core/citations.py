@@ -1,9 +1,9 @@
 """Sources in the words a paper's reader knows: authors, year and result.
 
-The docstrings cite the five papers dpamp implements by their file numbers (``004 Prop. 7``,
-docs/papers/index.md maps them); everything a user reads — a Guarantee's ``source`` and
-``note``, the method list, reports, JSON — names them by authors and year instead
-(``Steinke 2022, Prop. 7``). :func:`cite` does the translation, in one place.
+Code, docstrings and everything a user reads (a Guarantee's ``source`` and ``note``, the method
+list, reports, JSON) name the five papers dpamp implements by authors and year
+(``Steinke 2022, Prop. 7``). :func:`cite` still translates the papers' file numbers
+(``004 Prop. 7``; docs/papers/index.md maps them) where a text written with them reaches it.
 """
 from __future__ import annotations
 
