@@ -27,36 +27,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
+from _timing import clear_caches, clock  # noqa: E402  (benchmarks/_timing.py, on the path)
+
 Q, SIGMA, STEPS, DELTA = 256 / 60000, 1.1, 14062, 1e-5
-
-
-def clear_caches():
-    """Every cache of dpamp's answers, so that each run is cold: the PLD caches, the mixture's
-    RDP memo, and every functools cache of a loaded dpamp module."""
-    from dpamp.mechanisms import mixture_of_gaussians as mog
-    from dpamp.pld import cache
-    for c in list(cache._ALL):
-        c.store.clear()
-    mog._CACHE.clear()
-    for name, mod in list(sys.modules.items()):
-        if name.startswith("dpamp.") and mod is not None:
-            for obj in list(vars(mod).values()):
-                if callable(getattr(obj, "cache_clear", None)) and \
-                        getattr(obj, "__module__", "") == name:
-                    obj.cache_clear()
-
-
-def clock(fn, *args):
-    """(fn(*args), CPU seconds, wall seconds)."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = fn(*args)
-    return out, time.process_time() - c0, time.perf_counter() - t0
 
 
 def best(fn, args, repeat, cold=True):

@@ -32,11 +32,11 @@ from __future__ import annotations
 import math
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 import dpamp as dp  # noqa: E402
+from _timing import clear_caches, clock  # noqa: E402  (benchmarks/_timing.py, on the path)
 
 A, S = dp.ADD_REMOVE, dp.SUBSTITUTION
 
@@ -162,33 +162,11 @@ def user_level_rows() -> list[Row]:
 
 # --- running ------------------------------------------------------------------------------------
 
-def _clear_caches():
-    """Every cache of dpamp's answers: each run is cold (the PLD caches, the mixture's RDP
-    memo, and every functools cache of a loaded dpamp module, e.g. the truncated pairs)."""
-    from dpamp.mechanisms import mixture_of_gaussians as mog
-    from dpamp.pld import cache
-    for c in list(cache._ALL):
-        c.store.clear()
-    mog._CACHE.clear()
-    for name, mod in list(sys.modules.items()):
-        if name.startswith("dpamp.") and mod is not None:
-            for obj in list(vars(mod).values()):
-                if callable(getattr(obj, "cache_clear", None)) and \
-                        getattr(obj, "__module__", "") == name:
-                    obj.cache_clear()
-
-
-def _clock(fn, *args):
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = fn(*args)
-    return out, time.process_time() - c0, time.perf_counter() - t0
-
-
 def ours(row, repeat):
     best = None
     for _ in range(repeat):
-        _clear_caches()
-        g, cpu, wall = _clock(row.mech.epsilon, row.delta)
+        clear_caches()
+        g, cpu, wall = clock(row.mech.epsilon, row.delta)
         if best is None or wall < best[2]:
             best = (g, cpu, wall)
     return best
@@ -250,7 +228,7 @@ def where(v, lo, hi):
 
 def _peer_cell(fn, args, lo, hi, t_ours):
     try:
-        (v, why), cpu, wall = _clock(fn, *args)
+        (v, why), cpu, wall = clock(fn, *args)
     except Exception as exc:                        # a peer failing is reported, not fatal
         return f"{'error ' + type(exc).__name__:>41s}"
     if v is None:

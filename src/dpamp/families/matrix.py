@@ -22,6 +22,7 @@ the stage runs it once (``whole_run``).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Callable
 
 import numpy as np
@@ -63,10 +64,7 @@ def _cyclic_parts(m: MatrixMechanism):
     from ..mechanisms.subsampled import Subsampled
     up, low = m.group_mus
     q = m.participation.sampling_prob  # type: ignore[attr-defined]
-    counts: dict[tuple[float, float], int] = {}
-    for i, mu in enumerate(up):
-        key = (mu, low[i] if i < len(low) else 0.0)
-        counts[key] = counts.get(key, 0) + 1
+    counts = Counter((mu, low[i] if i < len(low) else 0.0) for i, mu in enumerate(up))
 
     def step(mu):
         return loss_distribution(Subsampled(Gaussian(1.0, mu, relation=m.relation), Poisson(q)))
@@ -337,38 +335,35 @@ def _better(m: MatrixMechanism, plain, amp, field: str):
                                   f"{ours:.6g} ({detail})")
 
 
-def amplified_epsilon(m: MatrixMechanism, delta: float):
-    """epsilon at ``delta``: the smaller of the no-amplification bound (``m.epsilon``) and the
-    conditional-composition bound (:func:`dpamp.amplification.matrix.query.epsilon`) where it
-    applies (``amplifiable``); else ``m.epsilon(delta)``. Both are proven upper bounds; the
-    answer's ``method`` names the route that gave it (no lower bound: amplification may make
-    the truth smaller than any witness of the worst pattern)."""
+def _amplified(m: MatrixMechanism, field: str, x: float):
+    """The smaller of the two proven upper bounds at ``x`` (delta for field "epsilon", epsilon
+    for "delta"): no-amplification's (the closed-form profile) and conditional composition's
+    (:mod:`dpamp.amplification.matrix.query`) where it applies (``amplifiable``); else the
+    mechanism's own answer. No lower bound: amplification may make the truth smaller than any
+    witness of the worst pattern."""
     if not amplifiable(m):
-        return m.epsilon(delta)
-    plain = m.epsilon(delta, method="profile")
+        return getattr(m, field)(x)
+    plain = getattr(m, field)(x, method="profile")
     from ..amplification.matrix import query
     p = m.participation
     if isinstance(p, BallsInBins):
-        amp = query.epsilon_bins(m.matrix(), m.noise_multiplier, p.bins, delta)
+        amp = getattr(query, f"{field}_bins")(m.matrix(), m.noise_multiplier, p.bins, x)
     else:
-        amp = query.epsilon(m.matrix(), m.noise_multiplier, p.sampling_prob, delta,  # type: ignore[attr-defined]
-                            partitions=p.partitions)  # type: ignore[attr-defined]
-    return _better(m, plain, amp, "epsilon")
+        amp = getattr(query, field)(m.matrix(), m.noise_multiplier,
+                                    p.sampling_prob, x,  # type: ignore[attr-defined]
+                                    partitions=p.partitions)  # type: ignore[attr-defined]
+    return _better(m, plain, amp, field)
+
+
+def amplified_epsilon(m: MatrixMechanism, delta: float):
+    """epsilon at ``delta``: the smaller of the two routes (:func:`_amplified`); the answer's
+    ``method`` names the route that gave it."""
+    return _amplified(m, "epsilon", delta)
 
 
 def amplified_delta(m: MatrixMechanism, epsilon: float):
-    """delta at ``epsilon``, the smaller of the two routes (:func:`amplified_epsilon`)."""
-    if not amplifiable(m):
-        return m.delta(epsilon)
-    plain = m.delta(epsilon, method="profile")
-    from ..amplification.matrix import query
-    p = m.participation
-    if isinstance(p, BallsInBins):
-        amp = query.delta_bins(m.matrix(), m.noise_multiplier, p.bins, epsilon)
-    else:
-        amp = query.delta(m.matrix(), m.noise_multiplier, p.sampling_prob, epsilon,  # type: ignore[attr-defined]
-                          partitions=p.partitions)  # type: ignore[attr-defined]
-    return _better(m, plain, amp, "delta")
+    """delta at ``epsilon``: the smaller of the two routes (:func:`_amplified`)."""
+    return _amplified(m, "delta", epsilon)
 
 
 __all__ = ["bsr_coefficients", "NO_AMPLIFICATION", "CONDITIONAL", "amplifiable",

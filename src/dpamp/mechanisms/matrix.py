@@ -200,13 +200,15 @@ class MatrixMechanism(Mechanism):
 
     def _steps(self, mus) -> Mechanism:
         """The composition of Poisson-subsampled Gaussians at ``mus``, equal ones counted."""
+        return self._counted(mus, lambda mu: Subsampled(
+            Gaussian(1.0, mu, relation=self.relation), Poisson(self._rate)))
+
+    @staticmethod
+    def _counted(mus, step) -> Mechanism:
+        """``step(mu)`` for each distinct mu, composed as many times as it occurs."""
+        from collections import Counter
         from .composition import compose
-        q = self._rate
-        counts: dict[float, int] = {}
-        for mu in mus:
-            counts[mu] = counts.get(mu, 0) + 1
-        parts = [Subsampled(Gaussian(1.0, mu, relation=self.relation), Poisson(q)) * k
-                 for mu, k in counts.items()]
+        parts = [step(mu) * k for mu, k in Counter(mus).items()]
         return parts[0] if len(parts) == 1 else compose(*parts)
 
     @property
@@ -271,13 +273,8 @@ class MatrixMechanism(Mechanism):
         w = SensitivityWitness(1.0, lo, relation=self.relation)
         if self.route == GAUSSIAN:
             return (w,)
-        from .composition import compose
-        counts: dict[float, int] = {}
-        for mu in self.group_mus[1]:
-            counts[mu] = counts.get(mu, 0) + 1
-        parts = [SampledWitness(SensitivityWitness(1.0, mu, relation=self.relation),
-                                Poisson(self._rate)) * k for mu, k in counts.items()]
-        return (parts[0] if len(parts) == 1 else compose(*parts),)
+        return (self._counted(self.group_mus[1], lambda mu: SampledWitness(
+            SensitivityWitness(1.0, mu, relation=self.relation), Poisson(self._rate))),)
 
     def subsample(self, scheme: SamplingScheme) -> Mechanism:
         raise ValueError("a MatrixMechanism is sampled through its participation "
