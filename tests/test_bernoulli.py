@@ -718,7 +718,7 @@ def test_public_names():
     for name in B.__all__:
         assert hasattr(B, name), name
     assert dp.bernoulli is B and dp.BernoulliSampling is B.BernoulliSampling
-    assert B.exact.__doc__ and "001" in B.lower_bound.__doc__ and "Thm 5" in B.upper_bound.__doc__
+    assert B.exact.__doc__ and "Imola & Chaudhuri 2021" in B.lower_bound.__doc__ and "Thm 5" in B.upper_bound.__doc__
 
 
 # --------------------------------------------------------------------------------------------
