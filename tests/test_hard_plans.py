@@ -283,13 +283,13 @@ def test_random_subsampled_plans_against_the_oracle(kind, us, uq, ut, ud, ue):
     _check_against_oracle(kind, us, uq, ut, ud, ue)
 
 
-def test_fft_budget_limited_query_stops_refining():
+def test_one_rare_large_loss_plan_meets_tol():
     """Gaussian sigma 1, q 1.15e-5, 1000 steps, delta 1e-12: delta comes from one rare large
     loss, the tilt's Chernoff bound is loose by orders of magnitude and the FFT's error budget
-    is of the order of delta. A finer grid only lengthens the FFT (it made the lower bound
-    worse), so the query stops after the full-tilt round and says why; the bracket contains the
-    MGF oracle's value (0.0082635, tests/oracle_mgf.py; it converges only to ~1e-7 here)."""
+    was of the order of delta ([0.0050, 0.0125] after a full tilt). The composition split by
+    how many steps draw a large loss (dpamp.pld.split) meets 1e-3 of epsilon; the bracket lies
+    within the MGF oracle's own noise of its value (0.0082635, tests/oracle_mgf.py, whose delta
+    is noisy at ~3e-4 relative here, ~5e-7 in epsilon)."""
     g = (dp.Gaussian(1.0).subsample(dp.Poisson(1.15e-5)) * 1000).epsilon(1e-12, method="pld")
-    assert g.lower <= 0.00826 and g.epsilon >= 0.008264
-    assert g.epsilon < 0.0125 and g.lower > 0.004
-    assert "floating-point budget" in g.note
+    assert "tol not met" not in str(g) and g.epsilon - g.lower <= 1e-3 * g.epsilon
+    assert g.lower <= 0.0082635 + 5e-7 and g.epsilon >= 0.0082635 - 5e-7

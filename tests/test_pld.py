@@ -624,7 +624,7 @@ def test_rounds_that_prove_nothing_do_not_end_the_refinement():
     dirs = Qy._directions(dp.Gaussian(1.0) * 10)
     seen = []
 
-    def compute(h, tilt, grid_tol):
+    def compute(h, tilt, grid_tol, prev):
         seen.append(h)
         return Qy.QueryState(0.01 if h is None else h, True, [])
 

@@ -89,6 +89,10 @@ class GridPMF:
         nxt = np.where(k < n, env[np.minimum(k, n - 1)], 0.0)   # grid points > eps
         return np.maximum(raw, nxt)
 
+    def budget(self, eps: float) -> float:
+        """The error budget of delta(eps): E_k of the suffix it reads (the bins above eps)."""
+        return float(self.err[int(np.searchsorted(self._t, eps, side="right"))])
+
     def epsilon(self, delta: float) -> float:
         """For an upper bound: some eps >= 0 (the smallest up to rounding) with bound(eps) <=
         delta, so the true epsilon(delta) is <= it. For a lower bound: an eps such that

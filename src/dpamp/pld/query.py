@@ -31,6 +31,7 @@ from .engine import tilt_cap as _tilt_cap
 from .caps import atomic_caps
 from .grid import align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
+from .split import Split, compose_split, plan as _split_plan
 from .state import Bound
 
 #: most grid refinements tried; then (or when the largest grid is reached) the best proven
@@ -67,6 +68,14 @@ class Direction:
     #: upper bound only, see :func:`_compute_directions`)
     optimistic: bool
     lower_job: concurrent.futures.Future | None = None
+    #: the binomial expansion the PMFs are sums over (:mod:`.split`), if composed that way
+    split: Split | None = None
+
+    def compose_lower(self):
+        """The lower PMF, composed here (when no other thread has)."""
+        if self.split is not None:
+            return compose_split(self.split, self.h, Bound.LOWER)
+        return _lower_pmf(self.parts, self.h, self.lam, self.target)
 
 
 @dataclasses.dataclass(slots=True)
@@ -103,7 +112,7 @@ def _directions(mechanism):
     return [parts, [(src.swapped(), c) for src, c in parts]]
 
 
-_S = np.geomspace(1e-2, 1e3, 61)
+_S = np.geomspace(1e-2, 1e6, 98)
 #: fraction of the Chernoff saddle point used as the exponential tilt of the FFT: half the
 #: saddle keeps the FFT's error far below the tolerance near the answer for the usual deltas
 #: while the tilted measure's heavy tail (rare large losses) widens the window less; when the
@@ -209,7 +218,8 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
     return _proven(dirs, _refine(
         dirs, _query_key(mechanism, "epsilon", delta, tol, max_rounds, budget), tol,
         (budget, max_rounds), "epsilon",
-        lambda h, tilt, grid_tol: _compute_for_eps(dirs, delta, grid_tol, h, tail_total, tilt),
+        lambda h, tilt, grid_tol, prev: _compute_for_eps(dirs, delta, grid_tol, h, tail_total,
+                                                         tilt, prev),
         lambda state: _evaluate(state, tol, lambda pmf, i: min(pmf.epsilon(delta), caps[i]),
                                 at=lambda up: up, floor=1e-12)))
 
@@ -256,14 +266,14 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
             return res
     budget, max_rounds = limits
     deadline = math.inf if budget is None else time.monotonic() + budget
-    h, tilt, best, grid_tol, stuck = None, TILT, None, tol, None
+    h, tilt, best, grid_tol, stuck, split = None, TILT, None, tol, None, None
     prev_gap, flat = None, 0
     # one tick per round, drawn on a terminal once the refinement has lasted a second
     for rounds in progress(iter(range(1, max_rounds + 1)), None, f"PLD {what}", unit="round",
                            delay=1.0):
         started = time.monotonic()
         try:
-            state = compute(h, tilt, grid_tol)
+            state = compute(h, tilt, grid_tol, split)
             _CACHE.put(key, state)
             res = evaluate(state)
         except MemoryError:
@@ -284,8 +294,13 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
             return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
         up, low = state.last
         gap = up - low
+        if split is not None and math.isfinite(up):
+            split = state.last                 # split around the latest estimate
         if state.error_bound and tilt < 1.0:
-            tilt, h = 1.0, state.h             # the FFT's error budget, not the grid, limits
+            # the FFT's error budget, not the grid, limits: tilt at the full saddle, and split
+            # the composition by how many steps draw a large loss (:mod:`.split`), where a
+            # heavy tail of rare large losses keeps any one tilt from reaching the answer
+            tilt, h, split = 1.0, state.h, state.last
         elif state.error_bound:
             # at the full saddle: a finer grid narrows the FFT's bins as much as it lengthens
             # the FFT, so one halving is tried, and refinement ends if the gap stays
@@ -344,17 +359,37 @@ def _gaussian_guess(direction_parts, delta):
     return max(M + math.sqrt(2.0 * V * math.log(1.0 / delta)), 1e-6)
 
 
-def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True) -> Direction:
+def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True,
+               split_at=None) -> Direction:
+    """One direction composed at step h: tilted at ``tilt`` times the query's saddle, or, with
+    ``split_at`` = (eps0, delta scale, eps_tilt), expanded by how many steps draw a loss above
+    CUT eps0, each term tilted for eps_tilt (:mod:`.split`; where no part has such losses, the
+    plain composition at the full saddle)."""
     pp = _discretize(d, h, tail_total, optimistic)
+    sp = None if split_at is None else \
+        _split_plan(pp, h, split_at[0], split_at[1], _saddle_at, split_at[2])
+    if sp is not None:
+        lower = submit(compose_split, sp, h, Bound.LOWER) if optimistic else None
+        pm = Composed(upper=compose_split(sp, h, Bound.UPPER))
+        return Direction(pp, 0.0, pm, (split_at[0], math.log(split_at[1])), h, optimistic,
+                         lower, sp)
     e_est, lam, log_d = saddle(pp)
     lam = min(lam * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
     # the lower PMF is wanted if this direction turns out the worse one (:func:`_evaluate`): it
     # is composed meanwhile on another thread (the result is the same either way)
-    lower = submit(compose, pp, h, lam, bounds=(Bound.LOWER,), target=target) \
-        if optimistic else None
+    lower = submit(_lower_pmf, pp, h, lam, target) if optimistic else None
     pm = compose(pp, h, lam, bounds=(Bound.UPPER,), target=target)
     return Direction(pp, lam, pm, target, h, optimistic, lower)
+
+
+def _lower_pmf(pp, h, lam, target):
+    return compose(pp, h, lam, bounds=(Bound.LOWER,), target=target).lower
+
+
+def _saddle_at(parts, eps):
+    """(tilt, Chernoff estimate of log delta(eps)) of one term of a split composition."""
+    return saddle_for_epsilon(parts, eps)
 
 
 #: the other directions are first accounted on a grid this many times coarser, pessimistically
@@ -364,14 +399,14 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True
 COARSE = 8
 
 
-def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query):
+def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query, split_at=None):
     """The first direction at step h; the others first at COARSE h, upper bound only (on
     another thread, meanwhile): only if one could be the worse direction is it redone at h
     (with both bounds)."""
     jobs = [submit(_direction, d, COARSE * h, tail_total, tilt, saddle, log_delta,
-                   optimistic=False) for d in dirs[1:]]
+                   optimistic=False, split_at=split_at) for d in dirs[1:]]
     try:
-        out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta)]
+        out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta, split_at=split_at)]
     finally:
         concurrent.futures.wait(jobs)
     best = query(out[0].pmf.upper)
@@ -380,11 +415,15 @@ def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query):
         if query(coarse.pmf.upper) <= best:
             out.append(coarse)
         else:
-            out.append(_direction(d, h, tail_total, tilt, saddle, log_delta))
+            out.append(_direction(d, h, tail_total, tilt, saddle, log_delta,
+                                  split_at=split_at))
     return out
 
 
-def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
+def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT, prev=None):
+    """One round of an epsilon(delta) query at step h (None: the first grid, sized here);
+    ``prev``, the (upper, lower) bracket of an earlier round, asks for the split composition
+    (:mod:`.split`) around its epsilon."""
     if h is None:
         # the grid is sized for the direction that looks the worse (the others are first
         # accounted at COARSE h and redone only if they could be the worse one): the swap of
@@ -399,8 +438,16 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT):
     def saddle(pp):
         e_est, lam = saddle_for_delta(pp, delta)
         return e_est, lam, None
+    split_at = None
+    if prev is not None:
+        up, low = prev
+        # split at half the upper end, each term tilted for the lower end (its error budget
+        # grows below the tilt's point)
+        eps0 = up if math.isfinite(up) else (low or max(_gaussian_guess(d, delta) for d in dirs))
+        split_at = (eps0, delta, low if low and 0.0 < low < eps0 else 0.5 * eps0)
     return QueryState(h, _has_lower(dirs), _compute_directions(
-        dirs, h, tail_total, tilt, saddle, math.log(delta), lambda pmf: pmf.epsilon(delta)))
+        dirs, h, tail_total, tilt, saddle, math.log(delta), lambda pmf: pmf.epsilon(delta),
+        split_at))
 
 
 def _evaluate(state, tol, bound, at, floor=0.0):
@@ -424,9 +471,8 @@ def _evaluate(state, tol, bound, at, floor=0.0):
         return None
     if dd.pmf.lower is None:
         job, dd.lower_job = dd.lower_job, None
-        lower = job.result() if job is not None else \
-            compose(dd.parts, dd.h, dd.lam, bounds=(Bound.LOWER,), target=dd.target)
-        dd.pmf = dataclasses.replace(dd.pmf, lower=lower.lower)
+        lower = job.result() if job is not None else dd.compose_lower()
+        dd.pmf = dataclasses.replace(dd.pmf, lower=lower)
     low = bound(dd.pmf.lower, dom)
     state.last = (up, low)
     state.error_bound = _error_dominated(dd.pmf, at(up))
@@ -448,9 +494,7 @@ def _error_dominated(pmf: Composed, eps) -> bool:
     e = np.array([eps])
     up, lo = pmf.upper, pmf.lower
     assert up is not None and lo is not None          # both composed by now
-    ku = int(np.searchsorted(up.t, eps, side="right"))
-    kl = int(np.searchsorted(lo.t, eps, side="right"))
-    budget = float(up.err[ku] + lo.err[kl])
+    budget = up.budget(eps) + lo.budget(eps)
     gap = float(up.delta(e)[0] - lo.delta(e)[0])
     return budget > gap / 3.0
 
@@ -475,12 +519,15 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None,
     return _proven(dirs, _refine(
         dirs, _query_key(mechanism, "delta", epsilon, tol, max_rounds, budget), tol,
         (budget, max_rounds), "delta",
-        lambda h, tilt, grid_tol: _compute_for_delta(dirs, epsilon, grid_tol, h, tilt),
+        lambda h, tilt, grid_tol, prev: _compute_for_delta(dirs, epsilon, grid_tol, h, tilt,
+                                                           prev),
         lambda state: _evaluate(state, tol, lambda pmf, i: _delta_at(pmf, epsilon),
                                 at=lambda up: epsilon)))
 
 
-def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
+def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT, prev=None):
+    """One round of a delta(epsilon) query (as :func:`_compute_for_eps`; the split around
+    epsilon itself, its remainder sized from ``prev``'s delta)."""
     if h is None:
         # sized for the direction that looks the worse, as for epsilon (_compute_for_eps)
         worst = max(dirs, key=lambda d: _gaussian_guess(d, 1e-6))
@@ -492,8 +539,13 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT):
     def saddle(pp):
         lam, log_d = saddle_for_epsilon(pp, epsilon)
         return epsilon, lam, log_d
+    split_at = None
+    if prev is not None and epsilon > 0.0:
+        up, low = prev
+        split_at = (epsilon, max(low or 0.0, 1e-3 * min(up, 1.0), 1e-300), epsilon)
     return QueryState(h, _has_lower(dirs), _compute_directions(
-        dirs, h, tail_total, tilt, saddle, None, lambda pmf: _delta_at(pmf, epsilon)))
+        dirs, h, tail_total, tilt, saddle, None, lambda pmf: _delta_at(pmf, epsilon),
+        split_at))
 
 
 #: the grids of a delta query leave out P-mass <= this fraction of the (Chernoff) estimate of
