@@ -31,7 +31,7 @@ from .engine import tilt_cap as _tilt_cap
 from .caps import atomic_caps
 from .grid import align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
-from .split import Split, compose_split, plan as _split_plan
+from .split import Split, SplitComposed, compose_split, plan as _split_plan
 from .state import Bound
 
 #: most grid refinements tried; then (or when the largest grid is reached) the best proven
@@ -61,7 +61,7 @@ class Direction:
     composed it meanwhile."""
     parts: list[PartPMF]
     lam: float
-    pmf: Composed
+    pmf: Composed | SplitComposed
     target: tuple[float, float]
     h: float
     #: whether the parts were discretised optimistically too (False: a coarse direction,
@@ -266,8 +266,7 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
             return res
     budget, max_rounds = limits
     deadline = math.inf if budget is None else time.monotonic() + budget
-    h, tilt, best, grid_tol, stuck, split = None, TILT, None, tol, None, None
-    prev_gap, flat = None, 0
+    h, tilt, best, grid_tol, stuck, split, prev_gap, flat = None, TILT, None, tol, None, None, None, 0
     # one tick per round, drawn on a terminal once the refinement has lasted a second
     for rounds in progress(iter(range(1, max_rounds + 1)), None, f"PLD {what}", unit="round",
                            delay=1.0):
@@ -294,8 +293,8 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
             return _not_met(best, rounds, f"the time budget ({budget:g} s) was spent")
         up, low = state.last
         gap = up - low
-        if split is not None and math.isfinite(up):
-            split = state.last                 # split around the latest estimate
+        # (once split, each round splits around the latest estimate)
+        split = state.last if split is not None and math.isfinite(up) else split
         if state.error_bound and tilt < 1.0:
             # the FFT's error budget, not the grid, limits: tilt at the full saddle, and split
             # the composition by how many steps draw a large loss (:mod:`.split`), where a
@@ -370,17 +369,16 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True
         _split_plan(pp, h, split_at[0], split_at[1], _saddle_at, split_at[2])
     if sp is not None:
         lower = submit(compose_split, sp, h, Bound.LOWER) if optimistic else None
-        pm = Composed(upper=compose_split(sp, h, Bound.UPPER))
-        return Direction(pp, 0.0, pm, (split_at[0], math.log(split_at[1])), h, optimistic,
-                         lower, sp)
+        return Direction(pp, 0.0, SplitComposed(upper=compose_split(sp, h, Bound.UPPER)),
+                         (split_at[0], math.log(split_at[1])), h, optimistic, lower, sp)
     e_est, lam, log_d = saddle(pp)
     lam = min(lam * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
     # the lower PMF is wanted if this direction turns out the worse one (:func:`_evaluate`): it
     # is composed meanwhile on another thread (the result is the same either way)
     lower = submit(_lower_pmf, pp, h, lam, target) if optimistic else None
-    pm = compose(pp, h, lam, bounds=(Bound.UPPER,), target=target)
-    return Direction(pp, lam, pm, target, h, optimistic, lower)
+    return Direction(pp, lam, compose(pp, h, lam, bounds=(Bound.UPPER,), target=target), target,
+                     h, optimistic, lower)
 
 
 def _lower_pmf(pp, h, lam, target):
@@ -486,7 +484,7 @@ def _evaluate(state, tol, bound, at, floor=0.0):
     return None
 
 
-def _error_dominated(pmf: Composed, eps) -> bool:
+def _error_dominated(pmf: Composed | SplitComposed, eps) -> bool:
     """Whether the floating-point error budgets, rather than the grid, make the bracket wide
     at eps: their sum exceeds a third of the gap between the two bounds there."""
     if not math.isfinite(eps):

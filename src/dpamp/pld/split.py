@@ -127,8 +127,11 @@ def plan(pparts: list[PartPMF], h: float, eps0: float, delta_scale: float,
 def compose_split(split: Split, h: float, bound: Bound) -> SplitPMF:
     """Each term composed by the engine for ``bound``, weighted (a MemoryError where a term's
     window exceeds the engine's largest FFT, as for a plain composition)."""
-    pmfs = [compose(t.parts, h, t.lam, bounds=(bound,), target=t.target).of(bound)
-            for t in split.terms]
+    pmfs = []
+    for t in split.terms:
+        pmf = compose(t.parts, h, t.lam, bounds=(bound,), target=t.target).of(bound)
+        assert pmf is not None                      # composed for this bound just now
+        pmfs.append(pmf)
     return SplitPMF([t.weight for t in split.terms], pmfs,
                     split.remainder if bound is Bound.UPPER else 0.0, bound is Bound.UPPER)
 
@@ -187,3 +190,11 @@ class SplitPMF:
             else:
                 lo = mid
         return hi if self.upper else lo
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitComposed:
+    """A direction composed as a split (the counterpart of :class:`~.engine.Composed`): its
+    upper and lower sums, each None where not composed yet."""
+    upper: SplitPMF | None = None
+    lower: SplitPMF | None = None
