@@ -112,7 +112,7 @@ def _directions(mechanism):
     return [parts, [(src.swapped(), c) for src, c in parts]]
 
 
-_S = np.geomspace(1e-2, 1e6, 98)
+_S = np.geomspace(1e-2, 1e6, 97)
 #: fraction of the Chernoff saddle point used as the exponential tilt of the FFT: half the
 #: saddle keeps the FFT's error far below the tolerance near the answer for the usual deltas
 #: while the tilted measure's heavy tail (rare large losses) widens the window less; when the
