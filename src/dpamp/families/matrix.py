@@ -305,16 +305,35 @@ def _own_samplers() -> dict[str, MatrixMechanism]:
 #: the most steps the amplified route takes: it works on C as a dense n x n array (8 n^2
 #: bytes, 134 MB here), built only once this is checked
 MAX_AMPLIFIED_STEPS = 4096
+#: and for a Toeplitz C (banded, BLT), read entry by entry from its coefficients (memory ~n):
+#: the bound's time grows about linearly in n (~1 s per 100 steps at 16 bands)
+MAX_TOEPLITZ_STEPS = 1 << 16
+
+
+def _is_toeplitz(m: MatrixMechanism) -> bool:
+    from ..mechanisms.matrix_strategies import BLT, Toeplitz
+    return isinstance(m.strategy, (Toeplitz, BLT))
+
+
+def amplified_c(m: MatrixMechanism):
+    """C as the amplified route reads it: a lazy |C| of a Toeplitz strategy
+    (:class:`~dpamp.amplification.matrix.toeplitz_view.LowerToeplitzAbs`, the same entries
+    without the n x n array), else the dense array."""
+    if _is_toeplitz(m):
+        from ..amplification.matrix.toeplitz_view import LowerToeplitzAbs
+        return LowerToeplitzAbs(m.strategy.toeplitz(), m.n)
+    return m.matrix()
 
 
 def amplifiable(m: MatrixMechanism) -> bool:
     """Poisson or cyclic Poisson sampling on the no-amplification route (more bands than
     groups, or a non-banded C), or balls in bins with bins dividing n, with a square
-    lower-triangular C of at most MAX_AMPLIFIED_STEPS steps: what
-    :mod:`dpamp.amplification.matrix` bounds. Decided from the description (no C built)."""
+    lower-triangular C of at most MAX_AMPLIFIED_STEPS steps (MAX_TOEPLITZ_STEPS for a Toeplitz
+    C): what :mod:`dpamp.amplification.matrix` bounds. Decided from the description (no C
+    built)."""
     p = m.participation
     if m.route != NO_AMPLIFICATION or not m.strategy.square_lower \
-            or m.n > MAX_AMPLIFIED_STEPS:
+            or m.n > (MAX_TOEPLITZ_STEPS if _is_toeplitz(m) else MAX_AMPLIFIED_STEPS):
         return False
     return isinstance(p, CyclicPoisson) or (isinstance(p, BallsInBins) and m.n % p.bins == 0)
 
@@ -347,9 +366,9 @@ def _amplified(m: MatrixMechanism, field: str, x: float):
     from ..amplification.matrix import query
     p = m.participation
     if isinstance(p, BallsInBins):
-        amp = getattr(query, f"{field}_bins")(m.matrix(), m.noise_multiplier, p.bins, x)
+        amp = getattr(query, f"{field}_bins")(amplified_c(m), m.noise_multiplier, p.bins, x)
     else:
-        amp = getattr(query, field)(m.matrix(), m.noise_multiplier,
+        amp = getattr(query, field)(amplified_c(m), m.noise_multiplier,
                                     p.sampling_prob, x,  # type: ignore[attr-defined]
                                     partitions=p.partitions)  # type: ignore[attr-defined]
     return _better(m, plain, amp, field)

@@ -28,7 +28,8 @@ def _supports(mechanism) -> Support:
     if m is None or not amplifiable(m):
         return Support.no("conditional-composition: applies to one matrix mechanism under "
                           "Poisson sampling, cyclic Poisson with more bands than groups, or "
-                          "balls in bins (a square lower-triangular C of at most 4096 steps)")
+                          "balls in bins (a square lower-triangular C of at most 4096 "
+                          "steps, 65536 if Toeplitz)")
     return Support.yes()
 
 

@@ -120,7 +120,7 @@ def dominating_steps_bins(c, sigma: float, bins: int, delta_p: float,
                           window: int = WINDOW) -> StepMixtures:
     """Each step's dominating mixture under balls in bins (module docstring), the budget
     ``delta_p`` split equally over the steps, then over their feasible sets (by size)."""
-    a = check_lower_triangular(np.asarray(c, dtype=float))
+    a = check_lower_triangular(c)
     n = a.shape[0]
     if int(bins) != bins or bins < 1 or n % bins:
         raise ValueError(f"bins must be an integer >= 1 dividing the {n} steps (got {bins!r})")

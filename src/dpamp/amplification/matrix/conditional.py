@@ -36,6 +36,7 @@ import numpy as np
 from ...core.rounding import ulps_up
 from ...mechanisms.matrix import CONDITIONAL
 from .steps import step_mixture, window_law
+from .toeplitz_view import LowerToeplitzAbs
 
 __all__ = ["StepMixtures", "dominating_steps", "check_lower_triangular", "CONDITIONAL",
            "WINDOW"]
@@ -84,8 +85,12 @@ def _window(row: np.ndarray, i: int, window: int) -> tuple[np.ndarray, float]:
     return win, float(ulps_up(math.fsum(row[older]), 4))
 
 
-def check_lower_triangular(c: np.ndarray) -> np.ndarray:
-    """|C| of a square, finite, lower-triangular C (errors name ``strategy``)."""
+def check_lower_triangular(c):
+    """|C| of a square, finite, lower-triangular C (errors name ``strategy``); a
+    :class:`~.toeplitz_view.LowerToeplitzAbs` is one by construction and is read lazily."""
+    if isinstance(c, LowerToeplitzAbs):
+        return c
+    c = np.asarray(c, dtype=float)
     if c.ndim != 2 or c.shape[0] != c.shape[1]:
         raise ValueError(f"strategy: conditional composition needs a square C (got shape "
                          f"{c.shape})")
@@ -104,14 +109,14 @@ def dominating_steps(c, sigma: float, q: float, delta_p: float, window: int = WI
     first bands) are computed once and counted. ``eligible`` (booleans, one per step; default
     all): the steps the record may be sampled in (cyclic Poisson: its group's steps); in the
     others it never takes part, so their columns are dropped."""
-    a = check_lower_triangular(np.asarray(c, dtype=float))
+    a = check_lower_triangular(c)
     n = a.shape[0]
     if eligible is not None:
         e = np.asarray(eligible, dtype=bool)
         if e.shape != (n,):
             raise ValueError(f"eligible must hold one boolean per step ({n}; got shape "
                              f"{e.shape})")
-        a = np.where(e[None, :], a, 0.0)
+        a = a.with_mask(e) if isinstance(a, LowerToeplitzAbs) else np.where(e[None, :], a, 0.0)
     if not (0 < q <= 1):
         raise ValueError(f"sampling_prob must be in (0, 1] (got {q!r})")
     if not (delta_p > 0):

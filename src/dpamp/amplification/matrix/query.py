@@ -106,7 +106,7 @@ def epsilon(c, sigma: float, q: float, delta: float, *, partitions: int = 1,
     ``partitions`` groups, the largest over the groups (a record is in one group, and every
     record must be covered), each group's the smallest of :func:`_best_epsilon`."""
     _check(delta, eta)
-    n = np.asarray(c).shape[0]
+    n = np.shape(c)[0]
     out = [_best_epsilon(lambda d_p, e=e: dominating_steps(c, sigma, q, d_p, window, e),
                          delta, eta) for e in _groups(n, partitions)]
     return max(out, key=lambda r: r.epsilon)
@@ -158,7 +158,7 @@ def delta(c, sigma: float, q: float, eps: float, *, partitions: int = 1,
     cyclic Poisson."""
     if not (eps >= 0):
         raise ValueError(f"epsilon must be >= 0 (got {eps!r})")
-    n = np.asarray(c).shape[0]
+    n = np.shape(c)[0]
     return max((_delta_of(dominating_steps(c, sigma, q, delta_p, window, e), eps, delta_p)
                 for e in _groups(n, partitions)), key=lambda r: r.delta)
 
