@@ -30,7 +30,7 @@ def _parts(mech, h, delta, which=0):
 
 def _both(pp, h, lam, eps0, log_d):
     plain = compose(pp, h, lam, target=(eps0, log_d))
-    sp = S.plan(pp, h, eps0, math.exp(log_d), Qy._saddle_at)
+    sp = S.plan(pp, h, eps0, math.exp(log_d), Qy.saddle_for_epsilon)
     assert sp is not None and len(sp.terms) >= 2
     return plain, S.compose_split(sp, h, Bound.UPPER), S.compose_split(sp, h, Bound.LOWER)
 
@@ -84,9 +84,9 @@ def test_the_remainder_is_charged(monkeypatch):
     h, delta = 1e-3, 1e-9
     pp = _parts(_subsampled(0.7, 0.05, 30), h, delta)
     eps = 2.0
-    full = S.plan(pp, h, eps, delta, Qy._saddle_at)
+    full = S.plan(pp, h, eps, delta, Qy.saddle_for_epsilon)
     monkeypatch.setattr(S, "MAX_K", 0)
-    cut = S.plan(pp, h, eps, delta, Qy._saddle_at)
+    cut = S.plan(pp, h, eps, delta, Qy.saddle_for_epsilon)
     assert len(cut.terms) == 1 and cut.remainder > 0
     lo_full = S.compose_split(full, h, Bound.LOWER).delta(np.array([eps]))[0]
     up_cut = S.compose_split(cut, h, Bound.UPPER).delta(np.array([eps]))[0]
@@ -98,9 +98,9 @@ def test_no_tail_no_split():
     """A part without finite mass at or above the cut, or met once, is not expanded."""
     h = 1e-3
     pp = _parts(_subsampled(1.0, 0.01, 50), h, 1e-6)
-    assert S.plan(pp, h, 1e3, 1e-6, Qy._saddle_at) is None
+    assert S.plan(pp, h, 1e3, 1e-6, Qy.saddle_for_epsilon) is None
     pp1 = _parts(_subsampled(1.0, 0.01, 1), h, 1e-6)
-    assert S.plan(pp1, h, 0.01, 1e-6, Qy._saddle_at) is None
+    assert S.plan(pp1, h, 0.01, 1e-6, Qy.saddle_for_epsilon) is None
 
 
 # the tiny-rate x tiny-delta plans: (sigma, q, steps, delta, epsilon from the oracle or None)

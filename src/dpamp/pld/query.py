@@ -366,7 +366,7 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True
     plain composition at the full saddle)."""
     pp = _discretize(d, h, tail_total, optimistic)
     sp = None if split_at is None else \
-        _split_plan(pp, h, split_at[0], split_at[1], _saddle_at, split_at[2])
+        _split_plan(pp, h, split_at[0], split_at[1], saddle_for_epsilon, split_at[2])
     if sp is not None:
         lower = submit(compose_split, sp, h, Bound.LOWER) if optimistic else None
         return Direction(pp, 0.0, SplitComposed(upper=compose_split(sp, h, Bound.UPPER)),
@@ -383,11 +383,6 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True
 
 def _lower_pmf(pp, h, lam, target):
     return compose(pp, h, lam, bounds=(Bound.LOWER,), target=target).lower
-
-
-def _saddle_at(parts, eps):
-    """(tilt, Chernoff estimate of log delta(eps)) of one term of a split composition."""
-    return saddle_for_epsilon(parts, eps)
 
 
 #: the other directions are first accounted on a grid this many times coarser, pessimistically
