@@ -127,3 +127,17 @@ def test_long_corner_plan_meets_tol():
     g = _subsampled(0.8384, 1.594e-5, 671191).epsilon(1.88e-12)
     assert "tol not met" not in str(g) and g.epsilon - g.lower <= 1e-3 * g.epsilon
     assert 0.1497 < g.lower <= g.epsilon < 0.1500
+
+
+def test_the_lower_slack_is_shared_out_by_mass():
+    """A part's clipped mass s costs the whole composition at most c s (times the masses of the
+    other steps); spread over the terms by their masses (each half charged all of s, not
+    knowing which holds it), the weighted charges add up to 2 c s rather than to
+    sum_k C(c, k) c s (which would swamp a tiny delta)."""
+    h = 1e-3
+    pp = _parts(_subsampled(0.8, 0.05, 400), h, 1e-9)
+    pp[0].d.lower_slack = 1e-20
+    sp = S.plan(pp, h, 2.0, 1e-9, Qy.saddle_for_epsilon)
+    assert len(sp.terms) >= 3
+    total = sum(t.weight * sum(p.count * p.d.lower_slack for p in t.parts) for t in sp.terms)
+    assert 0 < total <= 2 * 400 * 1e-20 * (1 + 1e-6)

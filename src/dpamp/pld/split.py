@@ -73,6 +73,27 @@ def _halves(d: Discretized, i: int) -> tuple[Discretized, Discretized]:
     return part(0, i, False), part(i, d.upper.size, True)
 
 
+def _scaled_slack(B, R, s, c, k, lb, lr, l_others):
+    """B and R for term k with their lower slack scaled to what it costs that term. The lower
+    measure of W is the optimistic one plus at most s of clipped mass, lying in B or R; a factor
+    whose measure carries extra mass a moves the composition's delta by at most a times the
+    other factors' total masses (delta is linear in each factor, and 1 - e^{eps - t} <= 1), so
+    term k's lower bound must give up (c - k) s |B|^{c-k-1} |R|^k |O| + k s |B|^{c-k} |R|^{k-1}
+    |O| (O: the other parts; every mass bounded by the upper measure's, whose curve lies above
+    at x = 0, where the curve is the total mass). The engine charges count x slack per part, so
+    B's slack is s |B|^{c-k-1} |R|^k |O| and R's s |B|^{c-k} |R|^{k-1} |O| (each half is
+    charged all of s, not knowing which holds it: summed over the terms with their weights
+    C(c, k), 2 s c (|B| + |R|)^{c-1} |O|, twice the charge without the split)."""
+    if s <= 0.0:
+        return B, R
+
+    def scaled(nb, nr):
+        v = math.log(s) + (nb * lb if nb else 0.0) + (nr * lr if nr else 0.0) + l_others
+        return math.exp(min(v + 1e-12 * c, 700.0)) * (1 + 1e-12)
+    return (dataclasses.replace(B, lower_slack=scaled(c - k - 1, k)) if c > k else B,
+            dataclasses.replace(R, lower_slack=scaled(c - k, k - 1)) if k > 0 else R)
+
+
 def _log_mass(d: Discretized) -> float:
     """log of an upper bound on the upper measure's total mass (its sum rounded up)."""
     s = (float(np.sum(np.maximum(d.upper, 0.0))) + d.upper_inf) * (1 + (d.upper.size + 4) * _U)
@@ -116,7 +137,8 @@ def plan(pparts: list[PartPMF], h: float, eps0: float, delta_scale: float,
         K += 1
     terms = []
     for k in range(K + 1):
-        parts = others + [PartPMF(B, c - k)] * (c > k) + [PartPMF(R, k)] * (k > 0)
+        Bk, Rk = _scaled_slack(B, R, d.lower_slack, c, k, lb, lr, l_others)
+        parts = others + [PartPMF(Bk, c - k)] * (c > k) + [PartPMF(Rk, k)] * (k > 0)
         lam, log_d = saddle_at(parts, eps_tilt)
         terms.append(Term(float(math.comb(c, k)), parts, min(lam, tilt_cap(parts)),
                           (eps_tilt, log_d)))
