@@ -213,17 +213,23 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
     # ratio falls then rises (likewise for A with nu < 0). Every third nu of the grid first,
     # then the two on either side of the best of them: the grid's optimum, at 26 of 48 MGFs
     # (bound() below takes the nus evaluated, among them those of A and B)
+    # (both signs in one evaluation of the MGFs, then both signs' neighbours in a second: each
+    # column's value is computed on its own, so this is the same as four evaluations, at the
+    # fixed cost of two)
     coarse = np.unique(np.append(np.arange(0, 24, 3), 23))
-    nu, logK = np.zeros(0), np.zeros(0)
     mgf = mgf_layout(ws, jlos)
-    for sign in (1.0, -1.0):
-        first = sign * nus[coarse]
-        K1 = np.sum(cnt * (mgf(h, first) + 1e-12), axis=0)
-        k = int(coarse[int(np.argmin((K1 - log_tail) / (sign * first)))])
-        near = np.setdiff1d(np.arange(max(0, k - 2), min(24, k + 3)), coarse)
-        K2 = np.sum(cnt * (mgf(h, sign * nus[near]) + 1e-12), axis=0)
-        nu = np.concatenate([nu, first, sign * nus[near]])
-        logK = np.concatenate([logK, K1, K2])
+    first = np.concatenate([nus[coarse], -nus[coarse]])
+    K1 = np.sum(cnt * (mgf(h, first) + 1e-12), axis=0)
+    sides = []
+    for i, sign in enumerate((1.0, -1.0)):
+        Ks = K1[i * coarse.size:(i + 1) * coarse.size]
+        k = int(coarse[int(np.argmin((Ks - log_tail) / (sign * first[i * coarse.size:
+                                                                    (i + 1) * coarse.size])))])
+        sides.append(sign * nus[np.setdiff1d(np.arange(max(0, k - 2), min(24, k + 3)), coarse)])
+    second = np.concatenate(sides)
+    K2 = np.sum(cnt * (mgf(h, second) + 1e-12), axis=0)
+    nu = np.concatenate([first, second])
+    logK = np.concatenate([K1, K2])
     up = nu > 0
     B = float(np.min((logK[up] - log_tail) / nu[up]))
     A = float(np.max((log_tail - logK[~up]) / (-nu[~up])))
@@ -503,7 +509,10 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     t = h * (start + np.arange(nkeep))
     with np.errstate(over="ignore"):
         factor = np.exp(np.minimum(prod.log_scale - lam * t, 700.0))
-    mass = res[(start + np.arange(nkeep)) % N] * factor
+    # (circular index (start + i) mod N: at most two slices, as nkeep <= N)
+    a = start % N
+    mass = (res[a:a + nkeep] if a + nkeep <= N else
+            np.concatenate([res[a:], res[:a + nkeep - N]])) * factor
     log_above, log_below = tail_bound(h * (iA - 1), t[-1] + h)
     alias = math.exp(log_above) + math.exp(log_below)   # tilted mass that may wrap around
     # the mass the parts' discretisations added by clipping rounding noise, charged to the lower
@@ -547,7 +556,12 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
         err = ebin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
         bin_err = ebin * factor
         if not upper:
-            err = err + alias * np.concatenate([np.maximum.accumulate(factor[::-1])[::-1], [0.0]])
+            # the largest factor of each suffix: the factor itself where the factors are seen
+            # not to increase (lam >= 0, the usual tilt; checked rather than assumed, as exp's
+            # rounding need not be monotone), else the running maximum
+            top = factor if (factor.size < 2 or bool(np.all(factor[1:] <= factor[:-1]))) \
+                else np.maximum.accumulate(factor[::-1])[::-1]
+            err = err + alias * np.concatenate([top, [0.0]])
             bin_err = bin_err + alias * factor + slack
     err = np.where(np.isnan(err), np.inf, err)
     if not upper:
