@@ -167,6 +167,20 @@ class _Oracle:
                            rtol, dict(self.used.get(x, self.options)))
 
 
+def _log_slope(oracle: _Oracle, x0: float) -> float | None:
+    """d log epsilon / d log x at x0 from the two evaluations of ``oracle`` nearest to x0 (in
+    log x) with finite positive epsilons (a warm start's search ends with two close ones): an
+    estimate that places the next method's first step (``geometric_search``'s ``slope``); None
+    without two such points."""
+    pts = sorted((abs(math.log(x / x0)), x, g.epsilon) for x, (g, _) in oracle.seen.items()
+                 if x > 0 and 0.0 < g.epsilon < math.inf)
+    if len(pts) < 2 or pts[0][1] == pts[1][1]:
+        return None
+    (_, x1, e1), (_, x2, e2) = pts[:2]
+    s = math.log(e1 / e2) / math.log(x1 / x2)
+    return s if math.isfinite(s) and s != 0.0 else None
+
+
 def _resolve(build, x0, method: str) -> str:
     """The method to evaluate every plan with, checked on the first one. "auto" stays "auto":
     each evaluated plan gets its own best method (the one-step plan may have an exact profile
@@ -284,11 +298,13 @@ def sigma(epsilon: float, delta: float, sampling: SamplingScheme | None = None,
 
     name = _resolve(build, sens, method)
 
-    def solve(m, x0=sens, factor=2.0):
-        oracle = _Oracle(build, eps_t, d, m, options)
+    oracles = {}
+
+    def solve(m, x0=sens, factor=2.0, slope=None):
+        oracle = oracles[m] = _Oracle(build, eps_t, d, m, options)
         lo, hi = geometric_search(oracle.ok, x0, *_SIGMA_RANGE, rtol=rtol, factor=factor,
                                   ok_when_large=True, value=oracle.value,
-                                  slack=oracle.slack)
+                                  slack=oracle.slack, slope=slope)
         if hi is None:
             g = oracle.guarantee(_SIGMA_RANGE[1])
             raise ValueError(f"no sigma <= {_SIGMA_RANGE[1]:g} meets epsilon <= {eps_t:g} at "
@@ -302,7 +318,7 @@ def sigma(epsilon: float, delta: float, sampling: SamplingScheme | None = None,
     warm = _warm_start(build, sens, name, solve)
     if warm is None:
         return solve(name)
-    return solve(name, x0=warm.value, factor=1.25)
+    return solve(name, x0=warm.value, factor=1.25, slope=_log_slope(oracles["rdp"], warm.value))
 
 
 def steps(epsilon: float, delta: float, sigma: float | None = None,
