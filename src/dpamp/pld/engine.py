@@ -161,7 +161,7 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
     # size is one more pass over all the parts' padded masses: 17 sizes cost W4's pessimistic
     # pass, of ~30 points a part, a third of its time)
     Bs = _BLOCKS[np.searchsorted(_BLOCKS, np.maximum(fit, 1.0), side="right") - 1]
-    for B in np.unique(Bs):
+    for B in sorted(set(Bs.tolist())):
         cols = np.nonzero(Bs == B)[0]
         sg = s[cols]
         if int(B) not in blocks:                 # (kept for the layout's next s)
@@ -181,6 +181,13 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
         sums = np.add.reduceat(np.exp(np.maximum(logs - rep, -700.0)), first, axis=0)
         out[np.ix_(part[first], cols)] = np.log(sums) + top
     return out
+
+
+#: the window's grid of nus, in units of the Gaussian optimum (:func:`tilted_window`), and
+#: the points of it evaluated first (every third, and the last)
+_NU_GRID = np.geomspace(0.01, 4.0, 24)
+_NU_COARSE = np.unique(np.append(np.arange(0, 24, 3), 23))
+_NU_COARSE_SET = frozenset(int(j) for j in _NU_COARSE)
 
 
 def tilted_window(ws, ts, counts, h: float, log_tail: float):
@@ -203,7 +210,7 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
     nu_star = math.sqrt(2.0 * abs(log_tail)) / sd
     # heavy right tails (rare large losses) make the best nu much smaller than the Gaussian
     # optimum for short compositions: the grid reaches far below it
-    nus = nu_star * np.geomspace(0.01, 4.0, 24)
+    nus = nu_star * _NU_GRID
     # (the margin covers the rounding of the sums: a Chernoff bound from a slightly larger
     # moment generating function is still a bound)
     jlos = [int(round(float(t[0]) / h)) if t.size else 0 for t in ts]
@@ -216,16 +223,16 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
     # (both signs in one evaluation of the MGFs, then both signs' neighbours in a second: each
     # column's value is computed on its own, so this is the same as four evaluations, at the
     # fixed cost of two)
-    coarse = np.unique(np.append(np.arange(0, 24, 3), 23))
+    coarse, nc = _NU_COARSE, _NU_COARSE.size
     mgf = mgf_layout(ws, jlos)
     first = np.concatenate([nus[coarse], -nus[coarse]])
     K1 = np.sum(cnt * (mgf(h, first) + 1e-12), axis=0)
     sides = []
     for i, sign in enumerate((1.0, -1.0)):
-        Ks = K1[i * coarse.size:(i + 1) * coarse.size]
-        k = int(coarse[int(np.argmin((Ks - log_tail) / (sign * first[i * coarse.size:
-                                                                    (i + 1) * coarse.size])))])
-        sides.append(sign * nus[np.setdiff1d(np.arange(max(0, k - 2), min(24, k + 3)), coarse)])
+        Ks = K1[i * nc:(i + 1) * nc]
+        k = int(coarse[int(np.argmin((Ks - log_tail) / (sign * first[i * nc:(i + 1) * nc])))])
+        near = [j for j in range(max(0, k - 2), min(24, k + 3)) if j not in _NU_COARSE_SET]
+        sides.append(sign * nus[np.array(near, dtype=np.int64)])
     second = np.concatenate(sides)
     K2 = np.sum(cnt * (mgf(h, second) + 1e-12), axis=0)
     nu = np.concatenate([first, second])
