@@ -408,6 +408,10 @@ class _Product:
     # inf)) = c log1p(-inf / (fin + inf)): a ratio, so an inf mass far below fin's ulp counts
     frac_log: float = 0.0
     tot_log: float = 0.0
+    # True while the product is the initial one: every coefficient exactly 1, every error 0,
+    # every frequency kept (:func:`_multiply` then skips the gathers and sums that would
+    # give exactly that)
+    fresh: bool = True
 
 
 def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
@@ -432,6 +436,7 @@ def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
                 else -math.inf
         if not math.isfinite(lM):
             prod.spec[:] = 0.0
+            prod.fresh = False
             continue
         prod.log_scale += c * lM
         _multiply(prod, next(spectra), c, eF)
@@ -440,7 +445,7 @@ def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
 
 def _multiply(prod: _Product, F, c: int, eF: float):
     """prod times F^c, in place: the coefficients of F^c proven negligible dropped first."""
-    F = F[prod.act]
+    F = F if prod.fresh else F[prod.act]
     aF = np.abs(F)
     # |true F| <= aF + eF, and every later factor has |true F| <= ||w||_1 = 1: where
     # (aF + eF)^c <= DROP the true coefficient of the product is <= DROP (|true spec| <= 1
@@ -450,8 +455,10 @@ def _multiply(prod: _Product, F, c: int, eF: float):
     keep = aF + eF > thr
     if not keep.all():
         gone = ~keep
-        prod.dropped += float(np.sum(np.abs(prod.spec[gone]) + prod.spec_err[gone])) \
-            * _DROP * (1 + 1e-9)
+        # (fresh: |1| + 0 summed over the dropped ones, exactly their count)
+        dropped = float(np.count_nonzero(gone)) if prod.fresh else \
+            float(np.sum(np.abs(prod.spec[gone]) + prod.spec_err[gone]))
+        prod.dropped += dropped * _DROP * (1 + 1e-9)
         prod.act, F, aF = prod.act[keep], F[keep], aF[keep]
         prod.spec, prod.spec_err = prod.spec[keep], prod.spec_err[keep]
     S, aS, err_pow = _power(F, aF, c, eF)
@@ -459,6 +466,7 @@ def _multiply(prod: _Product, F, c: int, eF: float):
     prod.spec_err = prod.spec_err * (aS + err_pow) + np.abs(prod.spec) * err_pow \
         + 2 * _U * np.abs(new_spec)
     prod.spec = new_spec
+    prod.fresh = False
 
 
 def _power(F, aF, c: int, eF: float):
