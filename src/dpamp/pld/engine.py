@@ -151,6 +151,7 @@ def _blocks(flat, offs, jl, B):
 
 #: the block sizes of :func:`_mgf_blocks` (divisors of the layout's padding, 1024)
 _BLOCKS = np.array([1, 16, 128, 1024], dtype=np.int64)
+_FIRST = np.zeros(1, dtype=np.int64)
 
 
 def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
@@ -175,6 +176,13 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
         # blocks are grouped by part (in order): a log-sum-exp per group; terms below e^-700
         # of their part's largest are raised to it (no subnormal arithmetic, ten times
         # slower; the sum only grows, and a larger MGF still gives Chernoff bounds)
+        if P == 1:
+            # one part, one group: the same maximum (exact in any order) and the same sums
+            # (reduceat's, whose order np.sum does not keep), without the bookkeeping
+            top = logs.max(axis=0)
+            sums = np.add.reduceat(np.exp(np.maximum(logs - top, -700.0)), _FIRST, axis=0)
+            out[0, cols] = np.log(sums[0]) + top
+            continue
         first = np.concatenate([[0], np.nonzero(np.diff(part))[0] + 1])
         top = np.maximum.reduceat(logs, first, axis=0)
         rep = np.repeat(top, np.diff(np.concatenate([first, [part.size]])), axis=0)
