@@ -170,7 +170,8 @@ class _Mgf:
     def _tau_range(self, lam_re):
         """Where N(z) h(z) on the real z-axis is within e^-80 of its maximum (h >= 0 there:
         lam (lam - 1) > 0, so nothing cancels and the cut-off parts are negligible)."""
-        span = 2 * abs(float(lam_re)) / self.sigma + 40
+        # the remove integrand peaks near z = lam / sigma; the add one (lam < 0) decays there
+        span = 2 * max(float(lam_re), 0.0) / self.sigma + 40
         tau = np.arange(-20.0, 20.0 + span, 0.05).astype(LD)
         v = _integrand(np.full(tau.shape, CLD(lam_re)), tau.astype(CLD), self.sigma, self.q)
         with np.errstate(divide="ignore"):
