@@ -45,7 +45,9 @@ relative in eps; the docstrings of the public functions promise 1e-6 relative in
 relative in delta (a margin over the measured differences). Checked against closed forms at
 T = 1 and q = 1 and against dp_accounting's PLD accountant at fine discretisation.
 
-Limits: integer T >= 1; 0 < q <= 1; the add direction needs eps < T * (-log(1-q)) (beyond it
+Limits: integer T >= 1, but T must be large enough that |M(c+it)|^T decays by ~1e-24 before
+|M(c+it)| itself drops to ~1e-15 (M is formed as 1 + (M - 1)); T = 1 therefore fails (raises
+RuntimeError), as does q = 1 with T < ~10; 0 < q <= 1; the add direction needs eps < T * (-log(1-q)) (beyond it
 delta = 0 exactly and is returned as 0); q = 1 in the add direction has M(s) with the same
 formula (u = Y - 1 >= -1): fine since 1+u = Y > 0. Requires np.longdouble with >= 64-bit
 mantissa (x86-64); raises RuntimeError otherwise.
@@ -260,8 +262,13 @@ class _Line:
             mx = float(np.max(np.abs(F)))
             if mx < 1e-24 * f0 and mx * t0 < 1e-24 * f0 * width:
                 break
-            if n_panel > 2000:
-                raise RuntimeError("line integrand does not decay")
+            # M(s) is computed as 1 + (M - 1): once |M| is below ~1e-15 its value is rounding
+            # noise of the z-integral, so an integrand that has not decayed by then (small T:
+            # the one-step factor alone must carry the decay) cannot be resolved
+            floor = float(np.min(np.abs(np.exp(lm / LD(T)))))
+            if n_panel > 2000 or (floor < 1e-15 and mx > 1e-20 * f0):
+                raise RuntimeError("line integrand does not decay above the precision floor "
+                                   "of M(s) (T too small for this oracle)")
             if dph < max_dphase / 2:
                 W *= grow
         self.s, self.w, self.lmt = np.concatenate(ss), np.concatenate(ws), np.concatenate(ls)
