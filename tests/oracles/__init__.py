@@ -1,0 +1,1 @@
+"""Independent reference computations used by the tests only (never imported by dpamp)."""
