@@ -371,22 +371,27 @@ def test_lower_slack_charged_from_the_lower_halves_masses():
     assert low <= truth, (low, truth)
 
 
-@pytest.mark.xfail(strict=True, raises=OutOfReach,
-                   reason="a term with a factor without positive finite mass (the lower R "
-                   "whose bins were all dropped by batch.py's top-tail cut, or a B without "
-                   "upper mass) makes engine.tilted_window raise OutOfReach")
-def test_a_half_without_mass_does_not_raise():
+def test_a_half_without_mass_is_not_split():
     """Gaussian(1) Poisson-subsampled at 0.01, 20 steps, h 2e-3: with the cut just below the top
     of the upper PMF (eps0 = 5.54), the upper R has mass but the optimistic PMF's top tail was
-    dropped (batch.py), so R's lower measure is 0 and composing the lower split raises (the
-    query's round raises too: Qy._compute_for_eps(dirs, 1e-8, None, 2e-3, 1e-12, 1.0,
-    (eps0, eps0 / 2)) then job.result())."""
+    dropped (batch.py), so R's lower measure is 0; a factor without mass made
+    engine.tilted_window raise OutOfReach (and the query's round with it:
+    Qy._compute_for_eps(dirs, 1e-8, None, 2e-3, 1e-12, 1.0, (eps0, eps0 / 2))). The plan now
+    declines (the plain composition is used), and a random pair whose bins all lie above the
+    cut in the upper PMF likewise."""
     mech = dp.Gaussian(1.0).subsample(dp.Poisson(0.01)) * 20
     h, delta = 2e-3, 1e-8
-    pp = Qy._discretize(Qy._directions(mech)[0], h, delta * 1e-4, True)
+    dirs = Qy._directions(mech)
+    pp = Qy._discretize(dirs[0], h, delta * 1e-4, True)
     d = pp[0].d
     lo_top = d.jlo + int(np.nonzero(d.lower != 0)[0][-1])
+    assert np.any(d.upper[lo_top + 1 - d.jlo:] > 0)
     eps0 = (lo_top + 1.5) * h / S.CUT
-    sp = S.plan(pp, h, eps0, delta, Qy.saddle_for_epsilon)
-    assert sp is not None and not np.any(sp.terms[1].parts[-1].d.lower > 0)
-    S.compose_split(sp, h, Bound.LOWER)
+    assert S.plan(pp, h, eps0, delta, Qy.saddle_for_epsilon) is None
+    state = Qy._compute_for_eps(dirs, delta, None, h, delta * 1e-4, 1.0, (eps0, 0.5 * eps0))
+    for x in state.dirs:
+        if x.lower_job is not None:
+            x.lower_job.result()
+    src = _pair([2.2, 2.5, 4.8], [0.5, 0.1, 0.4], qinf=0.0)
+    pp = Qy._discretize([(src, 5)], 0.18, 1e-14, True)
+    assert S.plan(pp, 0.18, 2 * 1.9, 1e-6, Qy.saddle_for_epsilon) is None
