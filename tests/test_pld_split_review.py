@@ -11,9 +11,9 @@ against exact references.
   does not move with its contour: at q = 1e-4, T = 1000, delta 1e-12 it moves by ~1e-4 with
   the abscissa c, so it is no reference there), and at q = 1e-4 the dominant term against an
   independent direct convolution of the same discretised measure.
-* Two findings, as strict xfails (see their docstrings): the lower slack charged per term from
-  the upper halves' masses, and a half without positive lower (or upper) mass making the
-  engine raise OutOfReach.
+* Findings: the lower slack charged per term from the upper halves' masses (a strict xfail,
+  see its docstring); a half without positive lower (or upper) mass made the engine raise
+  OutOfReach (the plan now declines there: tested).
 """
 from __future__ import annotations
 
