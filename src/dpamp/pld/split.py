@@ -108,7 +108,8 @@ def plan(pparts: list[PartPMF], h: float, eps0: float, delta_scale: float,
          saddle_at, eps_tilt: float | None = None) -> Split | None:
     """The expansion of the most repeated part (count >= 2) at the loss CUT eps0, with as many
     terms as bring the remainder below REMAINDER delta_scale (at most MAX_K + 1); None where that
-    part has no finite mass at or above the cut (the plain composition is then the same).
+    part has no finite mass at or above the cut (the plain composition is then the same), or
+    either half has none in either bound (the plain composition is then used).
     ``saddle_at(parts, eps)`` gives each term's tilt and Chernoff estimate of its delta at
     ``eps_tilt`` (default eps0): a term's error budget grows like e^{lam (eps_tilt - eps)} below
     it, so a query tilts at the low end of where it expects its answer."""
@@ -118,7 +119,10 @@ def plan(pparts: list[PartPMF], h: float, eps0: float, delta_scale: float,
     c = counts[j]
     d = pparts[j].d
     i = int(math.floor(CUT * eps0 / h)) - d.jlo
-    if c < 2 or not 1 <= i < d.upper.size or not np.any(d.upper[i:] > 0):
+    # (each half needs positive finite mass in both bounds: a factor without any makes the
+    # engine's window undefined; the optimistic PMF's top tail may have been dropped)
+    if c < 2 or not 1 <= i < d.upper.size or not all(
+            np.any(m > 0) for m in (d.upper[:i], d.upper[i:], d.lower[:i], d.lower[i:])):
         return None
     B, R = _halves(d, i)
     others = pparts[:j] + pparts[j + 1:]
