@@ -59,39 +59,20 @@ class Split:
     terms: list[Term]
     remainder: float
     cut: float
+    #: what the parts' lower slack costs the whole sum (subtracted from the lower bound once)
+    lower_slack: float = 0.0
 
 
 def _halves(d: Discretized, i: int) -> tuple[Discretized, Discretized]:
-    """(B, R): d's bins below position i, and the bins from i on with the masses at +inf.
-    Each keeps d's lower slack (the clipped mass lies in one of them, at most all of it)."""
+    """(B, R): d's bins below position i, and the bins from i on with the masses at +inf,
+    without d's lower slack (charged once to the whole sum, :func:`plan`)."""
     def part(lo, hi, with_inf):
         up, low = np.zeros_like(d.upper), np.zeros_like(d.lower)
         up[lo:hi], low[lo:hi] = d.upper[lo:hi], d.lower[lo:hi]
-        return dataclasses.replace(d, upper=up, lower=low,
+        return dataclasses.replace(d, upper=up, lower=low, lower_slack=0.0,
                                    upper_inf=d.upper_inf if with_inf else 0.0,
                                    lower_inf=d.lower_inf if with_inf else 0.0)
     return part(0, i, False), part(i, d.upper.size, True)
-
-
-def _scaled_slack(B, R, s, c, k, lb, lr, l_others):
-    """B and R for term k with their lower slack scaled to what it costs that term. The lower
-    measure of W is the optimistic one plus at most s of clipped mass, lying in B or R; a factor
-    whose measure carries extra mass a moves the composition's delta by at most a times the
-    other factors' total masses (delta is linear in each factor, and 1 - e^{eps - t} <= 1), so
-    term k's lower bound must give up (c - k) s |B|^{c-k-1} |R|^k |O| + k s |B|^{c-k} |R|^{k-1}
-    |O| (O: the other parts; every mass bounded by the upper measure's, whose curve lies above
-    at x = 0, where the curve is the total mass). The engine charges count x slack per part, so
-    B's slack is s |B|^{c-k-1} |R|^k |O| and R's s |B|^{c-k} |R|^{k-1} |O| (each half is
-    charged all of s, not knowing which holds it: summed over the terms with their weights
-    C(c, k), 2 s c (|B| + |R|)^{c-1} |O|, twice the charge without the split)."""
-    if s <= 0.0:
-        return B, R
-
-    def scaled(nb, nr):
-        v = math.log(s) + (nb * lb if nb else 0.0) + (nr * lr if nr else 0.0) + l_others
-        return math.exp(min(v + 1e-12 * c, 700.0)) * (1 + 1e-12)
-    return (dataclasses.replace(B, lower_slack=scaled(c - k - 1, k)) if c > k else B,
-            dataclasses.replace(R, lower_slack=scaled(c - k, k - 1)) if k > 0 else R)
 
 
 def _log_mass(d: Discretized) -> float:
@@ -139,15 +120,34 @@ def plan(pparts: list[PartPMF], h: float, eps0: float, delta_scale: float,
     K = 0
     while K < min(MAX_K, c) and log_rest(K) > math.log(REMAINDER * delta_scale):
         K += 1
+    bare = [PartPMF(dataclasses.replace(p.d, lower_slack=0.0), p.count) for p in others]
     terms = []
     for k in range(K + 1):
-        Bk, Rk = _scaled_slack(B, R, d.lower_slack, c, k, lb, lr, l_others)
-        parts = others + [PartPMF(Bk, c - k)] * (c > k) + [PartPMF(Rk, k)] * (k > 0)
+        parts = bare + [PartPMF(B, c - k)] * (c > k) + [PartPMF(R, k)] * (k > 0)
         lam, log_d = saddle_at(parts, eps_tilt)
         terms.append(Term(float(math.comb(c, k)), parts, min(lam, tilt_cap(parts)),
                           (eps_tilt, log_d)))
     rest = log_rest(K)
-    return Split(terms, math.exp(rest) if rest < 0.0 else 1.0, (d.jlo + i) * h)
+    return Split(terms, math.exp(rest) if rest < 0.0 else 1.0, (d.jlo + i) * h,
+                 _slack_charge(pparts))
+
+
+def _slack_charge(pparts: list[PartPMF]) -> float:
+    """The engine's charge for the parts' lower slack on their whole composition, sum_j c_j s_j
+    times max(1, its total lower mass) (docs/pld-internals.md, section 1: a factor whose curve
+    is raised by at most s raises the composition's by at most s times the other factors' total
+    mass). The expansion is an identity on the measures, so the weighted sum of the terms,
+    composed without slack, is that composition: charged once, not per term (per term it
+    depended on how the clipped mass falls across the cut, which is not known)."""
+    s = sum(p.count * p.d.lower_slack for p in pparts)
+    if s <= 0.0:
+        return 0.0
+    tot = 0.0
+    for p in pparts:
+        m = (float(np.sum(np.abs(p.d.lower))) + p.d.lower_inf) * (1 + (p.d.lower.size + 4) * _U)
+        tot += p.count * math.log(m) if m > 0 else -math.inf
+    return s * math.exp(min(max(tot + 1e-12 * sum(p.count for p in pparts), 0.0), 700.0)) \
+        * (1 + 1e-9)
 
 
 def compose_split(split: Split, h: float, bound: Bound) -> SplitPMF:
@@ -158,8 +158,9 @@ def compose_split(split: Split, h: float, bound: Bound) -> SplitPMF:
         pmf = compose(t.parts, h, t.lam, bounds=(bound,), target=t.target).of(bound)
         assert pmf is not None                      # composed for this bound just now
         pmfs.append(pmf)
-    return SplitPMF([t.weight for t in split.terms], pmfs,
-                    split.remainder if bound is Bound.UPPER else 0.0, bound is Bound.UPPER)
+    upper = bound is Bound.UPPER
+    return SplitPMF([t.weight for t in split.terms], pmfs, split.remainder if upper else 0.0,
+                    upper, 0.0 if upper else split.lower_slack)
 
 
 #: relative margin on the weighted sums of the terms (the weights' rounding, u each, and the
@@ -175,12 +176,14 @@ class SplitPMF:
     pmfs: list[GridPMF]
     remainder: float
     upper: bool
+    #: subtracted from the lower bound (:func:`_slack_charge`)
+    slack: float = 0.0
 
     def _sum(self, vals) -> np.ndarray:
         s = np.sum([w * np.asarray(v, dtype=float) for w, v in zip(self.weights, vals)], axis=0)
         if self.upper:
             return np.minimum(s * (1 + _SUM_MARGIN) + self.remainder, 1.0)
-        return np.maximum(s * (1 - _SUM_MARGIN), 0.0)
+        return np.maximum(s * (1 - _SUM_MARGIN) - self.slack, 0.0)
 
     @property
     def inf(self) -> float:
@@ -192,7 +195,8 @@ class SplitPMF:
 
     def budget(self, eps: float) -> float:
         """The floating-point budget of the sum at eps (the terms' budgets, weighted)."""
-        return float(sum(w * p.budget(eps) for w, p in zip(self.weights, self.pmfs)))
+        return float(sum(w * p.budget(eps) for w, p in zip(self.weights, self.pmfs))) \
+            + self.slack
 
     def epsilon(self, delta: float) -> float:
         """For an upper bound: an eps at which the bound is <= delta (checked), the smallest
