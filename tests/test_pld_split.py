@@ -148,3 +148,18 @@ def test_the_lower_slack_is_charged_once():
     assert 400 * 1e-20 <= sp.lower_slack <= 400 * 1e-20 * (1 + 1e-6)
     lo = S.compose_split(sp, h, Bound.LOWER)
     assert lo.slack == sp.lower_slack and lo.budget(2.0) >= sp.lower_slack
+
+
+def test_a_nan_mass_reads_as_the_trivial_bounds():
+    """A NaN in a composed PMF (overflowing sums) must not turn into a bound: the upper reads
+    1 where its suffix holds it, the lower 0 (then the suffix maximum of later, NaN-free grid
+    points), never NaN (which epsilon() would take for 'never below delta')."""
+    from dpamp.pld.pmf import GridPMF
+    m = np.array([0.5, np.nan, 0.1])
+    err = np.zeros(4)
+    up, lo = GridPMF(0.1, 0, m, 0.0, err, True), GridPMF(0.1, 0, m, 0.0, err, False)
+    e = np.array([0.0, 0.05, 0.15])
+    u, low = up.delta(e), lo.delta(e)
+    assert not np.isnan(u).any() and not np.isnan(low).any()
+    assert np.all(u[:2] == 1.0) and np.all(low <= u)
+    assert lo._raw(e[:2]).tolist() == [0.0, 0.0]

@@ -57,10 +57,10 @@ class GridPMF:
         tk = self._t[np.minimum(k, n - 1)] if n else np.zeros_like(e)
         with np.errstate(over="ignore", invalid="ignore"):
             val = A - np.where(k < n, np.exp(np.minimum(e - tk, 0.0)) * C, 0.0)
-        val = np.maximum(val, 0.0) + self.inf
-        if self.upper:
-            return np.minimum(val + self.err[k], 1.0)
-        return np.maximum(val - self.err[k], 0.0)
+        val = np.maximum(val, 0.0) + self.inf          # (a NaN stays NaN here...)
+        if self.upper:                                 # (...and is read as 1 above, 0 below)
+            return np.fmin(val + self.err[k], 1.0)
+        return np.fmax(val - self.err[k], 0.0)
 
     def _grid_envelope(self) -> np.ndarray:
         """Values at the grid points after the monotone envelope: the true delta(eps) is
