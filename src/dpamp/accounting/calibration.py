@@ -78,7 +78,12 @@ class Calibration:
             v = str(self.value)
         extra = "" if self.steps is None or self.parameter == "steps" else \
             f" ({self.steps} steps)"
-        eps = round_up(self.guarantee.epsilon, 6)
+        # six digits, or as many as show the achieved epsilon below the target (2.999997 is
+        # not printed as "3 <= 3")
+        e, digits = self.guarantee.epsilon, 6
+        while digits < 17 and e < self.target_epsilon <= float(round_up(e, digits)):
+            digits += 1
+        eps = round_up(e, digits)
         out = (f"{self.parameter} = {v}{extra}: epsilon {eps} <= "
                f"{fmt(self.target_epsilon)} at delta {fmt(self.target_delta)} by "
                f"{self.guarantee.method}")
