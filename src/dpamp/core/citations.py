@@ -2,8 +2,9 @@
 
 Code, docstrings and everything a user reads (a Guarantee's ``source`` and ``note``, the method
 list, reports, JSON) name the five papers dpamp implements by authors and year
-(``Steinke 2022, Prop. 7``). :func:`cite` still translates the papers' file numbers
-(``004 Prop. 7``; docs/papers/index.md maps them) where a text written with them reaches it.
+(``Steinke 2022, Prop. 7``). :func:`cite` still translates the papers' three-digit file
+numbers (docs/papers/index.md maps them) where a text written with them reaches it, e.g. a
+ledger saved by an older version.
 """
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ _NUMBER = re.compile(r"(?<![\w.])(00[0-4])(?![\w.])(\s+(?=[A-Za-z]))?")
 
 
 def cite(text: str) -> str:
-    """``text`` with every paper number replaced by its authors and year: ``"004 Prop. 7"`` ->
-    ``"Steinke 2022, Prop. 7"``, ``"(000)"`` -> ``"(Balle, Barthe & Gaboardi 2018)"``."""
+    """``text`` with every paper number (a key of PAPERS, as a word) replaced by its authors and
+    year; a result named after it is joined with a comma (number, space, "Prop. 7" becomes
+    "Steinke 2022, Prop. 7" for Steinke's key), a number alone in brackets keeps them."""
     if not text or "00" not in text:
         return text
     return _NUMBER.sub(lambda m: PAPERS[m.group(1)] + (", " if m.group(2) else ""), text)
