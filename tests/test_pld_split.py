@@ -163,3 +163,12 @@ def test_a_nan_mass_reads_as_the_trivial_bounds():
     assert not np.isnan(u).any() and not np.isnan(low).any()
     assert np.all(u[:2] == 1.0) and np.all(low <= u)
     assert lo._raw(e[:2]).tolist() == [0.0, 0.0]
+
+
+def test_a_cut_beyond_the_doubles_is_no_split():
+    """An estimate of epsilon near the largest double (a delta query at eps 1e300) puts the cut
+    beyond any grid: no split, and no overflow turning it into an index."""
+    h = 1e-3
+    pp = _parts(_subsampled(1.0, 0.01, 50), h, 1e-6)
+    assert S.plan(pp, h, 1e300, 1e-6, Qy.saddle_for_epsilon) is None
+    assert S.plan(pp, 1e-300, 1e300, 1e-6, Qy.saddle_for_epsilon) is None

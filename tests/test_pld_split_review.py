@@ -42,12 +42,10 @@ import oracle_mgf as O
 # ---------------------------------------------------------------- exact references (mpmath)
 
 def _count_vectors(c, n):
-    if n == 1:
-        yield (c,)
-        return
-    for i in range(c + 1):
-        for rest in _count_vectors(c - i, n - 1):
-            yield (i,) + rest
+    """Every (k_1, ..., k_n) of non-negative integers summing to c (stars and bars)."""
+    for bars in itertools.combinations(range(c + n - 1), n - 1):
+        edges = (-1,) + bars + (c + n - 1,)
+        yield tuple(b - a - 1 for a, b in zip(edges, edges[1:]))
 
 
 def _outcomes(parts, dps=40):

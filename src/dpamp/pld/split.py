@@ -99,7 +99,10 @@ def plan(pparts: list[PartPMF], h: float, eps0: float, delta_scale: float,
     j = int(np.argmax(counts))
     c = counts[j]
     d = pparts[j].d
-    i = int(math.floor(CUT * eps0 / h)) - d.jlo
+    x = CUT * eps0 / h
+    if not math.isfinite(x) or x >= d.jlo + d.upper.size:
+        return None                       # (the cut beyond the grid: nothing to split off)
+    i = int(math.floor(x)) - d.jlo
     # (each half needs positive finite mass in both bounds: a factor without any makes the
     # engine's window undefined; the optimistic PMF's top tail may have been dropped)
     if c < 2 or not 1 <= i < d.upper.size or not all(
