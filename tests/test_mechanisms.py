@@ -8,7 +8,12 @@ from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
 
-mp.mp.dps = 40
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """40 digits for this module's mpmath evaluations (scoped to each test)."""
+    with mp.workdps(40):
+        yield
 
 
 def renyi_continuous(logp, logq, alpha, lo=-mp.inf, hi=mp.inf, points=None):

@@ -8,7 +8,12 @@ from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
 
-mp.mp.dps = 50
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """50 digits for this module's mpmath evaluations (scoped to each test)."""
+    with mp.workdps(50):
+        yield
 
 
 def thm34_mp(eps_fn, q, alpha):
