@@ -72,6 +72,9 @@ class Discretized:
     #: relative error of the source's masses beyond the few ulps of their own rounding
     #: (``LossDistribution.mass_rel_err``): the engine's mass margin grows by it per step
     rel_err: float = 0.0
+    #: ``upper`` is a majorant that already covers its masses' rounding (:mod:`.majorant`): the
+    #: engine's margin leaves it out of the upper bound's
+    majorised: bool = False
 
     @property
     def jhi(self) -> int:

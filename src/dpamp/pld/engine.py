@@ -350,7 +350,7 @@ def _single(part, h, bound):
     m = part.mass(bound)
     start = max(part.d.jlo, 0)
     mass = np.array(m[start - part.d.jlo:], dtype=float)
-    rel = mass_margin([part], h)
+    rel = mass_margin([part], h, bound)
     slack = 0.0 if upper else part.d.lower_slack * max(1.0, float(np.sum(np.abs(m))))
     if upper:
         mass = np.maximum(mass, 0.0) * (1 + rel)
@@ -552,7 +552,7 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     # mass at +inf: prod (fin+inf)^c - prod fin^c = tot (1 - prod (fin/(fin+inf))^c)
     inf = math.exp(prod.tot_log) * (-math.expm1(min(prod.frac_log, 0.0))) \
         if math.isfinite(prod.tot_log) else 0.0
-    rel = mass_margin(parts, h)
+    rel = mass_margin(parts, h, bound)
     if upper:
         mass = np.maximum(mass, 0.0)    # clipping noise up only adds mass: still an upper bound
         # untilted mass above the window: tilted bound times the largest untilting factor there
@@ -592,10 +592,14 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
     return err, np.where(np.isnan(bin_err), np.inf, bin_err)
 
 
-def mass_margin(parts, h: float) -> float:
+def mass_margin(parts, h: float, bound: Bound | None = None) -> float:
     """Relative error bound on every composed mass from the parts' mass rounding (see
     REL_MARGIN): it grows with the number of steps composed and the fineness of the grid, and
     with each part's own relative mass error (``Discretized.rel_err``: a source whose masses come
-    from a special function of a library), which its cancellation amplifies as it does u."""
-    per = sum(p.count * (8.0 * _U + getattr(p.d, "rel_err", 0.0)) for p in parts)
+    from a special function of a library), which its cancellation amplifies as it does u. For
+    the upper bound (``bound`` UPPER) a part whose upper PMF is a majorant (:mod:`.majorant`)
+    counts no more: its rounding is inside it."""
+    skip = bound is Bound.UPPER
+    per = sum(p.count * (8.0 * _U + getattr(p.d, "rel_err", 0.0)) for p in parts
+              if not (skip and getattr(p.d, "majorised", False)))
     return max(REL_MARGIN, math.expm1(per / h))

@@ -29,6 +29,7 @@ from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, Composed, PartPMF, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .engine import tilt_cap as _tilt_cap
 from .caps import atomic_caps
+from .majorant import majorise
 from .grid import align as _align, initial_h as _initial_h, tail_fraction
 from .sources import ProfileSource, SymmetricCurve, parts_of
 from .split import Split, SplitComposed, compose_split, plan as _split_plan
@@ -364,7 +365,8 @@ def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True
     ``split_at`` = (eps0, delta scale, eps_tilt), expanded by how many steps draw a loss above
     CUT eps0, each term tilted for eps_tilt (:mod:`.split`; where no part has such losses, the
     plain composition at the full saddle)."""
-    pp = _discretize(d, h, tail_total, optimistic)
+    # (upper PMFs majorised where the mass margin would compound: :mod:`.majorant`)
+    pp = majorise(_discretize(d, h, tail_total, optimistic), h)
     sp = None if split_at is None else \
         _split_plan(pp, h, split_at[0], split_at[1], saddle_for_epsilon, split_at[2])
     if sp is not None:

@@ -113,7 +113,8 @@ def plan(pparts: list[PartPMF], h: float, eps0: float, delta_scale: float,
     lb, lr = _log_mass(B), _log_mass(R)
     l_all = float(np.logaddexp(lb, lr))
     l_others = sum(p.count * _log_mass(p.d) for p in others)
-    margin = math.log1p(mass_margin(pparts, h)) + 1e-9
+    # (the remainder bounds the upper end only)
+    margin = math.log1p(mass_margin(pparts, h, Bound.UPPER)) + 1e-9
 
     def log_rest(K):   # log of the bound on the terms k > K
         if K + 1 > c:
