@@ -411,6 +411,8 @@ def rate(epsilon: float, delta: float, sigma: float, steps: int, population: int
         def make(q):
             return Poisson(q, relation=rel)
     else:
+        assert n is not None            # checked above: without_replacement needs the population
+
         def make(m):
             return WithoutReplacement(m, n)
         rel = as_relation(relation) if relation is not None else WithoutReplacement.needs

@@ -96,9 +96,10 @@ def _gaussian_mu(mechanism):
     from ..mechanisms.family import family_of
     parts = mechanism.parts()
     fams = [family_of(m) for m, _ in parts]
-    if not parts or any(f is None or f.gaussian_mu is None for f in fams):
+    hooks = [f.gaussian_mu for f in fams if f is not None and f.gaussian_mu is not None]
+    if not parts or len(hooks) < len(parts):
         return None
-    mus = [(c, f.gaussian_mu(m)) for (m, c), f in zip(parts, fams) if c > 0]
+    mus = [(c, mu(m)) for (m, c), mu in zip(parts, hooks) if c > 0]
     if not all(math.isfinite(v) for _, v in mus):
         return None
     s = math.fsum(c * v * v for c, v in mus)
@@ -110,7 +111,7 @@ def _profile_grid(mechanism, points):
     from ..profiles import epsilon_for_delta, privacy_profile
     pure = mechanism.pure_epsilon()
     # where the profile comes within 1e-13 of its mass at infinity
-    top = epsilon_for_delta(mechanism, min(privacy_profile(mechanism, np.inf) + 1e-13, 1.0))[0]
+    top = epsilon_for_delta(mechanism, min(float(privacy_profile(mechanism, np.inf)) + 1e-13, 1.0))[0]
     top = min(top, pure, 650.0)
     if not (math.isfinite(top) and top > 0):
         top = 50.0

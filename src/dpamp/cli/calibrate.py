@@ -20,6 +20,7 @@ each in turn (a progress bar shows on a terminal).
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 WHAT = ("noise-multiplier", "steps", "epochs", "sample-rate", "batch-size", "sigma", "rate",
         "batch")
@@ -106,6 +107,7 @@ def cmd_calibrate(args):
     if args.tol is not None:
         common["tol"] = args.tol
     length = args.steps is not None or args.epochs is not None
+    fn: Callable[..., C.Calibration]    # sigma, steps, epochs or rate: different signatures
     if what == "noise-multiplier":
         _noise(args, need=False)
         fn = C.sigma

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from typing import Sequence
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def cmd_plot(args):
         x = p.mechanism
         delta = p.delta if delta is None else delta
         options = {**p.options, **options}
-        methods = p.methods
+        methods: Sequence[str] | None = p.methods
         stated = {"plan": p.as_dict()}
     else:
         if not plan_given(args):

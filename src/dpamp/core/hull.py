@@ -10,6 +10,8 @@ itself). scipy's pool-adjacent-violators (``scipy.optimize.isotonic_regression``
 gives its blocks in O(n); the hull's vertices are the blocks' ends."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -25,7 +27,7 @@ def _isotonic_regression():
     return _ISOTONIC
 
 
-_ISOTONIC = False      # not imported yet
+_ISOTONIC: Any = False      # not imported yet (then scipy's function, or None)
 
 
 def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -17,10 +17,13 @@ import concurrent.futures
 import os
 import sys
 import time
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..accounting.sweep_grid import COLUMNS, GridError, expand, row_key
 from ..accounting.sweep_rows import compute_row
+
+if TYPE_CHECKING:
+    from .grid import Grid
 
 __all__ = ["sweep", "SweepResult", "SweepInterrupted", "GridError", "expand", "row_key",
            "compute_row", "COLUMNS"]
@@ -106,7 +109,7 @@ def _progress_bar(total: int, enabled: bool | None):
     return tqdm(total=total, unit="row", desc="sweep", file=sys.stderr, smoothing=0.1)
 
 
-def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathLike,
+def sweep(grid: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathLike | Grid,
           output: str | os.PathLike | None = None, *, workers: int | None = None,
           executor: concurrent.futures.Executor | None = None, dask: Any = None,
           format: str | None = None, resume: bool = True, retry_errors: bool = True,

@@ -87,6 +87,7 @@ class Allocated(Mechanism):
 
     def __repr__(self):
         s = self.scheme
+        assert dataclasses.is_dataclass(s)      # every sampling scheme is a frozen dataclass
         args = ", ".join(f"{f.name}={getattr(s, f.name)!r}" for f in dataclasses.fields(s)
                          if f.name != "relation")
         return f"{self.base!r}.subsample(dp.{type(s).__name__}({args})) " \

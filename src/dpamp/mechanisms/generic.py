@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -63,6 +63,11 @@ class RDPCurve(Mechanism):
     func: Callable
     relation: Relation = ADD_REMOVE
     name: str = "rdp-curve"
+    if TYPE_CHECKING:
+        # the CGF projection's hull (x, y), set by __post_init__: not a field, which
+        # serialisation and repr would read
+        @property
+        def _hull(self) -> tuple[np.ndarray, np.ndarray]: ...
 
     def __post_init__(self):
         if not callable(self.func):

@@ -114,6 +114,7 @@ class UserLevelGaussian(Mechanism):
                              "removes one whole user (Poisson sampling)")
         object.__setattr__(self, "relation", rel)
         if self.is_mixture:
+            assert self.sample_rate is not None     # is_mixture asks for one
             _check_mixture(m, float(self.sample_rate))
 
     @property

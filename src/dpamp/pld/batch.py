@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.errors import OutOfReach
 from . import loss as L
-from .discretize import discretize_many
+from .discretize import Discretized, discretize_many
 from .engine import MAX_N, PartPMF
 from .loss_batch import quantile_ranges, tail_points_many
 from .sources import discretize_source
@@ -42,7 +42,7 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         if jhi - jlo > MAX_N:
             raise MemoryError(jhi - jlo)
         grids.append((jlo, jhi))
-    ds = [None] * n
+    ds: list[Discretized | None] = [None] * n
     many = [i for i, (src, _) in enumerate(parts) if type(src) is L.LossDistribution]
     for group in ([many] if batched else [[i] for i in many]):
         if group:
@@ -51,7 +51,8 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
                 ds[i] = d
     out = []
     for i, (src, c) in enumerate(parts):
-        d = ds[i] if ds[i] is not None else discretize_source(src, h, *grids[i], optimistic)
+        known = ds[i]
+        d = known if known is not None else discretize_source(src, h, *grids[i], optimistic)
         # the optimistic PMF may drop any mass (that only lowers delta): drop its top tail of
         # mass <= the budget, which otherwise holds the tail rounded down onto the last knot and,
         # once tilted, widens the FFT window for nothing

@@ -82,8 +82,10 @@ class Cells:
         """The inverse of :meth:`as_dict` (for cells built in that form, e.g. the mirrored
         cells of :class:`.sources.SymmetricCurve`)."""
         def side(name):
-            return Side(*c[name], *c[name + "_cont"], c[name + "_beta"], c[name + "_end"])
-        return Cells(*c["below"], side("left"), *c["zero"], side("right"), *c["above"])  # type: ignore[call-arg]
+            (p, q), (cont_p, cont_q) = c[name], c[name + "_cont"]
+            return Side(p, q, cont_p, cont_q, c[name + "_beta"], c[name + "_end"])
+        (below_p, below_q), (zero_p, zero_q), (above_p, above_q) = c["below"], c["zero"], c["above"]
+        return Cells(below_p, below_q, side("left"), zero_p, zero_q, side("right"), above_p, above_q)
 
 
 def cells_of(src, h: float, jlo: int, jhi: int, optimistic: bool = True) -> Cells:

@@ -82,6 +82,7 @@ def _default_eps(dirs, pure, points):
     for d in dirs:
         pp = _discretize(d, h, TAIL, optimistic=False)
         up = compose(pp, h, 0.0, bounds=(Bound.UPPER,), target=(0.0, math.log(1e-12))).upper
+        assert up is not None                       # the upper bound asked for
         # (above the mass at infinity: an (eps, delta) part keeps delta > 1e-13 for ever)
         top = max(top, up.epsilon(min(up.inf + 1e-13, 1.0)))
     top = min(top, pure, 650.0)
@@ -97,8 +98,10 @@ def _rows(dirs, eps, h, lower_ok):
     for d in dirs:
         pp = _discretize(d, h, TAIL, optimistic=lower_ok)
         pm = compose(pp, h, 0.0, bounds=bounds, target=(0.0, math.log(1e-12)))
+        assert pm.upper is not None                 # the upper bound is always asked for
         ups.append(pm.upper.delta(eps))
         if lower_ok:
+            assert pm.lower is not None             # and the lower one with lower_ok
             lows.append(pm.lower.delta(eps))
     if len(dirs) == 1:
         ups, lows = ups * 2, lows * 2

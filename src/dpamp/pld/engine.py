@@ -134,7 +134,8 @@ def mgf_layout(ms, jlos):
         flat[o:o + m.size] = m
     np.maximum(flat, 0.0, out=flat)
     jl = np.asarray(jlos, dtype=np.int64)
-    blocks = {}
+    # block size -> its blocks (:func:`_blocks`), filled as the sizes are first needed
+    blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     return lambda h, s: _mgf_blocks(flat, offs, jl, P, h, np.asarray(s, dtype=float), blocks)
 
 
@@ -565,7 +566,7 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
         mass = mass * max(1 - rel, 0.0)
         inf = inf * max(1 - rel, 0.0)
     out = GridPMF(h, start, mass, inf, err, upper)
-    out.bin_err = bin_err  # type: ignore[attr-defined]  # read by allocation.sums
+    out.bin_err = bin_err
     return out
 
 

@@ -136,6 +136,7 @@ class LossDistribution:
         if cdf is not None:
             # P'[L' <= t] = Q[L >= -t] = Q_sf(-t) (continuous part: >= is >)
             def new_cdf(t):
+                assert sf is not None           # a continuous part has both cdf and sf
                 p, q = sf(-t)
                 return q, p
 
@@ -158,16 +159,16 @@ class LossDistribution:
         """Mean and variance of -L under Q (the swapped pair's loss under its P), from the
         atoms and a fine histogram of the continuous part (sizing only)."""
         fin = np.isfinite(self.atom_loss)
-        z = [-self.atom_loss[fin]]
-        w = [self.atom_q[fin]]
+        zs = [-self.atom_loss[fin]]
+        ws = [self.atom_q[fin]]
         if self.cdf is not None:
             lo, hi = self.quantile_range(1e-13)
             if hi > lo:
                 t = np.linspace(lo, hi, 4001)
                 _, cq = self.cdf(t)
-                z.append(-0.5 * (t[1:] + t[:-1]))
-                w.append(np.maximum(np.diff(cq), 0.0))
-        z, w = np.concatenate(z), np.concatenate(w)
+                zs.append(-0.5 * (t[1:] + t[:-1]))
+                ws.append(np.maximum(np.diff(cq), 0.0))
+        z, w = np.concatenate(zs), np.concatenate(ws)
         if w.sum() <= 0:
             return 0.0, 0.0
         m = float(np.sum(w * z) / w.sum())
@@ -198,6 +199,7 @@ class LossDistribution:
                 return poisson_mix(bp, bq, q, 1 - q)
 
             def sf(t):
+                assert base_sf is not None      # a continuous part has both cdf and sf
                 bp, bq = base_sf(poisson_base_loss(np.asarray(t, dtype=float), q, logq))
                 return poisson_mix(bp, bq, q, 1 - q)
             s_lo, s_hi = (float(x) for x in fwd(np.array(self.support)))

@@ -24,6 +24,10 @@ class GridPMF:
     inf: float                  # mass at +inf (already including tail and truncation bounds)
     err: np.ndarray             # E_k: error budget of the suffix starting at bin k (length n+1)
     upper: bool                 # True: every value is rounded towards larger delta
+    #: each bin's own error bound (the suffix budget's per-bin terms), set by
+    #: :func:`.engine.compose` on every PMF it returns (read by dpamp.amplification.allocation)
+    bin_err: np.ndarray | None = dataclasses.field(default=None, init=False, repr=False,
+                                                   compare=False)
 
     def __post_init__(self):
         n = self.mass.size

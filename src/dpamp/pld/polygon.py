@@ -384,6 +384,7 @@ class _Kinks:
         d, lam = _pick(self.need_c - ((1.0 - self.lam_c) * e[None, :, :-1]
                                       + self.lam_c * e[None, :, 1:]), self.lam_c)
         if self.hr.size:
+            assert self.lam_h is not None and self.need_h is not None  # of() sets them with hr
             hr, hi, lh = self.hr, self.hi, self.lam_h
             dh, lk = _pick(self.need_h - ((1.0 - lh) * e[hr, hi][None]
                                           + lh * e[hr, hi + 1][None]), lh)
@@ -397,6 +398,8 @@ class _Kinks:
         d, lam = _pick(self.need_c[:, r, i] - ((1.0 - lc) * e[r, i][None]
                                                + lc * e[r, i + 1][None]), lc)
         if self.hr.size:
+            # of() sets all three whenever there are hard cells
+            assert self.hpos is not None and self.lam_h is not None and self.need_h is not None
             m = self.hpos[r, i] >= 0
             if m.any():
                 k, rm, im = self.hpos[r, i][m], r[m], i[m]

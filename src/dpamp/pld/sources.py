@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,6 +33,14 @@ from ..mechanisms.family import family_of
 from . import loss as L
 from .cache import ByIdentity, PLDCache
 from .discretize import Discretized, discretize, discretize_cells
+
+
+class Source(Protocol):
+    """A part of the PLD engine as the wrappers below hold it: a :class:`~.loss.
+    LossDistribution` or any object read the same way (:func:`discretize_source`); the
+    wrappers call ``swapped`` themselves and pass every other attribute through."""
+
+    def swapped(self) -> Any: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +99,7 @@ class NotAttained:
     below, so the engine reports no lower end for a plan with such a part
     (``query._lower_proven``). It is never merged with exact Gaussian parts."""
 
-    inner: object
+    inner: Source
     #: a relative mass error of the inner source's own inputs that its discretisation does not
     #: carry (an epoch built from a base with ``mass_rel_err``): added to the margin
     rel_err: float = 0.0
@@ -118,8 +127,8 @@ class Bracketed:
     sizing (ranges, moments) follows the upper pair. ``exact``: the two pairs coincide up to
     rounding (the bracket then shrinks with the grid). Never merged with exact Gaussian parts."""
 
-    upper: object
-    lower: object
+    upper: Source
+    lower: Source
     exact: bool = True
     attained = True
     gaussian_mu = None
@@ -164,7 +173,7 @@ class ProfileSource:
         # construction; otherwise the PLD composes both directions (the worse one is reported)
         self.symmetric = bool(symmetric_pair(mechanism))
         self.inf_mass = float(self._rows(np.array([np.inf]))[0][0])
-        self._moments = None
+        self._moments: tuple[float, float] | None = None     # (mean, var), on first use
 
     def _rows(self, eps, lower=False):
         f = self._pair_lower if lower else self._pair

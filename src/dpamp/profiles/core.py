@@ -255,7 +255,7 @@ class PrivacyProfile:
     orders of the dominating pair, ``lower`` for a proven lower bound, ``epsilon(delta)`` for the
     (upper, lower) inversion."""
 
-    mechanism: object
+    mechanism: Mechanism
 
     def __call__(self, epsilon):
         return privacy_profile(self.mechanism, epsilon)

@@ -277,7 +277,9 @@ def _hull_pieces(c, s, lo, hi):
     cover of [lo, hi] by pieces, each with a valid line, proves what is checked on it."""
     order = np.lexsort((c, -s))               # steepest first; for ties the largest c last
     c, s = c[order], s[order]
-    keep_c, keep_s, keep_i = [], [], []
+    keep_c: list[float] = []
+    keep_s: list[float] = []
+    keep_i: list[int] = []
     for ci, si, ii in zip(c, s, order):
         if keep_s and keep_s[-1] == si:
             keep_c.pop(), keep_s.pop(), keep_i.pop()
@@ -290,7 +292,9 @@ def _hull_pieces(c, s, lo, hi):
                 keep_c.pop(), keep_s.pop(), keep_i.pop()
             else:
                 break
-        keep_c.append(ci), keep_s.append(si), keep_i.append(ii)
+        keep_c.append(ci)
+        keep_s.append(si)
+        keep_i.append(ii)
     kc, ks = np.array(keep_c), np.array(keep_s)
     brk = (kc[:-1] - kc[1:]) / (ks[:-1] - ks[1:])
     pieces, start = [], lo

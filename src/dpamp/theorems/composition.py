@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from numbers import Real
+from typing import cast
 
 import numpy as np
 from scipy.special import gammaln
@@ -189,7 +190,9 @@ def kov_log_pmf(eps0: float, k: int) -> np.ndarray:
 def _check_kov(eps0, delta0, k):
     eps0 = V.nonnegative("eps0", eps0)
     delta0 = V.real("delta0", delta0, low=0.0, high=1.0, high_open=True)
-    if isinstance(k, Real) and not isinstance(k, bool) and k > KOV_MAX_K:
+    # (the cast for the type checker only: numbers.Real's stubs declare < and <= but not >,
+    # which every concrete Real has)
+    if isinstance(k, Real) and not isinstance(k, bool) and cast(float, k) > KOV_MAX_K:
         raise ValueError(f"k must be an integer in [1, {KOV_MAX_K}] for the KOV sum (got {k}): "
                          "its window of binomial terms grows like sqrt(k); use advanced "
                          "composition (Steinke 2022, Thm 22) or the PLD of dp.EpsDelta for "

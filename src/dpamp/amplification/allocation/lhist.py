@@ -94,7 +94,8 @@ class Calls:
         # the fine grid's bin sums (indices 0..J), chunk by chunk of FLUSH outcomes: the
         # current chunk's, and the finished chunks' total (each chunk's sums added to it in
         # turn, as the chunks' bin sums would be)
-        self.cur = self.tot = None
+        self.cur: np.ndarray | None = None
+        self.tot: np.ndarray | None = None
         self.buf_n = 0                          # outcomes in the current chunk
         self.n_terms = 0
         self.inf_mass = 0.0                     # outcomes with L' beyond 1e300
@@ -117,6 +118,7 @@ class Calls:
         far = j > self.J
         if far.any():
             jf = np.ceil(np.log(L[far]) / LOG_STEP_FAR + 1e-6).astype(np.int64)
+            assert self.far is not None          # add comes before finish
             self.far.append(_binned(jf, m[far]))
             j, m = j[~far], m[~far]
         if j.size:
@@ -229,6 +231,7 @@ class Puts:
             j = np.floor(L / PUT_STEP).astype(np.int64)         # j PUT_STEP <= L, exactly
             j0 = int(j.min())
             b = np.bincount(j - j0, weights=m)
+            assert self.m is not None            # add comes before finish
             self.m[j0:j0 + b.size] += b
 
     def finish(self, const: float = 0.0):

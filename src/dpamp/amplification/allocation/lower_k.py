@@ -397,7 +397,7 @@ def _tilts(parts):
     from ...pld.engine import grid_log_mgf
     mean, sd = composed_moments(parts, 1.0)
     th = np.geomspace(1e-2, 1e2, 80) * math.sqrt(2 * math.log(1 / DELTA_REF)) / sd
-    out = [(0.0, (mean, 0.0))]
+    out: list[tuple[float, tuple[float, float]] | None] = [(0.0, (mean, 0.0))]  # None: no tilt
     ld = math.log(DELTA_REF)
     for sign in (1.0, -1.0):
         K = np.zeros(th.size)
@@ -435,6 +435,8 @@ def _bin_bounds(parts, tilts):
         except MemoryError:
             continue
         g = r.upper
+        # both kinds asked for (BOTH); compose sets bin_err on every PMF it returns
+        assert g is not None and g.bin_err is not None
         n = g.jlo + g.mass.size
         v = np.minimum((g.mass + g.bin_err) * (1 + 1e-9), total)
         v = np.where(np.isnan(v), total, v)
@@ -442,6 +444,7 @@ def _bin_bounds(parts, tilts):
             up = _pad(up, n, np.inf)
         up[g.jlo:n] = np.minimum(up[g.jlo:n], v)
         g = r.lower
+        assert g is not None and g.bin_err is not None
         n = g.jlo + g.mass.size
         v = np.maximum(g.mass - g.bin_err, 0.0) * (1 - 1e-12)
         v = np.where(np.isnan(v), 0.0, v)

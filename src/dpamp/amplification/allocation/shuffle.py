@@ -498,7 +498,8 @@ def dominating_step(base, scheme):
     if scheme.relation is not ADD_REMOVE:
         return base
     check_batches(scheme)
-    if hasattr(base, "sensitivity") and _dc.is_dataclass(base):
+    # (base is a mechanism, never a class: the isinstance test only narrows is_dataclass's type)
+    if _dc.is_dataclass(base) and not isinstance(base, type) and hasattr(base, "sensitivity"):
         return _dc.replace(base, sensitivity=2 * base.sensitivity)
     pure = base.pure_epsilon()
     if math.isfinite(pure):     # a pure eps-DP step is 2 eps-DP for a group of two

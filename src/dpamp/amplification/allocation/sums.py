@@ -79,7 +79,8 @@ def _lower_masses(both: TwoTilts):
     m = np.zeros(hi_idx - lo_idx)
     for g in (pmf, flat):
         k = g.jlo - lo_idx
-        seg = np.maximum(g.mass - g.bin_err, 0.0)  # type: ignore[attr-defined]  # set by pld.engine
+        assert g.bin_err is not None                # compose sets it on every PMF it returns
+        seg = np.maximum(g.mass - g.bin_err, 0.0)
         m[k:k + seg.size] = np.maximum(m[k:k + seg.size], seg)
     return m * (1 - 4 * _U), lo_idx
 

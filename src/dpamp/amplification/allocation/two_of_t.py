@@ -168,8 +168,8 @@ class TwoOfT:
         # tail.beyond = P0[X > Y_max] + (t - 1) Q0[X > Y_max]; under P two coordinates are P0
         self.charge_y = 2.0 * self.tail.beyond
         self.delta_ref = delta_ref
-        self._laws = None
-        self._put_laws = None
+        self._laws: tuple | None = None          # kept by laws() and put_laws()
+        self._put_laws: list | None = None
         self._call: tuple | None = None
         self._put: tuple | None = None
         # the puts: N = 1 and N = 2 with the large coordinates at b (any Y > b, the put being

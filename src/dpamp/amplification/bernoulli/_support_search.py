@@ -158,14 +158,16 @@ class SupportSearch:
                   for i in range(len(s_edges) - 1) for j in range(len(w_edges) - 1)]
         combo = np.array(list(itertools.product(range(len(pieces)), repeat=m)))
         arr = np.array(pieces)[combo]                     # (n, m, 4)
-        cells = tuple(np.ascontiguousarray(arr[..., t]) for t in range(4))
+        s_lo, s_hi, w_lo, w_hi = (np.ascontiguousarray(arr[..., t]) for t in range(4))
         self.n_rows = 14 if m == 4 else 10
         self.settled = -np.inf   # largest bound of a cell settled within tolerance
         self.used = 0
         empty = np.zeros((0, m))
-        self.pool = (empty, empty, empty, empty, np.zeros((0, self.n_rows)), np.zeros(0),
-                     np.zeros((0, m, 2)))
-        self._add(*cells, np.zeros((cells[0].shape[0], self.n_rows)))
+        # the pooled cells' (s_lo, s_hi, w_lo, w_hi, y, bound, var)
+        self.pool: tuple[np.ndarray, ...] = (empty, empty, empty, empty,
+                                             np.zeros((0, self.n_rows)), np.zeros(0),
+                                             np.zeros((0, m, 2)))
+        self._add(s_lo, s_hi, w_lo, w_hi, np.zeros((s_lo.shape[0], self.n_rows)))
 
     def _add(self, s_lo, s_hi, w_lo, w_hi, y):
         """Propagate and bound new cells; settle those within tolerance, pool the rest."""

@@ -65,6 +65,7 @@ def plot_figure1(path_or_ax=None, c=0.1, d=1, alpha=50.0, k=1, epsilon=None, *,
         raise ImportError("plot_figure1 needs matplotlib: pip install 'dpamp[plot]'") from err
     data = figure1_data(c, d, alpha, k, epsilon, with_exact=with_exact)
     save_to = None
+    fig: Figure | None = None            # the new figure (a path or None given)
     if path_or_ax is None or isinstance(path_or_ax, (str, bytes)) or hasattr(path_or_ax,
                                                                               "__fspath__"):
         save_to = path_or_ax
@@ -84,7 +85,7 @@ def plot_figure1(path_or_ax=None, c=0.1, d=1, alpha=50.0, k=1, epsilon=None, *,
     ax.set_ylim(0, max(float(e.max()), float(data.asymptote[0])) * 1.05
                 if np.isfinite(data.asymptote[0]) else float(e.max()) * 1.05)
     ax.legend(fontsize="small")
-    if save_to is not None:
-        ax.figure.tight_layout()
-        ax.figure.savefig(save_to, dpi=120)
+    if save_to is not None and fig is not None:     # (a path given: fig is ax's figure)
+        fig.tight_layout()
+        fig.savefig(save_to, dpi=120)
     return ax

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ...mechanisms.base import Mechanism
-    from .kernels import MarkovKernel
+    from .kernels import MixingKernel
 
 _REL = 1e-12
 
@@ -125,7 +125,7 @@ def minimise_shift(alpha: np.ndarray, mech_kind: str, mech_scale: float, delta: 
 
 
 def shift_reduction_rdp(alpha: ArrayLike, mechanism: Mechanism,
-                        kernel: MarkovKernel) -> float | np.ndarray:
+                        kernel: MixingKernel) -> float | np.ndarray:
     """RDP of ``kernel`` applied to the output of ``mechanism`` by Balle et al. 2019, Thm 2,
     minimised over the shift (module docstring): a Gaussian or Laplace mechanism (or a diffusion
     mechanism) followed by an unbounded :class:`GaussianKernel` / :class:`LaplaceKernel` with
