@@ -44,7 +44,7 @@ class Allocated(Mechanism):
             epoch.check(self.scheme)
 
     @property
-    def relation(self) -> Relation:  # type: ignore[override]
+    def relation(self) -> Relation:  # type: ignore[override]  # a property over a field of Mechanism
         return self.scheme.gives
 
     @property
