@@ -10,8 +10,12 @@ import pytest  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _mpmath_precision():
-    """Every test starts at mpmath's default precision and leaves it as it found it: tests that
-    set ``mp.mp.dps`` would otherwise leak their precision into the tests run after them (the
-    answer of an mpmath oracle would then depend on the order the tests ran in)."""
-    with mpmath.workdps(15):
+    """Every test leaves mpmath's precision as it found it: tests that set ``mp.mp.dps`` would
+    otherwise leak their precision into the tests run after them (the answer of an mpmath
+    oracle would then depend on the order the tests ran in). A module's own precision fixture
+    (set up before this one) is kept."""
+    prec = mpmath.mp.prec
+    try:
         yield
+    finally:
+        mpmath.mp.prec = prec
