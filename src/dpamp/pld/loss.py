@@ -143,7 +143,8 @@ class LossDistribution:
         fin = np.isfinite(loss) & (p > 0)
         inf = sum((Fraction(float(v)) for v in p[loss == np.inf]), Fraction(0))
         if not str(self.name).startswith("eps_delta"):
-            inf = min(Fraction(1), inf * (1 + s * Fraction(rho)))
+            inf = inf * (1 + int(s) * Fraction(rho))
+            inf = inf if inf < 1 else Fraction(1)
         return p[fin] * (1 + s * rho), q[fin] * (1 - s * rho), inf
 
     # --- transformations -------------------------------------------------------------------
