@@ -221,10 +221,11 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
         (budget, max_rounds), "epsilon",
         lambda h, tilt, grid_tol, prev: _compute_for_eps(dirs, delta, grid_tol, h, tail_total,
                                                          tilt, prev),
-        lambda state: _evaluate(state, tol, lambda pmf, i: min(pmf.epsilon(delta), caps[i]),
-                                at=lambda up: up, floor=1e-12),
-        exact=lambda best: _exact(dirs, best, tol, lambda: atomic.epsilon_bounds(dirs, delta),
-                                  floor=1e-12)))
+        _or_exact(lambda state: _evaluate(state, tol, lambda pmf, i: min(pmf.epsilon(delta),
+                                                                         caps[i]),
+                                          at=lambda up: up, floor=1e-12),
+                  lambda last: _exact(dirs, last, tol, lambda: atomic.epsilon_bounds(dirs, delta),
+                                      floor=1e-12))))
 
 
 def _lower_proven(dirs) -> bool:
@@ -256,14 +257,12 @@ def _rounds(max_rounds) -> int:
     return MAX_ROUNDS if max_rounds is None else V.integer("max_rounds", max_rounds, low=1)
 
 
-def _refine(dirs, key, tol, limits, what, compute, evaluate, exact=None) -> Bracket:
+def _refine(dirs, key, tol, limits, what, compute, evaluate) -> Bracket:
     """Reuse a cached state if it brackets this query; else compute on a grid, and refine it by
     sqrt(tol / gap) (the gap falls like h^2) until the bracket is within tol -- or tilt at the
     full saddle when the floating-point budget rather than the grid is the limit. Where tol
     cannot be met (profile-only parts; two rounds that did not narrow the gap; the largest
-    grid; the time budget; MAX_ROUNDS) the tightest proven bracket of all is returned, not met.
-    ``exact(best)``: where the first grid misses tol, a bracket by another route (the exact
-    composition of atoms, :func:`_exact`) or None; a query the first grid settles never asks."""
+    grid; the time budget; MAX_ROUNDS) the tightest proven bracket of all is returned, not met."""
     cached = _CACHE.get(key)
     if cached is not None:
         res = evaluate(cached)
@@ -290,10 +289,6 @@ def _refine(dirs, key, tol, limits, what, compute, evaluate, exact=None) -> Brac
         if res is not None:
             return dataclasses.replace(res, rounds=rounds)
         best = _tighter(best, state)
-        if rounds == 1 and exact is not None:
-            res = exact(best)
-            if res is not None:
-                return res
         if not _exact_parts(dirs) and rounds >= 2:
             return _not_met(best, rounds, "some part's lower and upper bounds differ by "
                             "construction (a privacy profile; random allocation, 1 < k < t; "
@@ -359,22 +354,35 @@ def _not_met(best: Bracket, rounds, why) -> Bracket:
     return dataclasses.replace(best, rounds=rounds, met=False, note=why)
 
 
-def _exact(dirs, best: Bracket, tol, ends, floor=0.0) -> Bracket | None:
+def _or_exact(evaluate, exact):
+    """``evaluate`` of a state, and where its grid misses tol, ``exact(state.last)``: a
+    bracket by another route, or None (go on refining). A query whose grid meets tol never
+    asks, so its bits are the grid's."""
+    def both(state):
+        res = evaluate(state)
+        return res if res is not None else exact(state.last)
+    return both
+
+
+def _exact(dirs, last, tol, ends, floor=0.0) -> Bracket | None:
     """Where every part is a short list of atoms (:mod:`.atomic`), the bracket of the exact
-    composition ``ends()`` = (upper, lower), intersected with the first grid's ``best`` (both
-    proven); else None. A grid smears each atom over a cell, so near a composed atom's loss
-    (a kink of delta(eps), a jump of eps(delta)) no affordable grid narrows the bracket, and
-    the refinement spent all its rounds (10-100 s) where this answers in one pass."""
+    composition ``ends()`` = (upper, lower), intersected with the grid's ``last`` (upper,
+    lower) (both proven); else None. Where the grid was not aligned to the atoms (an enumerated
+    epoch of random allocation, or more than grid.MAX_ANCHORS distinct losses) it smears each
+    atom over a cell, so near a composed atom's loss (a kink of delta(eps), a jump of
+    eps(delta)) no affordable grid narrows the bracket, and the refinement spent all its rounds
+    (up to 40 s) where this answers in one pass over the outcomes. The masses' rounding is
+    far below any grid's (REL_MARGIN), so no finer grid would narrow what this leaves."""
     if not atomic.applies(dirs):
         return None
     up, low = ends()
-    up = min(up, best.upper)
-    if best.lower is not None:
-        low = max(low, best.lower)
+    up = min(up, last[0])
+    if last[1] is not None:
+        low = max(low, last[1])
     target = tol if tol is not None else 1e-3 * max(up, floor)
     if up == 0.0 or low == math.inf or (math.isfinite(up) and up - low <= target):
-        return Bracket(up, low, best.h, 1)
-    return Bracket(up, low, best.h, 1, False, "the exact composition of the atoms: the rounding "
+        return Bracket(up, low, 0.0, 1)
+    return Bracket(up, low, 0.0, 1, False, "the exact composition of the atoms: the rounding "
                    "of their masses leaves this gap (the query sits at a kink or jump of the "
                    "curve)")
 
@@ -543,9 +551,10 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None,
         (budget, max_rounds), "delta",
         lambda h, tilt, grid_tol, prev: _compute_for_delta(dirs, epsilon, grid_tol, h, tilt,
                                                            prev),
-        lambda state: _evaluate(state, tol, lambda pmf, i: _delta_at(pmf, epsilon),
-                                at=lambda up: epsilon),
-        exact=lambda best: _exact(dirs, best, tol, lambda: atomic.delta_bounds(dirs, epsilon))))
+        _or_exact(lambda state: _evaluate(state, tol, lambda pmf, i: _delta_at(pmf, epsilon),
+                                          at=lambda up: epsilon),
+                  lambda last: _exact(dirs, last, tol,
+                                      lambda: atomic.delta_bounds(dirs, epsilon)))))
 
 
 def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT, prev=None):
