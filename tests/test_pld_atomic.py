@@ -239,3 +239,25 @@ def test_the_slow_public_queries_answer_fast(query):
             assert g.lower <= truth <= g.delta
         else:
             assert g.lower <= 8.0 <= g.epsilon
+
+
+def test_same_question_same_answer_through_the_cache():
+    """The second ask finds the first round's state in the cache, misses tol on it again and
+    gets the same exact bracket, bit for bit."""
+    m, pair = _plan("rr alloc(1,3)")
+    with mp.workdps(DPS):
+        eps = float(_top(pair)) - 1e-9
+    first, second = Q.delta_bracket(m, eps), Q.delta_bracket(m, eps)
+    assert (first.upper, first.lower, first.met) == (second.upper, second.lower, second.met)
+
+
+def test_a_bracket_the_rounding_keeps_wide_stops_at_once():
+    """eps 1e-14 below the largest loss: the truth is of the size of the masses' rounding, the
+    exact bracket misses tol and says why, after one round (no grid refinement)."""
+    m, pair = _plan("rr alloc(1,3)")
+    with mp.workdps(DPS):
+        eps = float(_top(pair)) - 1e-14
+        truth = _delta(pair, eps)
+    b = Q.delta_bracket(m, eps)
+    assert b.rounds == 1 and not b.met and "exact composition" in b.note
+    assert b.lower <= truth <= b.upper
