@@ -104,6 +104,8 @@ def _check_epsilon(m, pair, delta):
 PLANS = {
     "rr.999": (lambda: dp.RandomizedResponse(0.999), lambda: _rr(0.999)),
     "rr.999x3": (lambda: dp.RandomizedResponse(0.999) * 3, lambda: _compose([_rr(0.999)] * 3)),
+    "rr(1-1e-10)x2": (lambda: dp.RandomizedResponse(1 - 1e-10) * 2,
+                      lambda: _compose([_rr(1 - 1e-10)] * 2)),
     "pure8x2": (lambda: dp.PureDP(8.0) * 2, lambda: _compose([_eps_delta(8, 0)] * 2)),
     "ed8": (lambda: dp.EpsDelta(8.0, 1e-12), lambda: _eps_delta(8, 1e-12)),
     "ed+rr": (lambda: dp.EpsDelta(2.0, 1e-3) * 2 + dp.RandomizedResponse(0.8),
