@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -125,6 +126,30 @@ class LossDistribution:
             assert cdf is not None
             f = lambda t: max(float(v[0]) for v in cdf(np.array([t]))) - tail  # noqa: E731
         return _bisect(f, a, b)
+
+    def exact_atoms(self, upper: bool):
+        """(a, b, a_inf) of a purely atomic pair for :mod:`.atomic`, or None (a continuous part;
+        a truncated pair, whose lower side is not exact): the finite atoms' P-masses ``a`` and
+        Q-masses ``b`` and the P-mass at +inf (a Fraction), each moved outward (P up, Q down
+        for the ``upper`` curve, the reverse otherwise) by twice the relative error the engine
+        allows a given mass (8 ulps plus ``mass_rel_err``, :func:`.engine.mass_margin`) and 4
+        ulps per unit of the largest |loss|: masses computed from a rounded loss, e.g.
+        1 / (1 + e^eps0) of randomized response's eps0 (itself 2 ulps up), carry its absolute
+        error as a relative one. An (eps, delta) pair's delta is its own number, exact (as
+        :mod:`.caps` takes it)."""
+        if self.cdf is not None or self.lower_slack > 0 or self.atom_loss.size == 0:
+            return None
+        loss, p, q = (np.asarray(v, dtype=float) for v in (self.atom_loss, self.atom_p,
+                                                           self.atom_q))
+        s = 1.0 if upper else -1.0
+        fin = np.isfinite(loss) & (p > 0)
+        big = float(np.max(np.abs(loss[fin]))) if fin.any() else 0.0
+        rho = 2.0 * self.mass_rel_err + (16 + 4 * big) * 2.0 ** -53
+        inf = sum((Fraction(float(v)) for v in p[loss == np.inf]), Fraction(0))
+        if not str(self.name).startswith("eps_delta"):
+            inf = inf * (1 + int(s) * Fraction(rho))
+            inf = inf if inf < 1 else Fraction(1)
+        return p[fin] * (1 + s * rho), q[fin] * (1 - s * rho), inf
 
     # --- transformations -------------------------------------------------------------------
     def swapped(self) -> "LossDistribution":

@@ -28,6 +28,7 @@ from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, Composed, PartPMF, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
 from .engine import tilt_cap as _tilt_cap
+from . import atomic
 from .caps import atomic_caps
 from .majorant import majorise
 from .grid import align as _align, initial_h as _initial_h, tail_fraction
@@ -221,8 +222,11 @@ def epsilon_bracket(mechanism, delta: float, tol: float | None = None,
         (budget, max_rounds), "epsilon",
         lambda h, tilt, grid_tol, prev: _compute_for_eps(dirs, delta, grid_tol, h, tail_total,
                                                          tilt, prev),
-        lambda state: _evaluate(state, tol, lambda pmf, i: min(pmf.epsilon(delta), caps[i]),
-                                at=lambda up: up, floor=1e-12)))
+        _or_exact(lambda state: _evaluate(state, tol, lambda pmf, i: min(pmf.epsilon(delta),
+                                                                         caps[i]),
+                                          at=lambda up: up, floor=1e-12),
+                  lambda last: _exact(dirs, last, tol, lambda: atomic.epsilon_bounds(dirs, delta),
+                                      floor=1e-12))))
 
 
 def _lower_proven(dirs) -> bool:
@@ -349,6 +353,39 @@ def _tighter(best: Bracket | None, state: QueryState) -> Bracket:
 
 def _not_met(best: Bracket, rounds, why) -> Bracket:
     return dataclasses.replace(best, rounds=rounds, met=False, note=why)
+
+
+def _or_exact(evaluate, exact):
+    """``evaluate`` of a state, and where its grid misses tol, ``exact(state.last)``: a
+    bracket by another route, or None (go on refining). A query whose grid meets tol never
+    asks, so its bits are the grid's."""
+    def both(state):
+        res = evaluate(state)
+        return res if res is not None else exact(state.last)
+    return both
+
+
+def _exact(dirs, last, tol, ends, floor=0.0) -> Bracket | None:
+    """Where every part is a short list of atoms (:mod:`.atomic`), the bracket of the exact
+    composition ``ends()`` = (upper, lower), intersected with the grid's ``last`` (upper,
+    lower) (both proven); else None. Where the grid was not aligned to the atoms (an enumerated
+    epoch of random allocation, or more than grid.MAX_ANCHORS distinct losses) it smears each
+    atom over a cell, so near a composed atom's loss (a kink of delta(eps), a jump of
+    eps(delta)) no affordable grid narrows the bracket, and the refinement spent all its rounds
+    (up to 40 s) where this answers in one pass over the outcomes. The masses' rounding is
+    far below any grid's (REL_MARGIN), so no finer grid would narrow what this leaves."""
+    if not atomic.applies(dirs):
+        return None
+    up, low = ends()
+    up = min(up, last[0])
+    if last[1] is not None:
+        low = max(low, last[1])
+    target = tol if tol is not None else 1e-3 * max(up, floor)
+    if up == 0.0 or low == math.inf or (math.isfinite(up) and up - low <= target):
+        return Bracket(up, low, 0.0, 1)
+    return Bracket(up, low, 0.0, 1, False, "the exact composition of the atoms: the rounding "
+                   "of their masses leaves this gap (the query sits at a kink or jump of the "
+                   "curve)")
 
 
 def _gaussian_guess(direction_parts, delta):
@@ -516,8 +553,10 @@ def delta_bracket(mechanism, epsilon: float, tol: float | None = None,
         (budget, max_rounds), "delta",
         lambda h, tilt, grid_tol, prev: _compute_for_delta(dirs, epsilon, grid_tol, h, tilt,
                                                            prev),
-        lambda state: _evaluate(state, tol, lambda pmf, i: _delta_at(pmf, epsilon),
-                                at=lambda up: epsilon)))
+        _or_exact(lambda state: _evaluate(state, tol, lambda pmf, i: _delta_at(pmf, epsilon),
+                                          at=lambda up: epsilon),
+                  lambda last: _exact(dirs, last, tol,
+                                      lambda: atomic.delta_bounds(dirs, epsilon)))))
 
 
 def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT, prev=None):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import gammaln
@@ -155,6 +156,9 @@ class ExactEpoch:
         self.p_inf_up = p_inf if k == 1 else \
             min(1.0, self.p_inf * (1 + 16 * _U) + (4 * _U if p_inf > 0 else 0.0))
         self.base_p_inf = p_inf
+        #: whether P0[+inf] is the base's own number (an (epsilon, delta) pair's delta), not a
+        #: rounded transformation (e.g. q delta of a subsampled one)
+        self.exact_inf = str(loss.name).startswith("eps_delta")
 
     # --- masses, rounded -------------------------------------------------------------------
     def masses(self, remove: bool, upper: bool):
@@ -257,6 +261,20 @@ class ExactAllocationSource:
         (:func:`dpamp.pld.caps.atomic_caps`); exact for k = 1 (the base's own numbers)."""
         ep = self.epoch
         return ep.top_loss(self.remove), (ep.p_inf_up if self.remove else 0.0)
+
+    def exact_atoms(self, upper: bool):
+        """(a, b, a_inf) for the exact composition of atoms (:mod:`dpamp.pld.atomic`): the
+        outcomes' masses of this direction rounded outward (:meth:`ExactEpoch.masses`) and the
+        P-mass at +inf from above (``upper``) or below (as :meth:`ExactEpoch.lower_pair`)."""
+        ep = self.epoch
+        a, b = ep.masses(self.remove, upper)
+        if not self.remove or ep.p_inf <= 0.0:
+            return a, b, Fraction(0)
+        inf = ep.p_inf_up if upper else (ep.p_inf if ep.k == 1 else ep.p_inf * (1 - 16 * _U))
+        if ep.k == 1 and not ep.exact_inf:
+            # the base's P0[+inf] is itself rounded (4 ulps, as dpamp.pld.caps takes it)
+            inf = inf * (1 + 4 * _U) if upper else inf * (1 - 4 * _U)
+        return a, b, Fraction(inf)
 
     def swapped(self):
         return ExactAllocationSource(self.epoch, not self.remove)
