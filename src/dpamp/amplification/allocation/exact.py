@@ -258,9 +258,15 @@ class ExactAllocationSource:
 
     def cap_terms(self):
         """(largest finite loss, P-mass at +inf), both from above, for the atomic cap
-        (:func:`dpamp.pld.caps.atomic_caps`); exact for k = 1 (the base's own numbers)."""
+        (:func:`dpamp.pld.caps.atomic_caps`); for k = 1 the base's own numbers, exact for an
+        (eps, delta) base, 4 ulps up otherwise (a subsampled base's q delta is rounded)."""
         ep = self.epoch
-        return ep.top_loss(self.remove), (ep.p_inf_up if self.remove else 0.0)
+        if not self.remove:
+            return ep.top_loss(False), 0.0
+        inf = ep.p_inf_up
+        if ep.k == 1 and not ep.exact_inf and inf > 0:
+            inf = min(1.0, inf * (1 + 4 * _U))
+        return ep.top_loss(True), inf
 
     def exact_atoms(self, upper: bool):
         """(a, b, a_inf) for the exact composition of atoms (:mod:`dpamp.pld.atomic`): the
