@@ -6,10 +6,11 @@ within r of the computed m~ (m_j <= (1 + r) m~_j above the split bin, m_j >= (1 
 it). Checked here, in exact rational arithmetic on tiny atomic measures composed 2..4 times:
 
 * sound: m within r of m~ relative to the computed masses, total <= 1 (the module's model);
-* the premises that failed (fixed on this branch): a computed PMF whose own total exceeds 1 (every PMF built from a
-  privacy profile, :func:`dpamp.pld.discretize.discretize_profile`: the clipped noise of its
-  slope jumps, 1e-10..1e-7 of mass per step, far above r), an exact total above 1 (a truncated
-  pair's tails are bounds, not the left-out masses) and r >= 1 (negative masses);
+* the premises that failed (fixed on this branch): a computed PMF whose own total exceeds 1
+  (every PMF built from a privacy profile, :func:`dpamp.pld.discretize.discretize_profile`:
+  the clipped noise of its slope jumps, 1e-10..1e-7 of mass per step, far above r), an exact
+  total above 1 (a truncated pair's tails are bounds, not the left-out masses) and r >= 1
+  (negative masses);
 * still open: a relative error taken relative to the exact masses (m <= m~ / (1 - r), not
   (1 + r) m~: second order, r^2; the margin's expm1(c r) has the same gap).
 """
