@@ -7,11 +7,19 @@ within (1 + r)^c - 1: at 10^7 steps and h ~ 1e-7 that is 10 %, the whole bracket
 
 It need not compound, because the exact pessimistic PMF is a probability measure: its total is
 at most 1 (connect the dots moves mass but keeps it; the grid's tails go to its ends or to
-+inf). With m_j <= (1 + r) m~_j and m_j >= (1 - r) m~_j, its survival function obeys
++inf), or 1 + the part's lower slack for a truncated pair (its tails are bounds on the masses
+left out, :func:`.loss.truncated_atoms`). With m_j <= (1 + r) m~_j and m_j >= (1 - r) m~_j,
+its survival function obeys
 
     S(t) = sum_{j >= t} m_j <= min((1 + r) S~(t),  T - (1 - r) F~(t)),   F~(t) = sum_{j < t} m~_j,
 
-T = min(1, (1 + r) sum m~) a bound on its total. The measure m+ whose survival function is that
+T = min((1 + r) sum m~, max(1 + slack, sum m~)) a bound on its total. The computed total
+sum m~ is in it for a PMF built from a privacy profile (:func:`.discretize.discretize_profile`:
+sampling with replacement, random allocation): that PMF is itself the dominating measure (its
+pad keeps its curve above the truth; its masses are not within r of any measure of total 1),
+and the clipped noise of its slope jumps puts its total 1e-10..1e-7 above 1, far more than r;
+with T = 1 the majorant cut that mass from the lowest bins and the mass at +inf (so that the
+upper end of an (eps, delta) base sampled with replacement fell below its lower end). The measure m+ whose survival function is that
 minimum is (1 - r) m~ below a split bin j*, (1 + r) m~ above it, and at j* the balance that makes
 its total T. Convolution with any non-negative measure keeps S <= S+ (S_{m*v}(t) =
 int S_m(t - x) dv(x)), so S of the exact composition is below that of the composed m+, and the
@@ -35,6 +43,7 @@ from .discretize import Discretized
 from .engine import PartPMF, mass_margin
 
 _U = 2.0 ** -53
+_TINY = float(np.finfo(float).tiny)             # the smallest normal double
 #: majorise when the margin would exceed this (below it the margin costs nothing visible, and
 #: a query keeps the bits it had)
 ABOVE = 1e-7
@@ -45,13 +54,28 @@ def per_step_error(d: Discretized, h: float) -> float:
     return 8.0 * _U / h + getattr(d, "rel_err", 0.0) / h
 
 
-def majorant(masses: np.ndarray, inf: float, r: float) -> tuple[np.ndarray, float]:
+def majorant(masses: np.ndarray, inf: float, r: float,
+             excess: float = 0.0) -> tuple[np.ndarray, float]:
     """(m+, its mass at +inf) of the module docstring for masses m~ >= 0 on the grid and m~ at
-    +inf (the top bin), each rounded so that the exact sums keep the inequalities."""
+    +inf (the top bin), each rounded so that the exact sums keep the inequalities. ``excess``
+    bounds how far the exact measure's total may exceed 1 (a truncated pair's tails are bounds
+    on the masses left out, not those masses). T is never below the computed total: a PMF built
+    from a privacy profile (:func:`.discretize.discretize_profile`) is itself the dominating
+    measure (its pad keeps its curve above the truth), and the clipped noise of its slope jumps
+    puts its total above 1 by far more than r (7e-10 at h 1e-3, 8e-8 at h 1e-4): T = 1 would
+    cut that mass off its lowest bins and its mass at +inf."""
     a = np.append(np.maximum(np.asarray(masses, dtype=float), 0.0), max(float(inf), 0.0))
     up = a * ((1.0 + r) * (1.0 + 4.0 * _U))       # >= (1 + r) a after the product's rounding
-    dn = a * ((1.0 - r) * (1.0 - 4.0 * _U))       # <= (1 - r) a
-    total = min(1.0, math.fsum(up) * (1.0 + 4.0 * _U))
+    # <= (1 - r) a, and never negative (m >= 0 is all r >= 1 says; a signed m+ would not keep
+    # survival dominance through a convolution)
+    dn = a * (max(1.0 - r, 0.0) * (1.0 - 4.0 * _U))
+    # a subnormal product's rounding is absolute (up to half its ulp, 2.5e-324), which no
+    # relative factor covers: one ulp outwards
+    up = np.where(up < _TINY, np.nextafter(up, np.inf), up)
+    dn = np.where(dn < _TINY, np.maximum(np.nextafter(dn, 0.0), 0.0), dn)
+    # (fsum is correctly rounded: 2u more are above the exact sums)
+    own = math.fsum(a) * (1.0 + 2.0 * _U)
+    total = min(max((1.0 + excess) * (1.0 + 2.0 * _U), own), math.fsum(up) * (1.0 + 4.0 * _U))
     # D(j) = T - sum_{i<j} dn - sum_{i>=j} up grows with j (by up_j - dn_j >= 0); j* is the
     # first j with D(j + 1) >= 0, found on the float sums and confirmed by an exact one below
     pre = np.concatenate([[0.0], np.cumsum(dn)])
@@ -77,7 +101,11 @@ def majorise(pparts: list[PartPMF], h: float) -> list[PartPMF]:
         return pparts
     out = []
     for p in pparts:
-        up, inf = majorant(p.d.upper, p.d.upper_inf, per_step_error(p.d, h))
+        r = per_step_error(p.d, h)
+        # (the part's lower slack holds a truncated pair's tails, tail_p + tail_q: at least
+        # how far the exact pessimistic PMF's total, in either order and after Poisson
+        # subsampling, may exceed 1; it may hold the lower PMF's clipped mass too: only wider)
+        up, inf = majorant(p.d.upper, p.d.upper_inf, r, p.d.lower_slack)
         out.append(PartPMF(dataclasses.replace(p.d, upper=up, upper_inf=inf, majorised=True),
                            p.count))
     return out
