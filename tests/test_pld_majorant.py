@@ -54,8 +54,8 @@ def test_survival_is_above_every_measure_of_the_model(raw, r, e, defective):
         assert s_true <= s_plus
     for s_true, s_plus in zip(_survival(_convolve(true, true)), _survival(_convolve(plus, plus))):
         assert s_true <= s_plus
-    # never above the margin's answer bin by bin (a few ulps of the split bin aside)
-    bound = [Fr(float(x)) * (1 + rr) for x in mt]
+    # never above m~ / (1 - r) bin by bin (a few ulps of the split bin aside)
+    bound = [Fr(float(x)) / (1 - rr) for x in mt]    # m <= m~ / (1 - r): r read as exact's
     assert all(p <= b * (1 + Fr(1, 10**12)) + Fr(1, 10**15) for p, b in zip(plus, bound))
 
 
@@ -77,7 +77,7 @@ def test_the_margin_leaves_a_majorised_part_out_of_the_upper_bound_only():
     for p, q in zip(pp, mp):
         assert np.all(q.d.upper >= 0) and q.d.upper.sum() + q.d.upper_inf <= 1 + 1e-12
         r = 8 * 2.0 ** -53 / h
-        assert np.all(q.d.upper <= p.d.upper * (1 + r) * (1 + 1e-12) + 1e-300)
+        assert np.all(q.d.upper <= p.d.upper / (1 - r) * (1 + 1e-12) + 1e-300)
 
 
 def test_a_small_composition_keeps_its_bits():

@@ -191,11 +191,9 @@ def test_an_exact_total_above_one():
         assert _dominated(true, plus, 2) is holds
 
 
-@pytest.mark.xfail(strict=True, reason="second-order gap if r is relative to the exact masses: "
-                   "then m <= m~ / (1 - r), and (1 + r)(1 + 4u) m~ falls short by ~r^2 m~ "
-                   "(the margin's expm1(c r) is short by the same c r^2 / 2)")
 def test_relative_to_the_exact_masses():
-    """m~_j = m_j (1 - r) at the top bins (the computed masses low by r of the exact ones)."""
+    """m~_j = m_j (1 - r) at the top bins (the computed masses low by r of the exact ones): the
+    majorant reads r relative to the exact masses, m <= m~ / (1 - r)."""
     r = 1e-3
     true = [Fr(1, 2), Fr(1, 4), Fr(1, 4)]
     mt = [float(true[0] * (1 + Fr(r))), float(true[1] * (1 - Fr(r))),

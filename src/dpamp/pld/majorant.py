@@ -8,26 +8,30 @@ within (1 + r)^c - 1: at 10^7 steps and h ~ 1e-7 that is 10 %, the whole bracket
 It need not compound, because the exact pessimistic PMF is a probability measure: its total is
 at most 1 (connect the dots moves mass but keeps it; the grid's tails go to its ends or to
 +inf), or 1 + the part's lower slack for a truncated pair (its tails are bounds on the masses
-left out, :func:`.loss.truncated_atoms`). With m_j <= (1 + r) m~_j and m_j >= (1 - r) m~_j,
-its survival function obeys
+left out, :func:`.loss.truncated_atoms`). With |m~_j - m_j| <= r m_j, m_j <= m~_j / (1 - r)
+and m_j >= (1 - r) m~_j, so its survival function obeys
 
-    S(t) = sum_{j >= t} m_j <= min((1 + r) S~(t),  T - (1 - r) F~(t)),   F~(t) = sum_{j < t} m~_j,
+    S(t) = sum_{j >= t} m_j <= min(S~(t) / (1 - r),  T - (1 - r) F~(t)),   F~(t) = sum_{j < t} m~_j,
 
-T = min((1 + r) sum m~, max(1 + slack, sum m~)) a bound on its total. The computed total
+T = min(sum m~ / (1 - r), max(1 + slack, sum m~)) a bound on its total. The computed total
 sum m~ is in it for a PMF built from a privacy profile (:func:`.discretize.discretize_profile`:
 sampling with replacement, random allocation): that PMF is itself the dominating measure (its
 pad keeps its curve above the truth; its masses are not within r of any measure of total 1),
 and the clipped noise of its slope jumps puts its total 1e-10..1e-7 above 1, far more than r;
-with T = 1 the majorant cut that mass from the lowest bins and the mass at +inf (so that the
-upper end of an (eps, delta) base sampled with replacement fell below its lower end). The measure m+ whose survival function is that
-minimum is (1 - r) m~ below a split bin j*, (1 + r) m~ above it, and at j* the balance that makes
-its total T. Convolution with any non-negative measure keeps S <= S+ (S_{m*v}(t) =
-int S_m(t - x) dv(x)), so S of the exact composition is below that of the composed m+, and the
-hockey-stick curve int (1 - e^{eps - l})_+ dw(l), a monotone functional, follows (the framework of
-:mod:`.discretize`: any polygon above the true curve composes into upper bounds). m+ <= (1 + r)
-m~ bin by bin (j* is the first bin where the minimum switches), so it is never above the
-margin's answer; where the mass is concentrated (Poisson sampling at tiny rates) the composed
-error is the mean shift c r (spread of one step), not (1 + r)^c.
+with T = 1 the majorant cut that mass from the lowest bins and the mass at +inf (the upper end
+of an (eps, delta) base sampled with replacement fell below its lower end).
+
+The measure m+ whose survival function is that minimum is (1 - r) m~ below a split bin j*,
+m~ / (1 - r) above it, and at j* the balance that makes its total T. Convolution with any
+non-negative measure keeps S <= S+ (S_{m*v}(t) = int S_m(t - x) dv(x)), so S of the exact
+composition is below that of the composed m+, and the hockey-stick curve
+int (1 - e^{eps - l})_+ dw(l), a monotone functional, follows (the framework of
+:mod:`.discretize`: any polygon above the true curve composes into upper bounds). m+ <= m~ /
+(1 - r) bin by bin (j* is the first bin where the minimum switches), so it is never above the
+margin's answer but for the margin's own second order (it takes (1 + r)^c, short of
+(1 - r)^-c by c r^2, which its 8u/h model's factor covers); where the mass is concentrated
+(Poisson sampling at tiny rates) the composed error is the mean shift c r (spread of one step),
+not (1 + r)^c.
 
 Only the upper PMF: a lower bound the same way needs a proven lower bound on the exact
 optimistic PMF's total, which its construction does not state (OPEN_QUESTIONS).
@@ -65,7 +69,12 @@ def majorant(masses: np.ndarray, inf: float, r: float,
     puts its total above 1 by far more than r (7e-10 at h 1e-3, 8e-8 at h 1e-4): T = 1 would
     cut that mass off its lowest bins and its mass at +inf."""
     a = np.append(np.maximum(np.asarray(masses, dtype=float), 0.0), max(float(inf), 0.0))
-    up = a * ((1.0 + r) * (1.0 + 4.0 * _U))       # >= (1 + r) a after the product's rounding
+    # m <= m~ / (1 - r) where r is read relative to the exact masses (the usual reading), which
+    # covers m <= (1 + r) m~ too; >= that after the product's rounding (r >= 1: no bound, the
+    # rest of the mass all goes to +inf); 0 stays 0 (not 0 x inf)
+    r_up = r / (1.0 - r) if r < 1.0 else math.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        up = np.where(a > 0.0, a * ((1.0 + r_up) * (1.0 + 4.0 * _U)), 0.0)
     # <= (1 - r) a, and never negative (m >= 0 is all r >= 1 says; a signed m+ would not keep
     # survival dominance through a convolution)
     dn = a * (max(1.0 - r, 0.0) * (1.0 - 4.0 * _U))
