@@ -91,11 +91,16 @@ def majorant(masses: np.ndarray, inf: float, r: float,
     suf = np.concatenate([np.cumsum(up[::-1])[::-1], [0.0]])
     d_next = total - pre[1:] - suf[1:]
     j = int(np.argmax(d_next >= 0.0)) if bool(np.any(d_next >= 0.0)) else a.size - 1
-    while True:
-        star = math.fsum(np.concatenate([[total], -dn[:j], -up[j + 1:]]))
-        if star >= 0.0 or j == a.size - 1:
-            break
-        j += 1
+    def balance(i):                                # D(i + 1), exactly rounded
+        return math.fsum(np.concatenate([[total], -dn[:i], -up[i + 1:]]))
+    star = balance(j)
+    if star < 0.0 and j < a.size - 1:
+        # the float search landed low: bisect on the exact D, monotone in j (~log2 n sums)
+        lo, hi = j, a.size - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if balance(mid) >= 0.0 else (mid, hi)
+        j, star = hi, balance(hi)
     # fsum is correctly rounded: a few ulps of T more keep the exact total >= T
     star = max(star, 0.0) + 4.0 * _U * total
     out = np.concatenate([dn[:j], [star], up[j + 1:]])
