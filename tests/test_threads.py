@@ -51,3 +51,30 @@ def test_forked_and_spawned_processes_agree_with_threads():
     answers = {mode: _run(mode) for mode in ("threads", "fork", "spawn")}
     assert all(n == "1" for n, _ in answers.values())
     assert len({first for _, first in answers.values()}) == 1
+
+
+def _brackets():
+    import dpamp as dp
+    from dpamp.pld.query import _CACHE
+    plans = [(dp.Gaussian(1.1).subsample(dp.Poisson(256 / 60000)) * 14062, "epsilon", 1e-5),
+             (dp.Gaussian(0.9).subsample(dp.Poisson(1e-4)) * 10 ** 5, "epsilon", 1e-7),
+             (dp.Laplace(1.0).subsample(dp.Poisson(0.05)) * 200, "delta", 1.0)]
+    out = []
+    for m, what, arg in plans:
+        _CACHE.store.clear()
+        g = getattr(m, what)(arg, method="pld")
+        out.append((g.epsilon.hex(), g.delta.hex(), g.lower.hex()))
+    return out
+
+
+def test_the_pool_changes_no_bit(monkeypatch):
+    """The work beside a composition runs on another thread only above an FFT length
+    (query.PARALLEL_N), and in the caller, on first need, below it: the brackets are the same
+    bits with every composition's side work on the pool, with none, and by default."""
+    from dpamp.core import threads
+    from dpamp.pld import query
+    default = _brackets()
+    monkeypatch.setattr(query, "PARALLEL_N", 0)
+    assert _brackets() == default
+    monkeypatch.setattr(threads, "THREADS", 1)
+    assert _brackets() == default

@@ -23,11 +23,17 @@ def _forget_pool():
 os.register_at_fork(after_in_child=_forget_pool)
 
 
+def pooled() -> bool:
+    """Whether :func:`submit` would hand work to another thread (False with ``THREADS`` = 1
+    and inside a pool thread, where it runs the work at once)."""
+    return THREADS > 1 and not threading.current_thread().name.startswith("dpamp")
+
+
 def submit(fn, *args, **kwargs) -> concurrent.futures.Future:
     """A future of fn(*args, **kwargs), run by the pool (or at once when THREADS is 1, or when
     called from a pool thread, which must not wait on its own pool)."""
     global _POOL
-    if THREADS <= 1 or threading.current_thread().name.startswith("dpamp"):
+    if not pooled():
         fut: concurrent.futures.Future = concurrent.futures.Future()
         try:
             fut.set_result(fn(*args, **kwargs))

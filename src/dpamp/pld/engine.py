@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from typing import Callable
 
 import numpy as np
 from scipy import fft as sfft
@@ -374,14 +375,33 @@ def _single(part, h, bound):
 
 def _compose_kind(parts, h, lam, bound, target, max_n=MAX_N) -> GridPMF:
     """The composed PMF of one bound (see the module docstring for the steps)."""
+    return sized(parts, h, lam, bound, target, max_n).finish()
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class Sized:
+    """One bound's composition with its window chosen (:func:`sized`), before its transforms:
+    their length ``n`` (0 for a lone part, composed without one), and ``finish`` composing it."""
+    n: int
+    finish: Callable[[], GridPMF]
+
+
+def sized(parts, h, lam, bound: Bound, target: tuple[float, float] = (0.0, -12.0),
+          max_n: int = MAX_N) -> Sized:
+    """The first steps of one bound's composition (:func:`compose`), up to its window: a caller
+    can weigh the transforms to come (e.g. whether other work should run beside them) before
+    ``finish()`` computes them. MemoryError here where the window exceeds ``max_n`` bins."""
     if len(parts) == 1 and parts[0].count == 1 and parts[0].d.jlo + parts[0].d.upper.size > 0:
-        return _single(parts[0], h, bound)
+        return Sized(0, lambda: _single(parts[0], h, bound))
     # the normalised tilted PMFs first: the window is chosen from them
     ws, ts, lMs = _tilted(parts, h, lam, bound)
-    iA, N, tail_bound = _window(parts, ws, ts, lMs, h, lam, target, max_n)
-    prod = _spectrum_product(parts, ws, lMs, N, bound)
-    res, ebin = _inverse(prod, N)
-    return _untilted(parts, h, lam, bound, iA, N, res, ebin, prod, tail_bound)
+    iA, N, tail_bound = _window(parts, ws, ts, lMs, h, lam, target, min(max_n, MAX_N))
+
+    def finish() -> GridPMF:
+        prod = _spectrum_product(parts, ws, lMs, N, bound)
+        res, ebin = _inverse(prod, N)
+        return _untilted(parts, h, lam, bound, iA, N, res, ebin, prod, tail_bound)
+    return Sized(N, finish)
 
 
 def _window(parts, ws, ts, lMs, h, lam, target, max_n):

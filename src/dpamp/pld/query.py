@@ -22,12 +22,12 @@ import numpy as np
 
 from ..core import validate as V
 from ..core.progress import progress
-from ..core.threads import submit
+from ..core.threads import pooled, submit
 from ..core.errors import OutOfReach
 from .batch import MAX_LOSS, discretize_parts as _discretize  # noqa: F401 (MAX_LOSS: API)
 from .cache import PLDCache, cache_key as _key
 from .engine import MAX_N, Composed, PartPMF, compose, grid_log_mgf_many, mgf_layout  # noqa: F401
-from .engine import tilt_cap as _tilt_cap
+from .engine import sized as _sized, tilt_cap as _tilt_cap
 from . import atomic
 from .caps import atomic_caps
 from .majorant import majorise
@@ -397,27 +397,50 @@ def _gaussian_guess(direction_parts, delta):
 
 
 def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True,
-               split_at=None) -> Direction:
+               split_at=None, sized=None, eager=True) -> Direction:
     """One direction composed at step h: tilted at ``tilt`` times the query's saddle, or, with
     ``split_at`` = (eps0, delta scale, eps_tilt), expanded by how many steps draw a loss above
     CUT eps0, each term tilted for eps_tilt (:mod:`.split`; where no part has such losses, the
-    plain composition at the full saddle)."""
+    plain composition at the full saddle). ``sized(n)`` is told the length of the upper
+    composition's transforms before they run (inf for a split composition); ``eager`` False
+    leaves the lower PMF to the first need (:func:`_evaluate`) even where it could be composed
+    meanwhile on another thread."""
     # (upper PMFs majorised where the mass margin would compound: :mod:`.majorant`)
     pp = majorise(_discretize(d, h, tail_total, optimistic), h)
     sp = None if split_at is None else \
         _split_plan(pp, h, split_at[0], split_at[1], saddle_for_epsilon, split_at[2])
     if sp is not None:
-        lower = submit(compose_split, sp, h, Bound.LOWER) if optimistic else None
+        if sized is not None:
+            sized(math.inf)
+        lower = submit(compose_split, sp, h, Bound.LOWER) if optimistic and pooled() else None
         return Direction(pp, 0.0, SplitComposed(upper=compose_split(sp, h, Bound.UPPER)),
                          (split_at[0], math.log(split_at[1])), h, optimistic, lower, sp)
     e_est, lam, log_d = saddle(pp)
     lam = min(lam * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
+    upper = _sized(pp, h, lam, Bound.UPPER, target)
+    if sized is not None:
+        sized(upper.n)
     # the lower PMF is wanted if this direction turns out the worse one (:func:`_evaluate`): it
-    # is composed meanwhile on another thread (the result is the same either way)
-    lower = submit(_lower_pmf, pp, h, lam, target) if optimistic else None
-    return Direction(pp, lam, compose(pp, h, lam, bounds=(Bound.UPPER,), target=target), target,
-                     h, optimistic, lower)
+    # is composed meanwhile on another thread where the transforms are long enough to pay for
+    # it (the result is the same either way)
+    lower = submit(_lower_pmf, pp, h, lam, target) \
+        if optimistic and eager and _parallel(upper.n) else None
+    return Direction(pp, lam, Composed(upper=upper.finish()), target, h, optimistic, lower)
+
+
+#: FFT length from which work is run beside a composition on another thread. numpy and the
+#: FFT release the GIL only inside their larger loops, so two threads of the many small array
+#: calls of a composition mostly hand the GIL back and forth (each handoff a wake-up of the
+#: other thread); below this length that cost more CPU and wall than the overlap saved
+#: (measured: W1's 25600 bins, 7.5 ms of CPU alone, 9-15 ms with a thread; W5's 233280
+#: bins gained a tenth of the wall)
+PARALLEL_N = 1 << 17
+
+
+def _parallel(n: float) -> bool:
+    """Whether work beside a composition of n bins goes to another thread."""
+    return n >= PARALLEL_N and pooled()
 
 
 def _lower_pmf(pp, h, lam, target):
@@ -433,22 +456,30 @@ COARSE = 8
 
 def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query, split_at=None):
     """The first direction at step h; the others first at COARSE h, upper bound only (on
-    another thread, meanwhile): only if one could be the worse direction is it redone at h
-    (with both bounds)."""
-    jobs = [submit(_direction, d, COARSE * h, tail_total, tilt, saddle, log_delta,
-                   optimistic=False, split_at=split_at) for d in dirs[1:]]
+    another thread meanwhile, where the first direction's transforms are long: :func:`_parallel`;
+    else after it): only if one could be the worse direction is it redone at h (with both
+    bounds; its lower PMF then composed only if it is the worse one)."""
+    args = (COARSE * h, tail_total, tilt, saddle, log_delta)
+    jobs: list[concurrent.futures.Future] = []
+
+    def others(n):
+        if _parallel(n):
+            jobs.extend(submit(_direction, d, *args, optimistic=False, split_at=split_at)
+                        for d in dirs[1:])
     try:
-        out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta, split_at=split_at)]
+        out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta, split_at=split_at,
+                          sized=others)]
     finally:
         concurrent.futures.wait(jobs)
+    coarse = [j.result() for j in jobs] if jobs else \
+        [_direction(d, *args, optimistic=False, split_at=split_at) for d in dirs[1:]]
     best = query(out[0].pmf.upper)
-    for d, job in zip(dirs[1:], jobs):
-        coarse = job.result()
-        if query(coarse.pmf.upper) <= best:
-            out.append(coarse)
+    for d, c in zip(dirs[1:], coarse):
+        if query(c.pmf.upper) <= best:
+            out.append(c)
         else:
             out.append(_direction(d, h, tail_total, tilt, saddle, log_delta,
-                                  split_at=split_at))
+                                  split_at=split_at, eager=False))
     return out
 
 
