@@ -39,6 +39,9 @@ class GridPMF:
         # e^{-jh}; computed in blocks so that no exponent exceeds ~700 in magnitude; on first use
         # (the S-domain compositions of dpamp.amplification.allocation never query it)
         self._C_cache = None
+        # epsilon(delta) by delta: a query reads each PMF's epsilon more than once (to pick the
+        # worse direction, then for the bracket), and the PMF never changes
+        self._eps_memo: dict[float, float] = {}
 
     @property
     def _C(self) -> np.ndarray:
@@ -102,6 +105,13 @@ class GridPMF:
         delta, so the true epsilon(delta) is <= it. For a lower bound: an eps such that
         bound(eps') > delta for every eps' < eps, so the true epsilon(delta) is >= it. inf if the
         bound never drops to delta on the grid."""
+        key = float(delta)
+        eps = self._eps_memo.get(key)
+        if eps is None:
+            eps = self._eps_memo[key] = self._epsilon(key)
+        return eps
+
+    def _epsilon(self, delta: float) -> float:
         n = self.mass.size
         if n == 0:
             return 0.0 if self.inf <= delta else math.inf

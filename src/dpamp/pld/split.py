@@ -182,6 +182,9 @@ class SplitPMF:
     upper: bool
     #: subtracted from the lower bound (:func:`_slack_charge`)
     slack: float = 0.0
+    #: epsilon(delta) by delta (a query reads it more than once; the sum never changes)
+    _eps_memo: dict[float, float] = dataclasses.field(default_factory=dict, repr=False,
+                                                      compare=False)
 
     def _sum(self, vals) -> np.ndarray:
         s = np.sum([w * np.asarray(v, dtype=float) for w, v in zip(self.weights, vals)], axis=0)
@@ -207,6 +210,13 @@ class SplitPMF:
         up to bisection; for a lower bound: an eps at which it is > delta (checked; the true
         delta(eps) is non-increasing, so epsilon(delta) is at least it), or 0. inf where the
         bound stays above delta at the end of every term's grid."""
+        key = float(delta)
+        eps = self._eps_memo.get(key)
+        if eps is None:
+            eps = self._eps_memo[key] = self._epsilon(key)
+        return eps
+
+    def _epsilon(self, delta: float) -> float:
         f = lambda v: float(self.delta(np.array([v]))[0])  # noqa: E731
         if f(0.0) <= delta:
             return 0.0
