@@ -551,6 +551,28 @@ def test_discounted_suffix_keeps_tiny_masses():
         assert pmf.delta(np.array([eps]))[0] <= exact * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("upper", [True, False])
+def test_scalar_and_grid_readings_are_the_vectorised_bits(upper):
+    """GridPMF._delta1 (one eps, on scalars) and _grid_raw (the grid points, by slices) give
+    the same bits as delta() and _raw() on arrays: at, between, below and beyond the grid
+    points, with signed masses (a lower PMF), tiny and zero masses and a mass at +inf."""
+    from dpamp.pld.pmf import GridPMF
+    rng = np.random.default_rng(5)
+    for n, jlo, h in ((1, 0, 0.3), (2, -1, 0.01), (57, 3, 0.05), (4000, -7, 1e-3)):
+        m = rng.exponential(size=n) * np.exp(-rng.uniform(0, 700, n))
+        m[rng.random(n) < 0.1] = 0.0
+        if not upper:
+            m[rng.random(n) < 0.2] *= -1e-17
+        err = np.abs(rng.normal(size=n + 1)) * 1e-16
+        pmf = GridPMF(h, jlo, m, 1e-9 * rng.random(), err, upper)
+        t = pmf.t
+        assert np.array_equal(pmf._grid_raw(), pmf._raw(t, np.arange(1, n + 1)))
+        mids = np.concatenate([t, t + 0.5 * h, t - 1e-15, [t[0] - 1.0, t[-1] + 3 * h, 0.0]])
+        want = pmf.delta(mids)
+        got = np.array([pmf._delta1(float(e)) for e in mids])
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def test_atom_just_above_a_grid_point_is_not_moved_down():
     """An atom at 5h (1 + 4e-10) is above the grid point 5h: the pessimistic PMF must not
     put it on 5h (it did, within a 1e-9 snap), so delta(5h) stays >= the exact value."""

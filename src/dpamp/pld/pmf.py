@@ -76,10 +76,42 @@ class GridPMF:
         where the error budget is large (far from the tilt), not near the answer."""
         env = getattr(self, "_env", None)
         if env is None:
-            g = self._raw(self._t, np.arange(1, self.mass.size + 1))  # t_j: bin j + 1 is next
+            g = self._grid_raw()
             env = np.minimum.accumulate(g) if self.upper else np.maximum.accumulate(g[::-1])[::-1]
             self._env = env
         return env
+
+    def _grid_raw(self) -> np.ndarray:
+        """``_raw`` at the grid points, eps = t_j with k = j + 1 (the next bin), by slices
+        rather than gathers: at the last point k = n, where ``_raw`` takes 0 for the discounted
+        term, and here e^0 C_n = 1 x 0 = 0 (C_n is 0), so every value is the same bits."""
+        t = self._t
+        tk = np.append(t[1:], t[-1:])                      # t[min(j + 1, n - 1)]
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = self._A[1:] - np.exp(np.minimum(t - tk, 0.0)) * self._C[1:]
+        val = np.maximum(val, 0.0) + self.inf
+        if self.upper:
+            return np.fmin(val + self.err[1:], 1.0)
+        return np.fmax(val - self.err[1:], 0.0)
+
+    def _delta1(self, eps: float) -> float:
+        """float(self.delta(np.array([eps]))[0]) of a non-empty PMF, with the same ufuncs on
+        scalars (one searchsorted, no arrays; the same bits, tests/test_pld.py)."""
+        n = self.mass.size
+        k = int(np.searchsorted(self._t, eps, side="right"))
+        e = np.float64(eps)
+        if k < n:
+            with np.errstate(over="ignore", invalid="ignore"):
+                val = self._A[k] - np.exp(np.minimum(e - self._t[k], 0.0)) * self._C[k]
+        else:
+            val = self._A[k] - 0.0
+        val = np.maximum(val, 0.0) + self.inf
+        env = self._grid_envelope()
+        if self.upper:
+            raw = np.fmin(val + self.err[k], 1.0)
+            return float(np.minimum(raw, env[k - 1] if k > 0 else np.inf))
+        raw = np.fmax(val - self.err[k], 0.0)
+        return float(np.maximum(raw, env[k] if k < n else 0.0))
 
     def delta(self, epsilon) -> np.ndarray:
         """Bound on delta(epsilon) (upper or lower as this PMF is), vectorised over epsilon."""
@@ -115,7 +147,7 @@ class GridPMF:
         n = self.mass.size
         if n == 0:
             return 0.0 if self.inf <= delta else math.inf
-        if float(self.delta(np.array([0.0]))[0]) <= delta:
+        if self._delta1(0.0) <= delta:
             return 0.0
         grid = self._grid_envelope()
         ok = (grid <= delta) & (self._t > 0)
@@ -133,7 +165,7 @@ class GridPMF:
             eps = min(max(tk + math.log(A - target) - math.log(C), lo_t), tk)
         else:
             eps = tk
-        f = lambda v: float(self.delta(np.array([v]))[0])  # noqa: E731
+        f = self._delta1
         if self.upper:
             # rounding in the closed form: step up until the bound is <= delta (t_k always is)
             for _ in range(4):
