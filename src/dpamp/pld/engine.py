@@ -564,7 +564,7 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     # the other steps)
     slack = 0.0 if upper else \
         sum(p.count * p.d.lower_slack for p in parts) * math.exp(max(prod.tot_log, 0.0))
-    err, bin_err = _budgets(ebin, factor, alias, slack, upper)
+    err = _budgets(ebin, factor, alias, slack, upper)
     if upper and start > 0:
         # a window starting above 0 leaves out the losses in [0, t_0): a query at eps < t_0
         # must count their mass, at most the tilted mass below the window untilted by the
@@ -585,20 +585,19 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
         # either way, and clipping would charge the noise of every bin again
         mass = mass * max(1 - rel, 0.0)
         inf = inf * max(1 - rel, 0.0)
-    out = GridPMF(h, start, mass, inf, err, upper)
-    out.bin_err = bin_err
+    out = GridPMF(h, start, mass, inf, err, upper, t)
+    # (only random allocation reads a bin's error alone: computed then)
+    out.bin_err = lambda: _bin_errs(ebin, factor, alias, slack, upper)
     return out
 
 
 def _budgets(ebin, factor, alias, slack, upper: bool):
-    """The error budget of each suffix k of the bins and of each bin alone (read by
-    dpamp.amplification.allocation, which needs masses bin by bin): the FFT's per-bin error
-    times the untilting factors, and for the lower PMF the mass that may have wrapped around
-    into the window (for a suffix: a total, which weighs at most the largest factor of the
-    suffix, the first, the factor falling with t) and the parts' clipped ``slack``."""
+    """The error budget of each suffix k of the bins: the FFT's per-bin error times the
+    untilting factors, and for the lower PMF the mass that may have wrapped around into the
+    window (for a suffix: a total, which weighs at most the largest factor of the suffix, the
+    first, the factor falling with t) and the parts' clipped ``slack``."""
     with np.errstate(over="ignore", invalid="ignore"):
         err = ebin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
-        bin_err = ebin * factor
         if not upper:
             # the largest factor of each suffix: the factor itself where the factors are seen
             # not to increase (lam >= 0, the usual tilt; checked rather than assumed, as exp's
@@ -606,11 +605,21 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
             top = factor if (factor.size < 2 or bool(np.all(factor[1:] <= factor[:-1]))) \
                 else np.maximum.accumulate(factor[::-1])[::-1]
             err = err + alias * np.concatenate([top, [0.0]])
-            bin_err = bin_err + alias * factor + slack
     err = np.where(np.isnan(err), np.inf, err)
     if not upper:
         err = err + slack
-    return err, np.where(np.isnan(bin_err), np.inf, bin_err)
+    return err
+
+
+def _bin_errs(ebin, factor, alias, slack, upper: bool):
+    """The error bound of each bin alone (read by dpamp.amplification.allocation, which needs
+    masses bin by bin): as :func:`_budgets`, bin by bin (the wrapped-around mass may all sit
+    in one bin)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bin_err = ebin * factor
+        if not upper:
+            bin_err = bin_err + alias * factor + slack
+    return np.where(np.isnan(bin_err), np.inf, bin_err)
 
 
 def mass_margin(parts, h: float, bound: Bound | None = None) -> float:

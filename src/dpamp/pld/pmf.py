@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -24,15 +25,16 @@ class GridPMF:
     inf: float                  # mass at +inf (already including tail and truncation bounds)
     err: np.ndarray             # E_k: error budget of the suffix starting at bin k (length n+1)
     upper: bool                 # True: every value is rounded towards larger delta
-    #: each bin's own error bound (the suffix budget's per-bin terms), set by
-    #: :func:`.engine.compose` on every PMF it returns (read by dpamp.amplification.allocation)
-    bin_err: np.ndarray | None = dataclasses.field(default=None, init=False, repr=False,
-                                                   compare=False)
+    #: the losses t_j, h (jlo + arange(n)), where the caller has them already (the same bits)
+    grid: dataclasses.InitVar[np.ndarray | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, grid=None):
         n = self.mass.size
-        t = self.h * (self.jlo + np.arange(n))
+        t = self.h * (self.jlo + np.arange(n)) if grid is None else grid
         self._t = t
+        # the error bound of each bin alone (read by dpamp.amplification.allocation, which
+        # needs masses bin by bin): set by the engine, as a function computing it on first read
+        self._bin_err: np.ndarray | Callable[[], np.ndarray] | None = None
         self._A = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [0.0]])
         # C_k = m_k + e^{-h} C_{k+1}: a first-order linear recursion, done by scipy.signal-free
         # vectorised form C_k = sum_j m_j e^{-(j-k)h} = e^{k h} S_k with S_k = sum_{j>=k} m_j
@@ -52,6 +54,18 @@ class GridPMF:
     @property
     def t(self) -> np.ndarray:
         return self._t
+
+    @property
+    def bin_err(self) -> np.ndarray | None:
+        got = self._bin_err
+        if callable(got):
+            got = self._bin_err = got()
+        return got
+
+    @bin_err.setter
+    def bin_err(self, value):
+        """An array, or a function of no arguments giving it (called on first read)."""
+        self._bin_err = value
 
     def _raw(self, e: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
         """The bound at eps before the monotone envelope (``k``: the first bin strictly above
