@@ -551,8 +551,8 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     start = max(iA, 0) if iA + N > 0 else iA
     nkeep = iA + N - start
     t = h * (start + np.arange(nkeep))
-    with np.errstate(over="ignore"):
-        factor = np.exp(np.minimum(prod.log_scale - lam * t, 700.0))
+    log_scale = prod.log_scale
+    factor = _factors(log_scale, lam, t)
     # (circular index (start + i) mod N: at most two slices, as nkeep <= N)
     a = start % N
     mass = (res[a:a + nkeep] if a + nkeep <= N else
@@ -586,9 +586,16 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
         mass = mass * max(1 - rel, 0.0)
         inf = inf * max(1 - rel, 0.0)
     out = GridPMF(h, start, mass, inf, err, upper, t)
-    # (only random allocation reads a bin's error alone: computed then)
-    out.bin_err = lambda: _bin_errs(ebin, factor, alias, slack, upper)
+    # (only random allocation reads a bin's error alone: computed then, with the factors
+    # recomputed, the same bits, rather than kept meanwhile)
+    out.bin_err = lambda: _bin_errs(ebin, _factors(log_scale, lam, t), alias, slack, upper)
     return out
+
+
+def _factors(log_scale: float, lam: float, t: np.ndarray) -> np.ndarray:
+    """The untilting factors e^{log_scale - lam t} of the bins t (at most e^700)."""
+    with np.errstate(over="ignore"):
+        return np.exp(np.minimum(log_scale - lam * t, 700.0))
 
 
 def _budgets(ebin, factor, alias, slack, upper: bool):
