@@ -33,7 +33,7 @@ from scipy import fft as sfft
 from ..core.errors import OutOfReach
 from ..core.logspace import logsumexp
 from .discretize import Discretized
-from .pmf import GridPMF
+from .pmf import GridPMF, suffix_sums
 from .state import BOTH, Bound
 
 _U = 2.0 ** -53
@@ -555,8 +555,8 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     factor = _factors(log_scale, lam, t)
     # (circular index (start + i) mod N: at most two slices, as nkeep <= N)
     a = start % N
-    mass = (res[a:a + nkeep] if a + nkeep <= N else
-            np.concatenate([res[a:], res[:a + nkeep - N]])) * factor
+    mass = np.multiply(res[a:a + nkeep] if a + nkeep <= N else
+                       np.concatenate([res[a:], res[:a + nkeep - N]]), factor)
     log_above, log_below = tail_bound(h * (iA - 1), t[-1] + h)
     alias = math.exp(log_above) + math.exp(log_below)   # tilted mass that may wrap around
     # the mass the parts' discretisations added by clipping rounding noise, charged to the lower
@@ -574,16 +574,17 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     inf = math.exp(prod.tot_log) * (-math.expm1(min(prod.frac_log, 0.0))) \
         if math.isfinite(prod.tot_log) else 0.0
     rel = mass_margin(parts, h, bound)
+    # (mass is this function's own array: scaled in place)
     if upper:
-        mass = np.maximum(mass, 0.0)    # clipping noise up only adds mass: still an upper bound
+        np.maximum(mass, 0.0, out=mass)  # clipping noise up only adds mass: still an upper bound
         # untilted mass above the window: tilted bound times the largest untilting factor there
         inf += math.exp(min(log_above + prod.log_scale - lam * (t[-1] + h), 700.0))
-        mass = mass * (1 + rel)
+        mass *= 1 + rel
         inf = min(inf * (1 + rel) * (1 + 4 * _U), 1.0)
     else:
         # the lower PMF keeps its signed values: |computed - exact| per bin is within the budget
         # either way, and clipping would charge the noise of every bin again
-        mass = mass * max(1 - rel, 0.0)
+        mass *= max(1 - rel, 0.0)
         inf = inf * max(1 - rel, 0.0)
     out = GridPMF(h, start, mass, inf, err, upper, t)
     # (only random allocation reads a bin's error alone: computed then, with the factors
@@ -594,8 +595,11 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
 
 def _factors(log_scale: float, lam: float, t: np.ndarray) -> np.ndarray:
     """The untilting factors e^{log_scale - lam t} of the bins t (at most e^700)."""
+    x = lam * t                     # (in place from here: the same operations)
+    np.subtract(log_scale, x, out=x)
+    np.minimum(x, 700.0, out=x)
     with np.errstate(over="ignore"):
-        return np.exp(np.minimum(log_scale - lam * t, 700.0))
+        return np.exp(x, out=x)
 
 
 def _budgets(ebin, factor, alias, slack, upper: bool):
@@ -603,18 +607,21 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
     untilting factors, and for the lower PMF the mass that may have wrapped around into the
     window (for a suffix: a total, which weighs at most the largest factor of the suffix, the
     first, the factor falling with t) and the parts' clipped ``slack``."""
+    # (in place on one array: the same operations, the empty suffix's entry included)
     with np.errstate(over="ignore", invalid="ignore"):
-        err = ebin * np.concatenate([np.cumsum(factor[::-1])[::-1], [0.0]])
+        err = suffix_sums(factor)
+        err *= ebin
         if not upper:
             # the largest factor of each suffix: the factor itself where the factors are seen
             # not to increase (lam >= 0, the usual tilt; checked rather than assumed, as exp's
             # rounding need not be monotone), else the running maximum
             top = factor if (factor.size < 2 or bool(np.all(factor[1:] <= factor[:-1]))) \
                 else np.maximum.accumulate(factor[::-1])[::-1]
-            err = err + alias * np.concatenate([top, [0.0]])
-    err = np.where(np.isnan(err), np.inf, err)
+            err[:-1] += alias * top
+            err[-1] += alias * 0.0
+    err[np.isnan(err)] = np.inf
     if not upper:
-        err = err + slack
+        err += slack
     return err
 
 

@@ -35,7 +35,7 @@ class GridPMF:
         # the error bound of each bin alone (read by dpamp.amplification.allocation, which
         # needs masses bin by bin): set by the engine, as a function computing it on first read
         self._bin_err: np.ndarray | Callable[[], np.ndarray] | None = None
-        self._A = np.concatenate([np.cumsum(self.mass[::-1])[::-1], [0.0]])
+        self._A = suffix_sums(self.mass)
         # C_k = m_k + e^{-h} C_{k+1}: a first-order linear recursion, done by scipy.signal-free
         # vectorised form C_k = sum_j m_j e^{-(j-k)h} = e^{k h} S_k with S_k = sum_{j>=k} m_j
         # e^{-jh}; computed in blocks so that no exponent exceeds ~700 in magnitude; on first use
@@ -48,7 +48,10 @@ class GridPMF:
     @property
     def _C(self) -> np.ndarray:
         if self._C_cache is None:
-            self._C_cache = np.concatenate([_discounted_suffix(self.mass, self.h), [0.0]])
+            C = np.empty(self.mass.size + 1)
+            C[-1] = 0.0
+            _discounted_suffix(self.mass, self.h, out=C[:-1])
+            self._C_cache = C
         return self._C_cache
 
     @property
@@ -91,7 +94,9 @@ class GridPMF:
         env = getattr(self, "_env", None)
         if env is None:
             g = self._grid_raw()
-            env = np.minimum.accumulate(g) if self.upper else np.maximum.accumulate(g[::-1])[::-1]
+            # (in place: each output is its op on the one before and its own input)
+            env = np.minimum.accumulate(g, out=g) if self.upper else \
+                np.maximum.accumulate(g[::-1], out=g[::-1])[::-1]
             self._env = env
         return env
 
@@ -99,14 +104,23 @@ class GridPMF:
         """``_raw`` at the grid points, eps = t_j with k = j + 1 (the next bin), by slices
         rather than gathers: at the last point k = n, where ``_raw`` takes 0 for the discounted
         term, and here e^0 C_n = 1 x 0 = 0 (C_n is 0), so every value is the same bits."""
+        # (in place on one array: the same operations as _raw, without its temporaries)
         t = self._t
-        tk = np.append(t[1:], t[-1:])                      # t[min(j + 1, n - 1)]
+        v = np.empty(t.size)
+        np.subtract(t[:-1], t[1:], out=v[:-1])             # t_j - t[min(j + 1, n - 1)]
+        v[-1] = t[-1] - t[-1]
         with np.errstate(over="ignore", invalid="ignore"):
-            val = self._A[1:] - np.exp(np.minimum(t - tk, 0.0)) * self._C[1:]
-        val = np.maximum(val, 0.0) + self.inf
+            np.minimum(v, 0.0, out=v)
+            np.exp(v, out=v)
+            np.multiply(v, self._C[1:], out=v)
+            np.subtract(self._A[1:], v, out=v)
+        np.maximum(v, 0.0, out=v)
+        v += self.inf
         if self.upper:
-            return np.fmin(val + self.err[1:], 1.0)
-        return np.fmax(val - self.err[1:], 0.0)
+            v += self.err[1:]
+            return np.fmin(v, 1.0, out=v)
+        np.subtract(v, self.err[1:], out=v)
+        return np.fmax(v, 0.0, out=v)
 
     def _delta1(self, eps: float) -> float:
         """float(self.delta(np.array([eps]))[0]) of a non-empty PMF, with the same ufuncs on
@@ -200,15 +214,25 @@ class GridPMF:
         return max(eps, 0.0)
 
 
-def _discounted_suffix(m: np.ndarray, h: float) -> np.ndarray:
+def suffix_sums(x: np.ndarray) -> np.ndarray:
+    """[sum_{j >= k} x_j for k = 0..n] (the last 0): the running sums from the end, as
+    np.cumsum(x[::-1])[::-1] with a 0 appended, written into one array."""
+    out = np.empty(x.size + 1)
+    out[-1] = 0.0
+    if x.size:
+        np.cumsum(x[::-1], out=out[-2::-1])
+    return out
+
+
+def _discounted_suffix(m: np.ndarray, h: float, out: np.ndarray | None = None) -> np.ndarray:
     """C_k = sum_{j >= k} m_j e^{-(j - k) h}, without overflow or underflow: in blocks of <= 30/h
     terms the weights e^{-jh} stay above e^{-30}, so m_j e^{-jh} underflows only for masses
     below ~1e-295 (blocks of 600/h let masses below ~1e-47 vanish, which raised the lower
-    bound A_k - e^{eps - t_k} C_k)."""
+    bound A_k - e^{eps - t_k} C_k). ``out``: an array of m's size to write them into."""
     n = m.size
     if n == 0:
-        return np.zeros(0)
-    out = np.empty(n)
+        return np.zeros(0) if out is None else out
+    out = np.empty(n) if out is None else out
     block = max(1, int(30.0 / max(h, 1e-300)))
     carry = 0.0
     for end in range(n, 0, -block):
@@ -216,8 +240,9 @@ def _discounted_suffix(m: np.ndarray, h: float) -> np.ndarray:
         seg = m[start:end]
         j = np.arange(seg.size)
         w = np.exp(-h * j)                                   # e^{-(j) h}, j from block start
-        s = np.cumsum((seg * w)[::-1])[::-1]                  # sum_{i>=j} m_i e^{-i h}
-        out[start:end] = s / w
+        s = seg * w
+        np.cumsum(s[::-1], out=s[::-1])                      # sum_{i>=j} m_i e^{-i h}
+        np.divide(s, w, out=out[start:end])
         if carry:
             out[start:end] += carry * np.exp(-h * (seg.size - j))
         carry = out[start]
