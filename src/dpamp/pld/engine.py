@@ -172,9 +172,10 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
         part, start, mm, log_scale = blocks[int(B)]
         if part.size == 0:
             continue
-        E = np.exp(np.outer(sg, h * np.arange(B)))         # e^{s h i}, |s h i| <= 30
+        # (np.outer's products, by broadcasting)
+        E = np.exp(sg[:, None] * (h * np.arange(B))[None, :])  # e^{s h i}, |s h i| <= 30
         logs = (np.log(np.einsum("bi,si->bs", mm, E)) + log_scale
-                + np.outer(h * start, sg))
+                + (h * start)[:, None] * sg[None, :])
         # blocks are grouped by part (in order): a log-sum-exp per group; terms below e^-700
         # of their part's largest are raised to it (no subnormal arithmetic, ten times
         # slower; the sum only grows, and a larger MGF still gives Chernoff bounds)
@@ -313,6 +314,8 @@ def _tilted(parts, h, lam, bound):
     with np.errstate(invalid="ignore"):
         w = np.where(np.repeat(np.isfinite(lM), sizes), np.exp(lw - np.repeat(lM, sizes)), 0.0)
     cut = starts[1:]
+    if not cut.size:                      # one part (np.split's one view, without its cost)
+        return [w], [t], [float(v) for v in lM]
     return np.split(w, cut), np.split(t, cut), [float(v) for v in lM]
 
 

@@ -98,6 +98,9 @@ def evaluate_many(srcs, ts, which: str) -> list:
         sizes = np.array([ts[i].size for i in idx], dtype=np.int64)
         t = np.concatenate([np.asarray(ts[i], dtype=float) for i in idx])
         p, q = _evaluate([srcs[i].family for i in idx], sizes, t, which)
+        if len(idx) == 1:                 # (np.split's one view, without its cost)
+            out[idx[0]] = (p, q)
+            continue
         cut = np.cumsum(sizes)[:-1]
         for i, a, b in zip(idx, np.split(p, cut), np.split(q, cut)):
             out[i] = (a, b)

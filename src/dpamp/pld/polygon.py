@@ -198,7 +198,10 @@ def _betas(args, t, em1, dB, Km):
     cB = _pad([a.cells.cont_q for a in args], Km)
     with np.errstate(over="ignore", invalid="ignore"):
         beta = (cA * np.exp(-t[:-1]) - cB) / em1
-    beta = np.clip(np.nan_to_num(beta, nan=0.0, posinf=0.0), 0.0, cB)
+    # NaN and +inf to 0 (-inf is clipped to 0 below), in place on this new array: what
+    # np.nan_to_num(beta, nan=0.0, posinf=0.0) gave here, without its copies
+    beta[np.isnan(beta) | (beta == np.inf)] = 0.0
+    beta = np.clip(beta, 0.0, cB)
     beta = beta + _pad([a.cells.beta for a in args], Km)
     return np.clip(beta, 0.0, dB)
 

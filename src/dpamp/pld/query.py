@@ -160,7 +160,10 @@ def _grid_min(pparts, score):
     else:
         v = score(_log_mgf(pparts, s=_S[idx], layout=lay), _S[idx])
     i0 = int(idx[int(np.argmin(v))])
-    near = np.setdiff1d(np.arange(max(0, i0 - COARSE_S + 1), min(_S.size, i0 + COARSE_S)), idx)
+    # (the indices around i0 not evaluated yet, in order: np.setdiff1d's, without its sorts)
+    seen = set(idx.tolist())
+    near = np.array([j for j in range(max(0, i0 - COARSE_S + 1), min(_S.size, i0 + COARSE_S))
+                     if j not in seen], dtype=np.int64)
     if near.size:
         idx = np.concatenate([idx, near])
         v = np.concatenate([v, score(_log_mgf(pparts, s=_S[near], layout=lay), _S[near])])
