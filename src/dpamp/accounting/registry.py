@@ -188,11 +188,14 @@ def _run(mechanism, method: str, query) -> Guarantee:
     can answer this query. A method that is out of reach (OutOfReach) or fails numerically
     (overflow, a grid too large for memory: reported as OutOfReach) is passed over by "auto",
     which says so in the Guarantee's ``note``; a named method's OutOfReach propagates."""
-    first = _pick(mechanism, method)
     if method != "auto":
-        return witness_lower(mechanism, _ask(first, query))
+        return witness_lower(mechanism, _ask(_pick(mechanism, method), query))
+    # (the applicable methods once: _pick's "auto" is the first of them)
+    names = available(mechanism)
+    if not names:
+        raise ValueError(f"no accounting method applies to {mechanism!r}")
     refused, skipped = None, []
-    for name in available(mechanism):
+    for name in names:
         try:
             g = witness_lower(mechanism, _ask(_REGISTRY[name], query))
         except OutOfReach as e:
@@ -205,7 +208,7 @@ def _run(mechanism, method: str, query) -> Guarantee:
         if g.tol_met is False:
             g = _best_upper(mechanism, g, name, query)
         return g
-    assert refused is not None      # _pick found a method, and every one was out of reach
+    assert refused is not None      # a method applies, and every one was out of reach
     raise refused
 
 
