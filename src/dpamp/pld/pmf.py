@@ -122,6 +122,12 @@ class GridPMF:
         np.subtract(v, self.err[1:], out=v)
         return np.fmax(v, 0.0, out=v)
 
+    def delta_at(self, eps: float) -> float:
+        """float(self.delta(np.array([eps]))[0]): the bound at one eps."""
+        if not self.mass.size:
+            return float(self.delta(np.array([eps]))[0])
+        return self._delta1(eps)
+
     def _delta1(self, eps: float) -> float:
         """float(self.delta(np.array([eps]))[0]) of a non-empty PMF, with the same ufuncs on
         scalars (one searchsorted, no arrays; the same bits, tests/test_pld.py)."""

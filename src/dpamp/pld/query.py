@@ -557,11 +557,10 @@ def _error_dominated(pmf: Composed | SplitComposed, eps) -> bool:
     at eps: their sum exceeds a third of the gap between the two bounds there."""
     if not math.isfinite(eps):
         return False
-    e = np.array([eps])
     up, lo = pmf.upper, pmf.lower
     assert up is not None and lo is not None          # both composed by now
     budget = up.budget(eps) + lo.budget(eps)
-    gap = float(up.delta(e)[0] - lo.delta(e)[0])
+    gap = up.delta_at(eps) - lo.delta_at(eps)
     return budget > gap / 3.0
 
 
@@ -642,4 +641,4 @@ def _delta_tail(dirs, epsilon, h) -> float:
 
 
 def _delta_at(pmf, epsilon):
-    return float(pmf.delta(np.array([epsilon]))[0])
+    return pmf.delta_at(epsilon)

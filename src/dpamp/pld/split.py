@@ -200,6 +200,10 @@ class SplitPMF:
         e = np.asarray(epsilon, dtype=float)
         return self._sum([p.delta(e) for p in self.pmfs])
 
+    def delta_at(self, eps: float) -> float:
+        """float(self.delta(np.array([eps]))[0]): the bound at one eps."""
+        return float(self.delta(np.array([eps]))[0])
+
     def budget(self, eps: float) -> float:
         """The floating-point budget of the sum at eps (the terms' budgets, weighted)."""
         return float(sum(w * p.budget(eps) for w, p in zip(self.weights, self.pmfs))) \
