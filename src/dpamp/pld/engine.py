@@ -146,8 +146,14 @@ def _blocks(flat, offs, jl, B):
     mm = flat.reshape(-1, B)
     scale = mm.max(axis=1)
     nz = np.nonzero(scale > 0)[0]
-    part = np.searchsorted(offs, nz * B, side="right") - 1
-    start = jl[part] + (nz * B - offs[part])
+    if offs.size == 2:
+        # one part (offs = [0, its padded size]): every block is its, from jl[0] on (the
+        # same integers as below)
+        part = np.zeros(nz.size, dtype=np.int64)
+        start = jl[0] + nz * B
+    else:
+        part = np.searchsorted(offs, nz * B, side="right") - 1
+        start = jl[part] + (nz * B - offs[part])
     return part, start, mm[nz] / scale[nz, None], np.log(scale[nz])[:, None]
 
 
