@@ -273,3 +273,20 @@ def test_cells_many_are_each_parts_own_cells(optimistic):
                 mid, mid_ref = getattr(cells, side), getattr(ref, side)
                 assert all(np.array_equal(a, b) for a, b in zip(
                     (mid.half_p, mid.half_q), (mid_ref.half_p, mid_ref.half_q)))
+
+
+def test_one_pmf_cancels_its_negatives_as_among_many():
+    """cancel_negatives_many of one PMF (its own path) gives the bits it gets among others:
+    chains of rounding-level negatives moved up bin by bin, stopped at the top bin (slack)
+    or by the passes running out, and PMFs without negatives."""
+    from dpamp.pld.discretize import cancel_negatives_many
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 5, 40, 300):
+        for _ in range(20):
+            m = rng.exponential(size=n) * 10.0 ** rng.uniform(-20, 0, n)
+            neg = rng.random(n) < rng.uniform(0, 0.6)
+            m[neg] = -rng.exponential(size=int(neg.sum())) * 10.0 ** rng.uniform(-18, 0)
+            alone = cancel_negatives_many([m])[0]
+            among = cancel_negatives_many([np.array([-1e-17, 2.0]), m, np.ones(3)])[1]
+            assert np.array_equal(alone[0], among[0]) and alone[1] == among[1]
+            assert np.array_equal(alone[0], cancel_negatives_many([m], passes=20)[0][0])

@@ -208,6 +208,8 @@ def cancel_negatives_many(ms, passes: int = 20):
     end to end (a PMF's top bin passes nothing on); only the bins that received mass can have
     turned negative (the ones emptied are 0, the rest unchanged): each pass looks there, not at
     the whole PMFs again."""
+    if len(ms) == 1 and ms[0].size:
+        return [_cancel_one(ms[0], passes)]
     sizes = np.array([m.size for m in ms], dtype=np.int64)
     offs = np.concatenate([[0], np.cumsum(sizes)])
     flat = np.concatenate(ms) if ms else np.zeros(0)
@@ -236,6 +238,29 @@ def cancel_negatives_many(ms, passes: int = 20):
         else:
             out.append((m, 0.0))
     return out
+
+
+def _cancel_one(m: np.ndarray, passes: int):
+    """:func:`cancel_negatives_many` of one non-empty PMF: the same passes, without the
+    bookkeeping of which PMF a bin belongs to (its top bin stops it: the passes end there)."""
+    flat = m.copy()
+    top = flat.size - 1
+    neg = np.nonzero(flat < 0)[0]
+    for _ in range(passes):
+        if neg.size == 0:
+            break
+        stop = bool(neg[-1] == top)               # (neg is increasing)
+        inner = neg[:-1] if stop else neg
+        amount = -flat[inner]
+        flat[inner] = 0.0
+        flat[inner + 1] -= amount             # (distinct indices, none past the top)
+        if stop:
+            break
+        cand = inner + 1
+        neg = cand[flat[cand] < 0]
+    if (flat < 0).any():
+        return np.maximum(flat, 0.0), float(-np.minimum(flat, 0.0).sum())
+    return flat, 0.0
 
 
 def _half_hull(half: Half, h: float, g0: float):
