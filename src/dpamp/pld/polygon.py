@@ -312,10 +312,14 @@ def _crossings(lines):
     lam = np.array(_pair_crossings(lines))
     # NaN to 0, +-inf to the ends: fmax drops a NaN for 0
     np.fmin(np.fmax(lam, 0.0, out=lam), 1.0, out=lam)
-    vals = None                   # the minimum over the lines (exact in any order)
-    for sl, c0 in lines:
-        v = sl[None] * lam + c0[None]
-        vals = v if vals is None else np.minimum(vals, v)
+    # the minimum over the lines (exact in any order), in place: the same operations
+    vals, v = np.empty_like(lam), np.empty_like(lam)
+    for k, (sl, c0) in enumerate(lines):
+        w = vals if k == 0 else v
+        np.multiply(sl[None], lam, out=w)
+        w += c0[None]
+        if k:
+            np.minimum(vals, v, out=vals)
     return lam, vals
 
 
