@@ -184,10 +184,12 @@ class GridPMF:
         if self._delta1(0.0) <= delta:
             return 0.0
         grid = self._grid_envelope()
-        ok = (grid <= delta) & (self._t > 0)
-        if not ok.any():
+        # the first grid point t_k > 0 with bound <= delta (t increases: those > 0 are a suffix)
+        i0 = int(np.searchsorted(self._t, 0.0, side="right"))
+        ok = grid[i0:] <= delta
+        k = i0 + int(np.argmax(ok)) if ok.size else n
+        if k >= n or not ok[k - i0]:
             return math.inf
-        k = int(np.argmax(ok))               # first grid point with bound <= delta
         lo_t = max(self._t[k - 1], 0.0) if k > 0 else 0.0
         tk = self._t[k]
         # on (t_{k-1}, t_k] the raw bound is A_k - e^{eps - t_k} C_k + (constant): solve it
