@@ -492,13 +492,17 @@ def _multiply(prod: _Product, F, c: int, eF: float):
     thr = math.exp(_LOG_DROP / c) * (1.0 - 1e-12)
     keep = aF + eF > thr
     if not keep.all():
-        gone = ~keep
         # (fresh: |1| + 0 summed over the dropped ones, exactly their count)
-        dropped = float(np.count_nonzero(gone)) if prod.fresh else \
-            float(np.sum(np.abs(prod.spec[gone]) + prod.spec_err[gone]))
+        if prod.fresh:
+            dropped = float(np.count_nonzero(~keep))
+        else:
+            gone = ~keep
+            dropped = float(np.sum(np.abs(prod.spec[gone]) + prod.spec_err[gone]))
         prod.dropped += dropped * _DROP * (1 + 1e-9)
-        prod.act, F, aF = prod.act[keep], F[keep], aF[keep]
-        prod.spec, prod.spec_err = prod.spec[keep], prod.spec_err[keep]
+        # (the kept ones by their indices: few of many, once c is large)
+        idx = np.flatnonzero(keep)
+        prod.act, F, aF = prod.act[idx], F[idx], aF[idx]
+        prod.spec, prod.spec_err = prod.spec[idx], prod.spec_err[idx]
     S, aS, err_pow = _power(F, aF, c, eF)
     new_spec = prod.spec * S
     prod.spec_err = prod.spec_err * (aS + err_pow) + np.abs(prod.spec) * err_pow \
