@@ -437,9 +437,13 @@ class _Product:
     still kept (``act``), the product's coefficients there and a bound on each one's error, the
     bound on the dropped ones' sum, the log of the untilting scale sum_j c_j lM_j, and the logs
     of the total mass and of its finite share."""
-    act: np.ndarray
-    spec: np.ndarray
-    spec_err: np.ndarray
+    #: the frequencies' count; act, spec and spec_err stay None while the product is the
+    #: initial one (``fresh``) until :meth:`full` writes it out: most are dropped at the
+    #: first factor, whose kept ones :func:`_multiply` takes from it directly
+    nfreq: int
+    act: np.ndarray | None = None
+    spec: np.ndarray | None = None
+    spec_err: np.ndarray | None = None
     dropped: float = 0.0
     log_scale: float = 0.0
     # log of the total mass and log of the finite share of it, per part c log(fin / (fin +
@@ -451,6 +455,15 @@ class _Product:
     # give exactly that)
     fresh: bool = True
 
+    def full(self) -> "_Product":
+        """This product with its arrays written out (the initial one's: every coefficient 1,
+        every error 0, every frequency)."""
+        if self.act is None:
+            self.act = np.arange(self.nfreq)
+            self.spec = np.ones(self.nfreq, dtype=complex)
+            self.spec_err = np.zeros(self.nfreq)
+        return self
+
 
 def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
     """prod_j F_j^{c_j} of the parts' normalised tilted PMFs' spectra (Steinke 2022, Thm 9: the
@@ -459,7 +472,7 @@ def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
     # the spectrum is kept only on the frequencies that can still matter (``act``): a power
     # |F|^c with c in the thousands is below any useful size except near the few lowest
     # frequencies, and dropping a coefficient is an error bounded like every other
-    prod = _Product(np.arange(nfreq), np.ones(nfreq, dtype=complex), np.zeros(nfreq))
+    prod = _Product(nfreq)
     L = max(1.0, math.log2(N))
     eF = _C_FFT * L * _U * (1.0 + 1e-12)         # componentwise FFT bound, ||w||_1 = 1
     spectra = _spectra(parts, ws, lMs, N)
@@ -473,17 +486,20 @@ def _spectrum_product(parts, ws, lMs, N, bound) -> _Product:
             prod.frac_log = prod.frac_log + c * math.log1p(-inf / (fin + inf)) if fin > 0 \
                 else -math.inf
         if not math.isfinite(lM):
-            prod.spec[:] = 0.0
+            spec = prod.full().spec
+            assert spec is not None
+            spec[:] = 0.0
             prod.fresh = False
             continue
         prod.log_scale += c * lM
         _multiply(prod, next(spectra), c, eF)
-    return prod
+    return prod.full()
 
 
 def _multiply(prod: _Product, F, c: int, eF: float):
     """prod times F^c, in place: the coefficients of F^c proven negligible dropped first."""
-    F = F if prod.fresh else F[prod.act]
+    fresh = prod.fresh and prod.act is None
+    F = F if fresh else F[prod.full().act]
     aF = np.abs(F)
     # |true F| <= aF + eF, and every later factor has |true F| <= ||w||_1 = 1: where
     # (aF + eF)^c <= DROP the true coefficient of the product is <= DROP (|true spec| <= 1
@@ -491,18 +507,25 @@ def _multiply(prod: _Product, F, c: int, eF: float):
     # the c-th power of anything below it is <= DROP (1 + 1e-9))
     thr = math.exp(_LOG_DROP / c) * (1.0 - 1e-12)
     keep = aF + eF > thr
-    if not keep.all():
-        # (fresh: |1| + 0 summed over the dropped ones, exactly their count)
-        if prod.fresh:
-            dropped = float(np.count_nonzero(~keep))
-        else:
-            gone = ~keep
-            dropped = float(np.sum(np.abs(prod.spec[gone]) + prod.spec_err[gone]))
+    if keep.all():
+        prod.full()
+    elif fresh:
+        # (|1| + 0 summed over the dropped ones: exactly their count; the kept ones' initial
+        # coefficients 1 and errors 0, at their indices)
+        prod.dropped += float(np.count_nonzero(~keep)) * _DROP * (1 + 1e-9)
+        idx = np.flatnonzero(keep)
+        prod.act, F, aF = idx, F[idx], aF[idx]
+        prod.spec, prod.spec_err = np.ones(idx.size, dtype=complex), np.zeros(idx.size)
+    else:
+        assert prod.act is not None and prod.spec is not None and prod.spec_err is not None
+        gone = ~keep
+        dropped = float(np.sum(np.abs(prod.spec[gone]) + prod.spec_err[gone]))
         prod.dropped += dropped * _DROP * (1 + 1e-9)
         # (the kept ones by their indices: few of many, once c is large)
         idx = np.flatnonzero(keep)
         prod.act, F, aF = prod.act[idx], F[idx], aF[idx]
         prod.spec, prod.spec_err = prod.spec[idx], prod.spec_err[idx]
+    assert prod.spec is not None and prod.spec_err is not None
     S, aS, err_pow = _power(F, aF, c, eF)
     new_spec = prod.spec * S
     prod.spec_err = prod.spec_err * (aS + err_pow) + np.abs(prod.spec) * err_pow \
@@ -542,6 +565,7 @@ def _inverse(prod: _Product, N: int):
     """The inverse transform of the product (the tilted composed PMF on the circle of N
     points) and the error bound of each of its bins."""
     nfreq = N // 2 + 1
+    assert prod.act is not None and prod.spec is not None and prod.spec_err is not None
     full_spec = np.zeros(nfreq, dtype=complex)
     full_spec[prod.act] = prod.spec
     res = sfft.irfft(full_spec, N, workers=FFT_WORKERS)
