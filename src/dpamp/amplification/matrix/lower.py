@@ -127,9 +127,9 @@ def offset_rows(c, bands: int) -> np.ndarray:
         if c.coeffs[bands:].any():
             raise ValueError(f"strategy: C has more than {bands} bands")
         t = np.arange(n)[:, None]
-        k = np.arange(bands)[None, :]
-        r = np.where(t >= k, co[None, :], 0.0)
-        return np.where(c.mask[np.maximum(t - k, 0)], r, 0.0)
+        off = np.arange(bands)[None, :]
+        r = np.where(t >= off, co[None, :], 0.0)
+        return np.where(c.mask[np.maximum(t - off, 0)], r, 0.0)
     a = np.abs(np.asarray(c, dtype=float))
     n = a.shape[0]
     if np.tril(a, -bands).any():
