@@ -151,7 +151,7 @@ def select_rows(r: np.ndarray) -> np.ndarray:
     k = np.arange(r.shape[1])
     lo = rows - np.max(np.where(nz[rows], k, -1), axis=1)
     hi = rows - np.min(np.where(nz[rows], k, r.shape[1]), axis=1)
-    w = np.einsum("ij,ij->i", r[rows], r[rows])
+    w = np.sum(r[rows] * r[rows], axis=1)
     order = np.lexsort((rows, hi))
     lo, hi, w, rows = lo[order], hi[order], w[order], rows[order]
     prev = np.searchsorted(hi, lo, side="left") - 1       # last interval ending before lo
@@ -199,7 +199,10 @@ def row_mixture(values, q: float) -> tuple[np.ndarray, np.ndarray]:
     k = v.size
     bits = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(float)
     ones = bits.sum(axis=1)
-    shifts = (bits @ v) * (1.0 - 64 * _U)
+    shifts = np.zeros(bits.shape[0])
+    for j in range(k):               # in a fixed order, not a BLAS product: the same bits
+        shifts = shifts + bits[:, j] * v[j]     # on every machine (same question, same answer)
+    shifts = shifts * (1.0 - 64 * _U)
     lq = math.log(q)
     l1q = math.log1p(-q) if q < 1 else -math.inf
     with np.errstate(invalid="ignore"):
