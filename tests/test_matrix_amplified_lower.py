@@ -164,6 +164,19 @@ def test_each_witness_is_below_its_exact_pair(c, sigma, q, eps):
     assert ortho >= truth * (1 - 1e-3)               # (the witness is its pair: tight)
 
 
+def test_negative_entries_take_the_signs_of_the_kept_row():
+    """C with a negative entry: the fixed-direction witness signs the record's gradient as
+    the kept row (row 1 reads steps 0 and 1: signs -1, +1), and stays below the exact delta
+    of that signed record's full pair C diag(signs)."""
+    c, sigma, q, eps = np.array([[1.0, 0.0], [-0.6, 1.0]]), 1.0, 0.3, 0.5
+    ws = _witnesses(c, sigma, q)
+    fixed = _lower(ws, LW.FIXED, "delta", eps)
+    signed = c @ np.diag([-1.0, 1.0])
+    assert fixed <= exact_delta_mp(signed, sigma, q, eps)
+    # the same as the non-negative C's (|C| on the kept row)
+    assert fixed == _lower(_witnesses(np.abs(c), sigma, q), LW.FIXED, "delta", eps)
+
+
 def test_three_steps_against_the_exact_pair():
     """n = 3, 2 bands: the fixed-direction witness below the exact pair (the inner coordinate
     in closed form at 20 digits, the outer two by Gauss-Hermite after a change of measure:
@@ -273,6 +286,7 @@ def test_the_family_answers_with_the_lower_end_and_says_what_it_assumed():
     assert "fixed-direction" in g.note
     d = amplified_delta(m, 1.0)
     assert d.lower is not None and 0 < d.lower <= d.delta
+    assert amplified_epsilon(m, 1e-6) == g                   # same question, same answer
     # cyclic Poisson with more bands than groups: 2 orthogonal directions suffice
     m2 = dp.MatrixMechanism(s, 3.0, participation=dp.CyclicPoisson(0.1, 2))
     g2 = amplified_epsilon(m2, 1e-6)
