@@ -345,7 +345,7 @@ def _better(m: MatrixMechanism, plain, amp, field: str, low=None):
     ours, theirs = getattr(amp, field), getattr(plain, field)
     detail = (f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + {amp.slack:.6g} "
               "(histories whose posterior bound fails)")
-    lower, lnote = _lower_note(low)
+    lower, lnote = _lower_note(low, getattr(m.participation, "partitions", 1))
     if ours < theirs:
         return dc.replace(plain, **{field: ours}, lower=lower, method=CONDITIONAL,
                           source="Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (conditional "
@@ -356,12 +356,12 @@ def _better(m: MatrixMechanism, plain, amp, field: str, low=None):
                                                f"gave {ours:.6g} ({detail}){lnote}")
 
 
-def _lower_note(low) -> tuple[float | None, str]:
+def _lower_note(low, partitions: int) -> tuple[float | None, str]:
     """(the lower end, the words saying what it assumed) of a LowerEnd, or (None, "")."""
     if low is None:
         return None, ""
     others = ", ".join(f"{name} {v:.6g}" for name, v in low.values if name != low.witness.name)
-    group = f" of group {low.witness.group}" if low.witness.group else ""
+    group = f", a record of group {low.witness.group}" if partitions > 1 else ""
     return low.value, (f"; lower end: the {low.witness.describe()}{group}"
                        + (f" (the other witness gave {others})" if others else ""))
 

@@ -142,8 +142,9 @@ def offset_rows(c, bands: int) -> np.ndarray:
 
 def select_rows(r: np.ndarray) -> np.ndarray:
     """Rows t whose read intervals [t - max k, t - min k] (k with R[t, k] > 0) are pairwise
-    disjoint, of largest total weight sum_k R[t, k]^2 (weighted interval scheduling; ties to
-    the earlier rows): disjoint intervals read disjoint sets of steps."""
+    disjoint, of largest total weight sum_k R[t, k]^2 (weighted interval scheduling over the
+    intervals sorted by their ends; a tie leaves the later interval out): disjoint intervals
+    read disjoint sets of steps."""
     nz = r > 0
     rows = np.flatnonzero(nz.any(axis=1))
     if not rows.size:
