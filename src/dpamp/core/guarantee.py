@@ -73,14 +73,30 @@ class Guarantee:
         i = self.note.find("auto: ")
         return "" if i < 0 else self.note[i + len("auto: "):]
 
+    @property
+    def lower_assumes(self) -> str:
+        """What the lower bound assumed, where the method states it (the ``lower end:`` part
+        of ``note``, up to a following ``auto:`` part), else "": a lower end from a witness
+        that needs more than the mechanism's description (the amplified matrix mechanism's,
+        a model of at least so many parameters)."""
+        i = self.note.find("lower end: ")
+        if i < 0 or self.lower is None:
+            return ""
+        rest = self.note[i + len("lower end: "):]
+        j = rest.find("; auto: ")
+        return rest if j < 0 else rest[:j]
+
     def explanation(self) -> list[str]:
         """The lines every text output prints under the numbers where they apply: the tol the
-        bracket missed and why another method answered (none in the common case)."""
+        bracket missed, why another method answered and what the lower bound assumed (none in
+        the common case)."""
         out = []
         if self.tol_missed:
             out.append(f"tol not met (every bound printed is proven): {self.tol_missed}")
         if self.why_method:
             out.append(f"method {self.method}: {self.why_method}")
+        if self.lower_assumes:
+            out.append(f"lower bound from {self.lower_assumes}")
         return out
 
     @property

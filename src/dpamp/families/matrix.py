@@ -338,40 +338,72 @@ def amplifiable(m: MatrixMechanism) -> bool:
     return isinstance(p, CyclicPoisson) or (isinstance(p, BallsInBins) and m.n % p.bins == 0)
 
 
-def _better(m: MatrixMechanism, plain, amp, field: str):
-    """The smaller of two proven upper bounds, saying which route answered."""
+def _better(m: MatrixMechanism, plain, amp, field: str, low=None):
+    """The smaller of two proven upper bounds, saying which route answered, with the lower end
+    ``low`` (:class:`~dpamp.amplification.matrix.lower.LowerEnd`) where one was built."""
     import dataclasses as dc
     ours, theirs = getattr(amp, field), getattr(plain, field)
     detail = (f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + {amp.slack:.6g} "
               "(histories whose posterior bound fails)")
+    lower, lnote = _lower_note(low, getattr(m.participation, "partitions", 1))
     if ours < theirs:
-        return dc.replace(plain, **{field: ours}, lower=None, method=CONDITIONAL,
+        return dc.replace(plain, **{field: ours}, lower=lower, method=CONDITIONAL,
                           source="Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (conditional "
                                  "composition)",
                           note=f"route {CONDITIONAL}: {detail}; route {NO_AMPLIFICATION} gave "
-                               f"{theirs:.6g}")
-    return dc.replace(plain, note=f"route {NO_AMPLIFICATION}; route {CONDITIONAL} gave "
-                                  f"{ours:.6g} ({detail})")
+                               f"{theirs:.6g}{lnote}")
+    return dc.replace(plain, lower=lower, note=f"route {NO_AMPLIFICATION}; route {CONDITIONAL} "
+                                               f"gave {ours:.6g} ({detail}){lnote}")
+
+
+def _lower_note(low, partitions: int) -> tuple[float | None, str]:
+    """(the lower end, the words saying what it assumed) of a LowerEnd, or (None, "")."""
+    if low is None:
+        return None, ""
+    others = ", ".join(f"{name} {v:.6g}" for name, v in low.values if name != low.witness.name)
+    group = f", a record of group {low.witness.group}" if partitions > 1 else ""
+    return low.value, (f"; lower end: the {low.witness.describe()}{group}"
+                       + (f" (the other witness gave {others})" if others else ""))
+
+
+def lower_witnesses(m: MatrixMechanism, c=None):
+    """The witnesses of the amplified route's lower end
+    (:mod:`dpamp.amplification.matrix.lower`) for (cyclic) Poisson sampling on a banded C, or
+    [] (balls in bins, or no bands known); ``c``: C as ``amplified_c`` reads it, if built."""
+    p = m.participation
+    bands = m.strategy.bands
+    if not isinstance(p, CyclicPoisson) or bands is None:
+        return []
+    from ..amplification.matrix import lower as LW
+    if bands <= LW.MAX_BANDS and c is None:
+        c = amplified_c(m)
+    return LW.witnesses(c, m.strategy.column_norms_sq(), bands, m.noise_multiplier,
+                        p.sampling_prob, p.partitions, m.strategy.coeff_error)
 
 
 def _amplified(m: MatrixMechanism, field: str, x: float):
     """The smaller of the two proven upper bounds at ``x`` (delta for field "epsilon", epsilon
     for "delta"): no-amplification's (the closed-form profile) and conditional composition's
     (:mod:`dpamp.amplification.matrix.query`) where it applies (``amplifiable``); else the
-    mechanism's own answer. No lower bound: amplification may make the truth smaller than any
-    witness of the worst pattern."""
+    mechanism's own answer. The lower end, for (cyclic) Poisson sampling on a banded C: the
+    larger of the witnesses of :mod:`dpamp.amplification.matrix.lower` (a record whose
+    gradient is one fixed unit vector, every b-th output row kept; a record whose gradient
+    cycles over orthogonal unit vectors, DP-SGD at the column norms), the note saying which
+    and what it assumed; none for balls in bins."""
     if not amplifiable(m):
         return getattr(m, field)(x)
     plain = getattr(m, field)(x, method="profile")
     from ..amplification.matrix import query
+    from ..amplification.matrix.lower import lower_end
     p = m.participation
+    c = amplified_c(m)
     if isinstance(p, BallsInBins):
-        amp = getattr(query, f"{field}_bins")(amplified_c(m), m.noise_multiplier, p.bins, x)
+        amp = getattr(query, f"{field}_bins")(c, m.noise_multiplier, p.bins, x)
     else:
-        amp = getattr(query, field)(amplified_c(m), m.noise_multiplier,
+        amp = getattr(query, field)(c, m.noise_multiplier,
                                     p.sampling_prob, x,  # type: ignore[attr-defined]
                                     partitions=p.partitions)  # type: ignore[attr-defined]
-    return _better(m, plain, amp, field)
+    return _better(m, plain, amp, field, lower_end(lower_witnesses(m, c), field, x))
 
 
 def amplified_epsilon(m: MatrixMechanism, delta: float):

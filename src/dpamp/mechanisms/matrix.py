@@ -35,7 +35,8 @@ How it is accounted (``route``):
   balls in bins with any square lower-triangular C, from :meth:`MatrixMechanism.matrix` and
   ``participation``; the accounting method ``conditional-composition`` (which ``auto`` takes
   for one such mechanism) answers with the smaller of it and no-amplification's bound, naming
-  the route.
+  the route, and, for (cyclic) Poisson sampling on a banded C, with a proven lower end
+  (:mod:`dpamp.amplification.matrix.lower`: two witnesses, the note names the one used).
 """
 from __future__ import annotations
 

@@ -5,8 +5,10 @@ by conditional composition (Choquette-Choo, Ganesh, Steinke & Thakurta 2024;
 given the past outputs, composed by the certified PLD, plus the probability that a posterior
 bound fails. The answer is the smaller of that bound and the no-amplification one (the
 Gaussian at the worst pattern's sensitivity); both are proven upper bounds and the answer's
-``method`` names the route that gave it. No lower end: amplification may put the truth below
-any witness of the worst pattern. Rank 8: where it applies it is the tightest proven bound.
+``method`` names the route that gave it. The lower end, for (cyclic) Poisson sampling on a
+banded C: the larger of two witnesses' PLD lower bounds (:mod:`dpamp.amplification.matrix.lower`;
+the note names it and what it assumed); none for balls in bins. Rank 8: where it applies it is
+the tightest proven bound.
 """
 from __future__ import annotations
 
