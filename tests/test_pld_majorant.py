@@ -59,8 +59,9 @@ def test_survival_is_above_every_measure_of_the_model(raw, r, e, defective):
     assert all(p <= b * (1 + Fr(1, 10**12)) + Fr(1, 10**15) for p, b in zip(plus, bound))
 
 
-def test_the_margin_leaves_a_majorised_part_out_of_the_upper_bound_only():
-    """mass_margin counts a majorised part for the lower bound, not for the upper."""
+def test_the_margin_leaves_majorised_and_minorised_parts_out():
+    """mass_margin leaves a majorised part out of the upper bound's margin and a minorised one
+    out of the lower bound's; without a bound it counts every part (the threshold's test)."""
     from dpamp.pld.majorant import majorise
     from dpamp.pld.batch import discretize_parts
     from dpamp.pld.sources import parts_of
@@ -70,8 +71,9 @@ def test_the_margin_leaves_a_majorised_part_out_of_the_upper_bound_only():
     pp = discretize_parts(d, h, 1e-12)
     before = E.mass_margin(pp, h)
     mp = majorise(pp, h)
-    assert all(p.d.majorised for p in mp)
-    assert E.mass_margin(mp, h, Bound.LOWER) == before
+    assert all(p.d.majorised and p.d.minorised for p in mp)
+    assert E.mass_margin(mp, h) == before
+    assert E.mass_margin(mp, h, Bound.LOWER) == E.REL_MARGIN
     assert E.mass_margin(mp, h, Bound.UPPER) == E.REL_MARGIN
     # and the majorant is a measure of total <= 1, at most (1 + r) times the PMF bin by bin
     for p, q in zip(pp, mp):
@@ -104,3 +106,73 @@ def test_ten_million_steps_meet_tol(q, delta, truth):
     g = (dp.Gaussian(1.0).subsample(dp.Poisson(q)) * 10**7).epsilon(delta)
     assert "tol not met" not in str(g) and g.epsilon - g.lower <= 1e-3 * g.epsilon
     assert g.lower <= truth <= g.epsilon
+
+
+# --- the optimistic PMF's minorant ---------------------------------------------------------
+
+@settings(max_examples=150, deadline=None)
+@given(masses, st.floats(1e-9, 0.2), st.lists(st.floats(-1.0, 1.0), min_size=10, max_size=10),
+       st.floats(0.5, 1.0))
+def test_minorant_survival_is_below_every_measure_of_the_model(raw, r, e, total):
+    """m~ normalised to ``total``; every 'true' m with |m~_j - m_j| <= r m_j and total >= the
+    stated lower bound (here: its own, whatever it is, >= ``total`` (1 - r)) has S_m >= S_{m-}
+    at every bin, and so for the two-fold compositions."""
+    from dpamp.pld.majorant import minorant
+    a = np.array(raw[:-1])
+    if a.sum() + raw[-1] < 1e-3:
+        return
+    scale = total / (a.sum() + raw[-1])
+    mt = np.append(a * scale, raw[-1] * scale)
+    rr = Fr(r)
+    # true masses within r of the computed ones, relative to the true: m = m~ / (1 + r e)
+    true = [Fr(float(x)) / (1 + rr * Fr(ei)) for x, ei in zip(mt, e)]
+    t_true = sum(true)
+    low, inf = minorant(mt[:-1], mt[-1], r, float(t_true) * (1 - 1e-15))
+    minus = [Fr(float(x)) for x in low] + [Fr(inf)]
+    assert all(x >= 0 for x in minus)
+    for s_true, s_minus in zip(_survival(true), _survival(minus)):
+        assert s_minus <= s_true
+    for s_true, s_minus in zip(_survival(_convolve(true, true)),
+                               _survival(_convolve(minus, minus))):
+        assert s_minus <= s_true
+
+
+def test_minorant_keeps_the_total_the_margin_loses():
+    """A measure whose total is known: the minorant's total is that bound (no (1 - r) per
+    step), while every bin above the split is (1 - r) m~."""
+    from dpamp.pld.majorant import minorant
+    mt = np.array([0.25, 0.5, 0.25])
+    low, inf = minorant(mt[:-1], mt[-1], 1e-3, 1.0 - 1e-3 * 0.25)
+    assert abs(low.sum() + inf - (1.0 - 2.5e-4)) < 1e-12
+    assert inf <= 0.25 * (1 - 1e-3)
+
+
+@pytest.mark.parametrize("mech", [
+    dp.Gaussian(1.0), dp.Gaussian(0.8).subsample(dp.Poisson(0.01)), dp.Laplace(1.0),
+    dp.Laplace(1.0).subsample(dp.Poisson(0.05)), dp.RandomizedResponse(0.7),
+    dp.EpsDelta(1.0, 1e-6), dp.EpsDelta(1.0, 1e-6).subsample(dp.Poisson(0.1))])
+def test_the_optimistic_total_is_one_minus_the_mass_below_the_grid(mech):
+    """The optimistic PMF's total is P_tot minus the P-mass below its grid (the swapped half's
+    final slope), whatever the lowering: the stated lower bound is below the computed total
+    (net of the clipped slack) and within the model's rounding of it."""
+    from dpamp.pld.batch import discretize_parts
+    from dpamp.pld.sources import parts_of
+    for h in (1e-2, 1e-4):
+        for p in discretize_parts(parts_of(mech * 100), h, 1e-10):
+            d = p.d
+            assert d.lower_total is not None
+            seen = float(np.sum(d.lower)) + d.lower_inf - d.lower_slack
+            assert d.lower_total <= seen + 1e-12
+            assert seen - d.lower_total < 1e-9
+
+
+def test_a_truncated_pair_states_no_total():
+    """A truncated pair (the discrete Gaussian's tails are bounds): no total is claimed, and
+    its lower PMF keeps the margin."""
+    from dpamp.pld.batch import discretize_parts
+    from dpamp.pld.sources import parts_of
+    from dpamp.pld.majorant import majorise
+    pp = discretize_parts(parts_of(dp.DiscreteGaussian(2.0) * 10**7), 1e-4, 1e-12)
+    assert pp and all(p.d.lower_total is None for p in pp)
+    mp = majorise(pp, 1e-4)
+    assert mp is not pp and not any(p.d.minorised for p in mp)

@@ -20,6 +20,7 @@ from .engine import MAX_N, PartPMF
 from .loss_batch import quantile_ranges, tail_points_many
 from .sources import discretize_source
 
+_U = 2.0 ** -53
 #: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
 MAX_LOSS = 650.0
 
@@ -61,6 +62,12 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         top = np.cumsum(d.lower[::-1])
         cut = max(1, int(np.searchsorted(top, tail_total / (c * n), side="right")))
         d.lower = d.lower.copy()
+        if d.lower_total is not None:
+            # the exact masses dropped are at most the computed ones / (1 - r) (the engine's
+            # model of the masses' rounding, :func:`.engine.mass_margin`)
+            r = (8.0 * _U + d.rel_err) / h
+            gone = math.fsum(d.lower[d.lower.size - cut:]) * (1.0 + 4.0 * _U)
+            d.lower_total = d.lower_total - gone / (1.0 - r) if r < 0.5 else None
         d.lower[d.lower.size - cut:] = 0.0
         out.append(PartPMF(d, c))
     return out

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 
 import numpy as np
 
@@ -75,6 +76,12 @@ class Discretized:
     #: ``upper`` is a majorant that already covers its masses' rounding (:mod:`.majorant`): the
     #: engine's margin leaves it out of the upper bound's
     majorised: bool = False
+    #: a proven lower bound on the exact total mass of ``lower`` (with ``lower_inf``), under the
+    #: engine's relative-error model of the masses, or None where none is known
+    #: (:func:`discretize_many`); ``minorised``: ``lower`` is a minorant that already covers its
+    #: masses' rounding (:mod:`.majorant`)
+    lower_total: float | None = None
+    minorised: bool = False
 
     @property
     def jhi(self) -> int:
@@ -96,12 +103,13 @@ def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Di
     each part's PMFs are the same bits as alone."""
     if not all(jlo < 0 < jhi for jlo, jhi in grids):
         raise ValueError("the grid must have points on both sides of 0")
-    args, totals = [], []
+    args, totals, below = [], [], []
     for loss, c in zip(losses, cells_many(losses, grids, h, optimistic)):
         fwd, rev, p_tot, q_tot = half_args(c, h, loss.inf_mass, None, loss.neg_inf_mass,
                                            optimistic)
         args += [fwd, rev]
         totals.append((p_tot, q_tot))
+        below.append(float(c.below_p))
     try:
         done = halves(args)
     except ArithmeticError:
@@ -117,11 +125,36 @@ def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Di
     out = [_combine(done[2 * k], done[2 * k + 1], h, jlo, jhi, p_tot, q_tot, loss.inf_mass,
                     cancel=False)
            for k, (loss, (jlo, jhi), (p_tot, q_tot)) in enumerate(zip(losses, grids, totals))]
-    for d, loss, (m, slack) in zip(out, losses, cancel_negatives_many([d.lower for d in out])):
+    for d, loss, b, (m, slack) in zip(out, losses, below,
+                                      cancel_negatives_many([d.lower for d in out])):
         # (a truncated pair's mass at +-inf, charged to the lower bound: LossDistribution)
         d.lower, d.lower_slack = m, slack + loss.lower_slack
         d.rel_err = loss.mass_rel_err
+        if optimistic:
+            d.lower_total = lower_total(d, loss, b, h)
     return out
+
+
+def lower_total(d: Discretized, loss: LossDistribution, below: float, h: float):
+    """A lower bound on the exact total of the optimistic PMF (``Discretized.lower_total``),
+    or None. Its masses are x_i times the jumps of its polygon's slopes, so their total is the
+    polygon's value at x = 0: by the perspective F(x) = P_tot - x Q_tot + x F_rev(1/x) that is
+    P_tot plus the swapped half's final slope, -B_tail = -P[L below the grid], whatever the
+    lowering did to the knots. P_tot is 1: a LossDistribution is the loss of a pair of
+    probability distributions (a truncated pair, which charges its tails, excepted); P[below]
+    is one value of the source's CDF (relative error mass_rel_err and a few ulps, no
+    cancellation). A truncated pair (``lower_slack``) has other totals: None. The computed
+    total must agree (net of the clipped slack) within the masses' modelled rounding, else
+    None: a path of the construction the argument does not cover, or a source that breaks the
+    type's contract by more than that."""
+    if loss.lower_slack > 0 or d.lower.size == 0:
+        return None
+    r = (8.0 * _U + loss.mass_rel_err) / h
+    bound = 1.0 - below * (1.0 + 2.0 * loss.mass_rel_err + 16.0 * _U) - 16.0 * _U
+    seen = math.fsum(d.lower) + d.lower_inf - d.lower_slack
+    if not abs(seen - (1.0 - below)) <= 1e-9 + 4.0 * r:
+        return None
+    return bound
 
 
 def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float,

@@ -679,8 +679,9 @@ def mass_margin(parts, h: float, bound: Bound | None = None) -> float:
     with each part's own relative mass error (``Discretized.rel_err``: a source whose masses come
     from a special function of a library), which its cancellation amplifies as it does u. For
     the upper bound (``bound`` UPPER) a part whose upper PMF is a majorant (:mod:`.majorant`)
-    counts no more: its rounding is inside it."""
-    skip = bound is Bound.UPPER
+    counts no more, nor for the lower bound one whose lower PMF is a minorant: its rounding is
+    inside it."""
+    flag = "majorised" if bound is Bound.UPPER else "minorised" if bound is Bound.LOWER else ""
     per = sum(p.count * (8.0 * _U + getattr(p.d, "rel_err", 0.0)) for p in parts
-              if not (skip and getattr(p.d, "majorised", False)))
+              if not (flag and getattr(p.d, flag, False)))
     return max(REL_MARGIN, math.expm1(per / h))

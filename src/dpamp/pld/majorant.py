@@ -107,6 +107,49 @@ def majorant(masses: np.ndarray, inf: float, r: float,
     return out[:-1], float(out[-1])
 
 
+def minorant(masses: np.ndarray, inf: float, r: float, total: float) -> tuple[np.ndarray, float]:
+    """(m-, its mass at +inf): the optimistic PMF's counterpart of :func:`majorant`. The exact
+    optimistic PMF m has total >= ``total`` (``Discretized.lower_total``) and m_j >= (1 - r)
+    m~_j, m_j <= m~_j / (1 - r), so its survival function obeys
+
+        S(t) >= max((1 - r) S~(t),  total - F~(t) / (1 - r)),
+
+    and the measure with that survival function, m~ / (1 - r) below a split bin j*, (1 - r) m~
+    above it and at j* the balance to ``total``, is below m in the survival order: every
+    composition of it bounds that of m from below (the argument of :func:`majorant`, reversed).
+    Any j* with a non-negative balance is valid; the last such one is taken (the tightest)."""
+    a = np.append(np.maximum(np.asarray(masses, dtype=float), 0.0), max(float(inf), 0.0))
+    dn = a * (max(1.0 - r, 0.0) * (1.0 - 4.0 * _U))
+    dn = np.where(dn < _TINY, np.maximum(np.nextafter(dn, 0.0), 0.0), dn)
+    if not (r < 1.0 and total > 0.0):
+        return dn[:-1], float(dn[-1])
+    with np.errstate(over="ignore"):
+        up = a * ((1.0 + r / (1.0 - r)) * (1.0 + 4.0 * _U))
+    up = np.where(up < _TINY, np.nextafter(up, np.inf), up)
+
+    # B(j) = total - sum_{i<j} up - sum_{i>=j} dn falls with j (by up_j - dn_j >= 0); the
+    # balance at j is B(j) + dn_j >= 0 where B(j) >= 0
+    def b_exact(j):
+        return math.fsum(np.concatenate([[total], -up[:j], -dn[j:]]))
+    if b_exact(0) < 0.0:
+        return dn[:-1], float(dn[-1])
+    pre = np.concatenate([[0.0], np.cumsum(up)])
+    suf = np.concatenate([np.cumsum(dn[::-1])[::-1], [0.0]])
+    ok = np.flatnonzero(total - pre[:-1] - suf[:-1] >= 0.0)
+    j = int(ok[-1]) if ok.size else 0
+    if b_exact(j) < 0.0:
+        # the float guess landed high: bisect on the exact B, falling in j (B(0) >= 0)
+        lo, hi = 0, j
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if b_exact(mid) >= 0.0 else (lo, mid)
+        j = lo
+    # the balance, rounded down (fsum is correctly rounded: a few ulps of total less)
+    star = math.fsum(np.concatenate([[total], -up[:j], -dn[j + 1:]])) - 4.0 * _U * total
+    out = np.concatenate([up[:j], [max(star, 0.0)], dn[j + 1:]])
+    return out[:-1], float(out[-1])
+
+
 def majorise(pparts: list[PartPMF], h: float) -> list[PartPMF]:
     """The parts with their upper PMFs replaced by majorants (``Discretized.majorised``: the
     engine's margin then leaves them out of the upper bound's), where the margin of the whole
@@ -120,9 +163,12 @@ def majorise(pparts: list[PartPMF], h: float) -> list[PartPMF]:
         # how far the exact pessimistic PMF's total, in either order and after Poisson
         # subsampling, may exceed 1; it may hold the lower PMF's clipped mass too: only wider)
         up, inf = majorant(p.d.upper, p.d.upper_inf, r, p.d.lower_slack)
-        out.append(PartPMF(dataclasses.replace(p.d, upper=up, upper_inf=inf, majorised=True),
-                           p.count))
+        d = dataclasses.replace(p.d, upper=up, upper_inf=inf, majorised=True)
+        if p.d.lower_total is not None:
+            low, low_inf = minorant(p.d.lower, p.d.lower_inf, r, p.d.lower_total)
+            d = dataclasses.replace(d, lower=low, lower_inf=low_inf, minorised=True)
+        out.append(PartPMF(d, p.count))
     return out
 
 
-__all__ = ["majorant", "majorise", "per_step_error", "ABOVE"]
+__all__ = ["majorant", "minorant", "majorise", "per_step_error", "ABOVE"]
