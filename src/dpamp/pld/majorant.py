@@ -1,4 +1,4 @@
-"""A pessimistic PMF whose mass rounding does not compound over the steps.
+"""Pessimistic and optimistic PMFs whose mass rounding does not compound over the steps.
 
 The engine's mass margin (:func:`.engine.mass_margin`) models each discretised mass m~_j as
 within a relative r of its exact value m_j (r = 8u/h plus the source's own error: the split of
@@ -33,8 +33,10 @@ margin's answer but for the margin's own second order (it takes (1 + r)^c, short
 (Poisson sampling at tiny rates) the composed error is the mean shift c r (spread of one step),
 not (1 + r)^c.
 
-Only the upper PMF: a lower bound the same way needs a proven lower bound on the exact
-optimistic PMF's total, which its construction does not state (OPEN_QUESTIONS).
+The optimistic PMF the same way (:func:`minorant`): its exact total is known from below
+(``Discretized.lower_total``: 1 minus the P-mass below the grid, whatever the lowering did, less
+the top tail a query drops), so the measure with survival max((1 - r) S~, total - F~ / (1 - r))
+is below it in the survival order, and its error does not compound either.
 """
 from __future__ import annotations
 
