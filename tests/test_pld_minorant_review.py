@@ -178,3 +178,21 @@ def test_ten_million_steps_at_q_1e_6_hold_the_oracle():
 
 
 ORACLE = math.nan
+
+
+def test_an_atom_pair_whose_masses_sum_below_one_states_no_more():
+    """The threshold witness of Bernoulli sampling (c 0.3, d 200, k 4) is a pair of atoms
+    whose computed P-masses sum to 1 - 5e-13 (the witness's own rel_err is charged outside the
+    PLD, by the registry, to the pair as given): the PLD's lower bound is about that pair, and
+    its optimistic PMF's exact total is at most that sum; the stated total must not exceed it
+    (it said 1 minus the mass below the grid, 1 - 2e-15, 5e-13 above the truth per step)."""
+    from dpamp.pld.batch import discretize_parts
+    from dpamp.pld.sources import parts_of
+    m = dp.Gaussian(1.0).post_process(dp.BernoulliSampling(0.3, 200, 4))
+    for w in m.witnesses():
+        with mpmath.workdps(50):
+            p_tot = mpmath.fsum([mpmath.mpf(float(x)) for x in w.exact_loss().atom_p])
+        assert p_tot < 1                                    # (the case this is about)
+        for p in discretize_parts(parts_of(w * 10**6), 1e-4, 1e-10):
+            if p.d.lower_total is not None:
+                assert mpmath.mpf(p.d.lower_total) <= p_tot
