@@ -141,7 +141,9 @@ def lower_total(d: Discretized, loss: LossDistribution, below: float, h: float):
     polygon's value at x = 0: by the perspective F(x) = P_tot - x Q_tot + x F_rev(1/x) that is
     P_tot plus the swapped half's final slope, -B_tail = -P[L below the grid], whatever the
     lowering did to the knots. P_tot is 1: a LossDistribution is the loss of a pair of
-    probability distributions (a truncated pair, which charges its tails, excepted); P[below]
+    probability distributions (a truncated pair, which charges its tails, excepted); for a pair
+    of atoms only, at most the sum of its P-masses as given (a witness whose rounding is
+    charged outside the PLD is a pair of those masses, not of the exact ones); P[below]
     is one value of the source's CDF (relative error mass_rel_err and a few ulps, no
     cancellation). A truncated pair (``lower_slack``) has other totals: None. The computed
     total must agree (net of the clipped slack) within the masses' modelled rounding, else
@@ -150,9 +152,15 @@ def lower_total(d: Discretized, loss: LossDistribution, below: float, h: float):
     if loss.lower_slack > 0 or d.lower.size == 0:
         return None
     r = (8.0 * _U + loss.mass_rel_err) / h
-    bound = 1.0 - below * (1.0 + 2.0 * loss.mass_rel_err + 16.0 * _U) - 16.0 * _U
+    one = 1.0
+    if loss.cdf is None and loss.atom_p.size:
+        # a pair of atoms whose rounded P-masses sum below 1 (a threshold witness of Bernoulli
+        # sampling: 1 - 5e-13, its own rounding charged outside the PLD to the pair as given)
+        # has that sum as P_tot, not 1 (fsum is correctly rounded: 2u less is below it)
+        one = min(1.0, math.fsum(loss.atom_p) * (1.0 - 2.0 * _U))
+    bound = one - below * (1.0 + 2.0 * loss.mass_rel_err + 16.0 * _U) - 16.0 * _U
     seen = math.fsum(d.lower) + d.lower_inf - d.lower_slack
-    if not abs(seen - (1.0 - below)) <= 1e-9 + 4.0 * r:
+    if not abs(seen - (one - below)) <= 1e-9 + 4.0 * r:
         return None
     return bound
 
