@@ -1,0 +1,77 @@
+"""A review of the exact composition of atoms (dpamp.pld.atomic) at the edges of floating
+point: composed losses beyond e^709 (where e^eps overflows) and composed Q-masses that are
+subnormal or underflow to 0 (where a relative margin moves nothing). The oracle is the 50-digit
+enumeration of tests/test_pld_atomic.py, from the mechanisms' definitions."""
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import dpamp as dp
+from dpamp.pld import atomic
+from dpamp.pld import query as Q
+from test_pld_atomic import DPS, _check_epsilon, _compose, _delta, _eps_delta, _poisson, _top
+
+
+def _pure(e0, c):
+    return dp.PureDP(e0) * c, lambda: _compose([_eps_delta(e0, 0)] * c)
+
+
+def _sub(e0, q, c):
+    return (dp.PureDP(e0).subsample(dp.Poisson(q)) * c,
+            lambda: _compose([_poisson(_eps_delta(e0, 0), q)] * c))
+
+
+def _truth_check(m, pair_fn, eps):
+    with mp.workdps(DPS):
+        pair = pair_fn()
+        truth = _delta(pair, eps)
+        up, low = atomic.delta_bounds(Q._directions(m), eps)
+        assert low <= truth <= up, (eps, low, float(truth), up)
+
+
+@pytest.mark.parametrize("e0,c,eps", [
+    (360.0, 2, 715.0),      # composed loss 720 > 709: e^eps overflows, the term is ~0.993
+    (360.0, 2, 719.9),
+    (360.0, 2, 709.0),
+    (300.0, 3, 880.0),      # composed Q-mass e^-900 underflows to 0: the term is 1 - e^-20
+    (300.0, 3, 899.0),
+    (400.0, 2, 790.0),
+])
+def test_delta_beyond_the_exponents_range(e0, c, eps):
+    m, pair = _pure(e0, c)
+    _truth_check(m, pair, eps)
+
+
+@pytest.mark.parametrize("k", [-4, -1, 0, 1, 4])
+def test_delta_where_the_top_outcomes_q_mass_is_subnormal(k):
+    """PureDP(368) Poisson-subsampled at 1e-6, twice: the top outcome has P ~ 1e-12 and
+    Q ~ e^-736 ~ 1e-320 (subnormal, ~10 bits): a Q-mass rounded to the nearest subnormal is
+    off by up to 2.5e-324, times e^eps ~ e^708 that is ~ 1e-16, far above 3 u P ~ 1e-27."""
+    m, pair = _sub(368.0, 1e-6, 2)
+    with mp.workdps(DPS):
+        top = float(_top(pair()))
+    assert top < 709.0
+    _truth_check(m, pair, top + k * math.ulp(top))
+
+
+@pytest.mark.parametrize("delta", [1e-6, 0.5, 0.99])
+def test_epsilon_beyond_the_exponents_range(delta):
+    """PureDP(40) composed 18 times: the top loss is 720 (the upper curve beyond e^709 must
+    not read as 0, which gave eps(1e-6) <= 709 while the truth is ~720)."""
+    m, pair = _pure(40.0, 18)
+    with mp.workdps(DPS):
+        _check_epsilon(m, pair(), delta)
+
+
+@settings(max_examples=30, deadline=None)
+@given(e0=st.floats(200.0, 400.0), c=st.integers(1, 3), q=st.sampled_from([1.0, 1e-3, 1e-6]),
+       frac=st.floats(-0.05, 0.05))
+def test_drawn_plans_near_the_float_range(e0, c, q, frac):
+    m, pair = _sub(e0, q, c) if q < 1 else _pure(e0, c)
+    with mp.workdps(DPS):
+        top = float(_top(pair()))
+    _truth_check(m, pair, max(0.0, top * (1 + frac)))
