@@ -50,6 +50,8 @@ MAX_ENTRIES = 1 << 22
 #: bisection steps of eps(delta): the bracket [0, top] shrinks to top 2^-96 (far below any tol)
 BISECTIONS = 96
 _TINY = 5e-324
+#: twice the smallest normal double: a Q-mass below it is held as 0 (upper) or as it (lower)
+_NORMAL = 2.0 ** -1021
 
 
 def part_atoms(src, upper: bool):
@@ -161,7 +163,14 @@ def composed_masses(part_list, upper: bool):
         lq_fin = np.where(np.isfinite(lq), np.abs(lq), 0.0)
         A = np.exp(lp + s * (ep + j * _U * lp_fin)) * (1 + s * 4 * _U)
         B = np.exp(lq - s * (eq + j * _U * lq_fin)) * (1 - s * 4 * _U)
-    return A, np.where(np.isnan(B), 0.0, B)
+    # below the normal range the relative margins move nothing (a subnormal keeps its value
+    # and is rounded to within 2^-1075, which e^eps scales up to ~1e-17 at eps 700): the
+    # upper curve's Q-mass goes to 0 there (a lower bound), the lower curve's up to
+    # _NORMAL (an upper bound: the value before the last rounding was below it, and a
+    # Q-mass that underflowed to 0 is below it too)
+    if upper:
+        return A, np.where(np.isnan(B) | (B < _NORMAL), 0.0, B)
+    return A, np.where(np.isnan(B), _NORMAL, np.maximum(B, _NORMAL))
 
 
 class DirectionCurve:
@@ -190,7 +199,10 @@ class DirectionCurve:
             x = math.exp(eps) if eps < 709.0 else math.inf
         x = x * (1 - 4 * _U) if upper else x * (1 + 4 * _U)
         with np.errstate(over="ignore", invalid="ignore"):
-            xb = np.where(B > 0, x * B, 0.0)
+            # beyond e^709 the upper curve takes each term as A (>= (A - x B)_+) rather than
+            # -inf (which dropped it: delta 0 where it is ~1); the lower's terms go to 0
+            xb = np.where(B > 0, x * B, 0.0) if math.isfinite(x) or not upper else \
+                np.zeros_like(B)
             t = A - xb
             e = 3 * _U * (A + xb)
         n = A.size
