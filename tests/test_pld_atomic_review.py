@@ -75,3 +75,14 @@ def test_drawn_plans_near_the_float_range(e0, c, q, frac):
     with mp.workdps(DPS):
         top = float(_top(pair()))
     _truth_check(m, pair, max(0.0, top * (1 + frac)))
+
+
+def test_the_public_query_at_a_subnormal_q_mass_holds_the_truth():
+    """The plan above through delta_bracket: the first grid misses tol, the exact route is
+    asked; before its fix it answered [0, 0], met, with the truth 4.5e-25."""
+    m, pair = _sub(368.0, 1e-6, 2)
+    eps = 708.368978884071
+    b = Q.delta_bracket(m, eps)
+    with mp.workdps(DPS):
+        truth = _delta(pair(), eps)
+    assert b.lower <= truth <= b.upper, (b, truth)
