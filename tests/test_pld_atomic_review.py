@@ -86,3 +86,25 @@ def test_the_public_query_at_a_subnormal_q_mass_holds_the_truth():
     with mp.workdps(DPS):
         truth = _delta(pair(), eps)
     assert b.lower <= truth <= b.upper, (b, truth)
+
+
+@pytest.mark.parametrize("n,c,e0", [(300, 0.1, 1.0), (2000, 0.05, 0.5)])
+def test_a_bernoulli_witness_states_its_masses_error(n, c, e0):
+    """A Bernoulli witness is a list of atoms, so the exact route (and the grids) take its
+    masses within 2 mass_rel_err + (16 + 4 max|loss|) ulps; its masses come from gammaln and
+    logs of size ~ n |log c| and are off by ~1e-12 relative (measured: 190-1200 times that
+    margin), which its own ``rel_err`` bounds but the loss distribution did not carry."""
+    from dpamp.amplification.bernoulli.witness import BernoulliWitness
+    from dpamp.core.relations import ADD_REMOVE
+    l1, l0 = -math.log1p(math.exp(-e0)), -e0 - math.log1p(math.exp(-e0))
+    ld = BernoulliWitness(l1, l0, l0, l1, c, n, ADD_REMOVE).exact_loss()
+    fin = ld.atom_loss[(ld.atom_p > 0) & (abs(ld.atom_loss) < math.inf)]
+    rho = 2 * ld.mass_rel_err + (16 + 4 * float(max(abs(fin)))) * 2.0 ** -53
+    with mp.workdps(40):
+        p, q, cc = mp.e ** mp.mpf(l1), mp.e ** mp.mpf(l0), mp.mpf(c)
+        for j in range(0, n + 1, max(1, n // 40)):
+            a = mp.binomial(n, j) * (p * (1 - cc) ** j * cc ** (n - j)
+                                     + q * cc ** j * (1 - cc) ** (n - j))
+            if a < mp.mpf("1e-300"):
+                continue
+            assert abs(mp.mpf(float(ld.atom_p[j])) / a - 1) <= rho, j
