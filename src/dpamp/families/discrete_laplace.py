@@ -29,12 +29,17 @@ def _atoms(m: DiscreteLaplace):
 
 def _loss(m: DiscreteLaplace):
     from ..pld import loss as L
-    loss, lp, lq, _ = _atoms(m)
+    loss, lp, lq, err = _atoms(m)
     p, q = np.exp(lp), np.exp(lq)
+    # the logs' absolute error is the masses' relative one (e^err - 1 <= 2 err, plus the exp's
+    # rounding): where a is small, log c ~ log(a / 2) carries more than the few ulps a mass is
+    # allowed by default, and the engine's margin (and the exact atoms') must carry it
+    rel = 2.0 * float(np.max(err)) + 4 * 2.0 ** -53
     mean = float(np.sum(p * loss))
     var = float(np.sum(p * (loss - mean) ** 2))
     return L.LossDistribution(loss, p, q, symmetric=True, mean=mean, var=var,
-                              name=f"discrete_laplace({m.a:g}, {m.sensitivity})")
+                              name=f"discrete_laplace({m.a:g}, {m.sensitivity})",
+                              mass_rel_err=rel)
 
 
 def _rows(m: DiscreteLaplace, eps, upper: bool):
