@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import dpamp as dp
 from dpamp.pld import atomic
 from dpamp.pld import query as Q
-from test_pld_atomic import DPS, _check_epsilon, _compose, _delta, _eps_delta, _poisson, _top
+from test_pld_atomic import DPS, _check_epsilon, _compose, _delta, _eps_delta, _poisson, _rr, _top
 
 
 def _pure(e0, c):
@@ -127,3 +127,73 @@ def test_a_discrete_laplace_states_its_masses_error(a, d):
         for j, i in enumerate(sorted(range(d + 1), key=lambda i: -ld.atom_loss[i])):
             p = 1 / (1 + r) if j == 0 else (r ** d / (1 + r) if j == d else c * r ** j)
             assert abs(mp.mpf(float(ld.atom_p[i])) / p - 1) <= rho, j
+
+
+# --- drawn plans of every atomic family, at composed atoms' losses -----------------------
+def _kary(k, p):
+    k, p = mp.mpf(k), mp.mpf(p)
+    a, b = (1 - p) + p / k, p / k
+    return [(a, b), (b, a)] + ([(p * (k - 2) / k,) * 2] if k > 2 else [])
+
+
+def _dlap(a, d):
+    r = mp.e ** (-mp.mpf(a))
+    c = (1 - r) / (1 + r)
+    ps = [1 / (1 + r)] + [c * r ** j for j in range(1, d)] + [r ** d / (1 + r)]
+    return [(ps[j], ps[d - j]) for j in range(d + 1)]
+
+
+_PARTS = {
+    "rr": (lambda x: dp.RandomizedResponse(0.5 + 0.49 * x), lambda x: _rr(0.5 + 0.49 * x)),
+    "pure": (lambda x: dp.PureDP(0.1 + 5 * x), lambda x: _eps_delta(0.1 + 5 * x, 0)),
+    "ed": (lambda x: dp.EpsDelta(0.1 + 3 * x, 1e-4 * x),
+           lambda x: _eps_delta(0.1 + 3 * x, 1e-4 * x)),
+    "kary": (lambda x: dp.KaryRandomizedResponse(4, 0.05 + 0.9 * x),
+             lambda x: _kary(4, 0.05 + 0.9 * x)),
+    "poisson-pure": (lambda x: dp.PureDP(1 + 4 * x).subsample(dp.Poisson(0.01 + 0.5 * x)),
+                     lambda x: _poisson(_eps_delta(1 + 4 * x, 0), 0.01 + 0.5 * x)),
+    "poisson-ed": (lambda x: dp.EpsDelta(1 + 2 * x, 1e-3).subsample(dp.Poisson(0.3)),
+                   lambda x: _poisson(_eps_delta(1 + 2 * x, 1e-3), 0.3)),
+    "dlap": (lambda x: dp.DiscreteLaplace(0.2 + x, 3), lambda x: _dlap(0.2 + x, 3)),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=st.lists(st.sampled_from(sorted(_PARTS)), min_size=1, max_size=2),
+       xs=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2),
+       counts=st.lists(st.integers(1, 3), min_size=2, max_size=2),
+       pick=st.integers(0, 10 ** 6), ulps=st.integers(-3, 3))
+def test_drawn_plans_at_composed_atoms_losses(names, xs, counts, pick, ulps):
+    """A drawn composition of atomic parts, at eps = a composed outcome's loss (either order)
+    moved by a few ulps, and eps(delta) at delta = that eps's delta and the mass at +inf."""
+    m, pairs = None, []
+    for name, x, c in zip(names, xs, counts):
+        mech, pair = _PARTS[name]
+        m = mech(x) * c if m is None else m + mech(x) * c
+        with mp.workdps(DPS):
+            pairs += [pair(x)] * c
+    with mp.workdps(DPS):
+        pair = _compose(pairs)
+        losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
+        eps = losses[pick % len(losses)]
+        eps = max(0.0, eps + ulps * math.ulp(eps))
+        truth = _delta(pair, eps)
+        up, low = atomic.delta_bounds(Q._directions(m), eps)
+        assert low <= truth <= up, (eps, low, float(truth), up)
+        inf_mass = float(_delta(pair, mp.inf))
+        for delta in {float(truth), inf_mass}:
+            if 0 < delta < 1:
+                _check_epsilon_slack(m, pair, delta)
+
+
+def _check_epsilon_slack(m, pair, delta):
+    """As test_pld_atomic's check, with 1e-40 of delta for the oracle's own 50-digit sums
+    (at delta = the mass at +inf the truth is delta itself, summed over ~100 outcomes)."""
+    up, low = atomic.epsilon_bounds(Q._directions(m), delta)
+    slack = mp.mpf(delta) * mp.mpf("1e-40")
+    if math.isfinite(up):
+        assert _delta(pair, up) <= delta + slack, (delta, up)
+    if low > 0 and math.isfinite(low):
+        assert _delta(pair, low) >= delta - slack, (delta, low)
+    if math.isinf(low):
+        assert _delta(pair, mp.inf) > delta - slack
