@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 import dpamp as dp
 from dpamp.pld import atomic
 from dpamp.pld import query as Q
-from test_pld_atomic import DPS, _check_epsilon, _compose, _delta, _eps_delta, _poisson, _rr, _top
+from test_pld_atomic import (DPS, _allocation, _check_epsilon, _compose, _delta, _eps_delta,
+                             _poisson, _rr, _top)
 
 
 def _pure(e0, c):
@@ -180,7 +181,8 @@ def test_drawn_plans_at_composed_atoms_losses(names, xs, counts, pick, ulps):
         eps = max(0.0, eps + ulps * math.ulp(eps))
         truth = _delta(pair, eps)
         up, low = atomic.delta_bounds(Q._directions(m), eps)
-        assert low <= truth <= up, (eps, low, float(truth), up)
+        slack = truth * mp.mpf("1e-40")       # the oracle's own 50-digit sums
+        assert low <= truth + slack and truth - slack <= up, (eps, low, float(truth), up)
         inf_mass = float(_delta(pair, mp.inf))
         for delta in {float(truth), inf_mass}:
             if 0 < delta < 1:
@@ -198,3 +200,39 @@ def _check_epsilon_slack(m, pair, delta):
         assert _delta(pair, low) >= delta - slack, (delta, low)
     if math.isinf(low):
         assert _delta(pair, mp.inf) > delta - slack
+
+
+_BASES = {
+    "rr": (lambda x: dp.RandomizedResponse(0.5 + 0.49 * x), lambda x: _rr(0.5 + 0.49 * x)),
+    "ed": (lambda x: dp.EpsDelta(0.5 + 6 * x, 1e-6), lambda x: _eps_delta(0.5 + 6 * x, 1e-6)),
+    "poisson-ed": (lambda x: dp.EpsDelta(1 + 2 * x, 1e-3).subsample(dp.Poisson(0.3)),
+                   lambda x: _poisson(_eps_delta(1 + 2 * x, 1e-3), 0.3)),
+}
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from(sorted(_BASES)), x=st.floats(0.0, 1.0),
+       kt=st.sampled_from([(1, 2), (1, 3), (2, 3)]), c=st.integers(1, 2),
+       pick=st.integers(0, 10 ** 6), ulps=st.integers(-3, 3))
+def test_drawn_allocation_epochs_at_composed_losses(name, x, kt, c, pick, ulps):
+    """Epochs of k-out-of-t random allocation (enumerated, ExactAllocationSource), composed c
+    times, at a composed outcome's loss +- ulps; eps(delta) at that delta and the mass at
+    +inf."""
+    k, t = kt
+    mech, base = _BASES[name]
+    m = mech(x).subsample(dp.RandomAllocation(k, t)) * c
+    with mp.workdps(DPS):
+        pair = _compose([_allocation(base(x), k, t)] * c)
+        losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
+        eps = losses[pick % len(losses)]
+        eps = max(0.0, eps + ulps * math.ulp(eps))
+        truth = _delta(pair, eps)
+        dirs = Q._directions(m)
+        if not atomic.applies(dirs):
+            return
+        up, low = atomic.delta_bounds(dirs, eps)
+        slack = truth * mp.mpf("1e-40")       # the oracle's own 50-digit sums
+        assert low <= truth + slack and truth - slack <= up, (eps, low, float(truth), up)
+        for delta in {float(truth), float(_delta(pair, mp.inf))}:
+            if 0 < delta < 1:
+                _check_epsilon_slack(m, pair, delta)
