@@ -236,3 +236,18 @@ def test_drawn_allocation_epochs_at_composed_losses(name, x, kt, c, pick, ulps):
         for delta in {float(truth), float(_delta(pair, mp.inf))}:
             if 0 < delta < 1:
                 _check_epsilon_slack(m, pair, delta)
+
+
+def test_an_outcome_whose_p_mass_underflowed_is_charged():
+    """One epoch of RandomAllocation(1, 3) of PureDP(300) Poisson-subsampled at 1e-110: the
+    outcome with all three steps on the top atom has the largest loss and P ~ 1e-370 (below
+    the doubles); between its loss and the next the truth is ~5e-372, which an upper end of
+    0 (the outcome left out) misses: the dropped atoms are charged at +inf."""
+    with mp.workdps(DPS):
+        pair = _allocation(_poisson(_eps_delta(300.0, 0), 1e-110), 1, 3)
+        losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
+        eps = 0.5 * (losses[-1] + losses[-2])
+        truth = _delta(pair, eps)
+        m = dp.PureDP(300.0).subsample(dp.Poisson(1e-110)).subsample(dp.RandomAllocation(1, 3))
+        up, low = atomic.delta_bounds(Q._directions(m), eps)
+        assert 0 < truth and low <= truth <= up, (low, truth, up)

@@ -69,13 +69,18 @@ def part_atoms(src, upper: bool):
 def direction_atoms(parts, upper: bool):
     """Per part [(a, b, c)] and the composed mass at +inf (Fraction) of one direction, or None
     (a part not atomic, or too many outcomes)."""
-    out, n_out = [], 1
+    out, n_out, dropped = [], 1, 0
     for src, c in parts:
         at = part_atoms(src, upper)
         if at is None or c < 1:
             return None
         a, b, a_inf = at
         keep = a > 0
+        # an atom whose P-mass (raised) underflowed has P < 5e-324: every outcome drawing it
+        # weighs at most c 5e-324 times the rest's total (<= 2); the upper curve carries
+        # that at +inf rather than leave it out (it decided an upper end of 0 where the
+        # truth was below 1e-321)
+        dropped += c * int(np.count_nonzero(~keep))
         a, b = a[keep], b[keep]
         m = a.size
         k = math.comb(c + m - 1, m - 1) if m else 1
@@ -83,7 +88,10 @@ def direction_atoms(parts, upper: bool):
         if n_out > MAX_OUTCOMES or (c > 1 and k * m > MAX_ENTRIES):
             return None
         out.append((a, b, c, a_inf))
-    return [(a, b, c) for a, b, c, _ in out], _inf_mass([(ai, c) for _, _, c, ai in out], upper)
+    inf = _inf_mass([(ai, c) for _, _, c, ai in out], upper)
+    if upper and dropped:
+        inf = min(Fraction(1), inf + 2 * dropped * Fraction(_TINY))
+    return [(a, b, c) for a, b, c, _ in out], inf
 
 
 def _inf_mass(terms, upper: bool) -> Fraction:
