@@ -181,7 +181,7 @@ def test_drawn_plans_at_composed_atoms_losses(names, xs, counts, pick, ulps):
         eps = max(0.0, eps + ulps * math.ulp(eps))
         truth = _delta(pair, eps)
         up, low = atomic.delta_bounds(Q._directions(m), eps)
-        slack = truth * mp.mpf("1e-40")       # the oracle's own 50-digit sums
+        slack = truth * mp.mpf("1e-40") + mp.mpf("1e-45")   # the oracle's rounding
         assert low <= truth + slack and truth - slack <= up, (eps, low, float(truth), up)
         inf_mass = float(_delta(pair, mp.inf))
         for delta in {float(truth), inf_mass}:
@@ -193,7 +193,7 @@ def _check_epsilon_slack(m, pair, delta):
     """As test_pld_atomic's check, with 1e-40 of delta for the oracle's own 50-digit sums
     (at delta = the mass at +inf the truth is delta itself, summed over ~100 outcomes)."""
     up, low = atomic.epsilon_bounds(Q._directions(m), delta)
-    slack = mp.mpf(delta) * mp.mpf("1e-40")
+    slack = mp.mpf(delta) * mp.mpf("1e-40") + mp.mpf("1e-45")
     if math.isfinite(up):
         assert _delta(pair, up) <= delta + slack, (delta, up)
     if low > 0 and math.isfinite(low):
@@ -231,7 +231,7 @@ def test_drawn_allocation_epochs_at_composed_losses(name, x, kt, c, pick, ulps):
         if not atomic.applies(dirs):
             return
         up, low = atomic.delta_bounds(dirs, eps)
-        slack = truth * mp.mpf("1e-40")       # the oracle's own 50-digit sums
+        slack = truth * mp.mpf("1e-40") + mp.mpf("1e-45")   # the oracle's rounding
         assert low <= truth + slack and truth - slack <= up, (eps, low, float(truth), up)
         for delta in {float(truth), float(_delta(pair, mp.inf))}:
             if 0 < delta < 1:
@@ -251,3 +251,46 @@ def test_an_outcome_whose_p_mass_underflowed_is_charged():
         m = dp.PureDP(300.0).subsample(dp.Poisson(1e-110)).subsample(dp.RandomAllocation(1, 3))
         up, low = atomic.delta_bounds(Q._directions(m), eps)
         assert 0 < truth and low <= truth <= up, (low, truth, up)
+
+
+@settings(max_examples=12, deadline=None)
+@given(names=st.lists(st.sampled_from(["rr", "pure", "ed", "poisson-pure"]),
+                      min_size=1, max_size=2),
+       xs=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2),
+       counts=st.lists(st.integers(1, 3), min_size=2, max_size=2),
+       pick=st.integers(0, 10 ** 6), ulps=st.sampled_from([-1, 0, 1]))
+def test_public_delta_queries_at_composed_losses(names, xs, counts, pick, ulps):
+    """The public delta query (grid round, then the exact route where the grid misses tol) at
+    a composed outcome's loss +- an ulp: its bracket holds the oracle's truth."""
+    m, pairs = None, []
+    for name, x, c in zip(names, xs, counts):
+        mech, pair = _PARTS[name]
+        m = mech(x) * c if m is None else m + mech(x) * c
+        with mp.workdps(DPS):
+            pairs += [pair(x)] * c
+    with mp.workdps(DPS):
+        pair = _compose(pairs)
+        losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
+        eps = losses[pick % len(losses)]
+        eps = max(0.0, eps + ulps * math.ulp(eps))
+        truth = _delta(pair, eps)
+    b = Q.delta_bracket(m, eps, budget=20.0)
+    slack = truth * mp.mpf("1e-40") + mp.mpf("1e-45")
+    assert truth - slack <= b.upper, (eps, b, float(truth))
+    assert b.lower is None or b.lower <= truth + slack, (eps, b, float(truth))
+
+
+@pytest.mark.xfail(strict=True, reason="open: the grid's optimistic side reads KaryRandomized"
+                   "Response's loss label eps0 (6 ulps up) with the masses of p, so its lower "
+                   "end is above the truth within ~8 ulps below the top loss; the exact route "
+                   "keeps the grid's lower end (intersection)")
+def test_kary_randomized_response_lower_end_at_its_top_loss():
+    m = dp.KaryRandomizedResponse(3, 0.3)
+    with mp.workdps(DPS):
+        pair = _kary(3, 0.3)
+        top = float(_top(pair))
+        for k in range(-8, 9):
+            eps = top + k * math.ulp(top)
+            truth = _delta(pair, eps)
+            b = Q.delta_bracket(m, eps)
+            assert b.lower is None or b.lower <= truth, (k, b.lower, float(truth))
