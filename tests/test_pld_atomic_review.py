@@ -294,3 +294,33 @@ def test_kary_randomized_response_lower_end_at_its_top_loss():
             truth = _delta(pair, eps)
             b = Q.delta_bracket(m, eps)
             assert b.lower is None or b.lower <= truth, (k, b.lower, float(truth))
+
+
+@settings(max_examples=10, deadline=None)
+@given(names=st.lists(st.sampled_from(["rr", "pure", "ed", "poisson-pure", "poisson-ed"]),
+                      min_size=1, max_size=2),
+       xs=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2),
+       counts=st.lists(st.integers(1, 3), min_size=2, max_size=2),
+       pick=st.integers(0, 10 ** 6), at_inf=st.booleans())
+def test_public_epsilon_queries_at_composed_deltas(names, xs, counts, pick, at_inf):
+    """The public epsilon query at delta = delta(a composed loss) (a jump of eps's slope) or
+    the mass at +inf (a jump of eps itself): its bracket holds the truth."""
+    m, pairs = None, []
+    for name, x, c in zip(names, xs, counts):
+        mech, pair = _PARTS[name]
+        m = mech(x) * c if m is None else m + mech(x) * c
+        with mp.workdps(DPS):
+            pairs += [pair(x)] * c
+    with mp.workdps(DPS):
+        pair = _compose(pairs)
+        losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
+        delta = float(_delta(pair, mp.inf if at_inf else losses[pick % len(losses)]))
+    if not 1e-12 <= delta < 1:
+        return
+    b = Q.epsilon_bracket(m, delta, budget=20.0)
+    with mp.workdps(DPS):
+        slack = mp.mpf(delta) * mp.mpf("1e-40") + mp.mpf("1e-45")
+        if math.isfinite(b.upper):
+            assert _delta(pair, b.upper) <= delta + slack, (delta, b)
+        if b.lower is not None and 0 < b.lower < math.inf:
+            assert _delta(pair, b.lower) >= delta - slack, (delta, b)
