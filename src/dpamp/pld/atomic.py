@@ -23,7 +23,10 @@ Rounding (our construction): each part states its atoms' masses already rounded 
 for the lower); the logs of the composed masses carry absolute error bounds (gammaln within
 FUNC_ULPS ulps, every other log, product and sum within an ulp of its terms' sizes), applied
 outward again; each term (P - x Q)_+ then only grows (upper) or shrinks (lower), and the float
-evaluation of the terms and of their sum is charged on top. The mass at +inf is composed in
+evaluation of the terms and of their sum is charged on top. Where a relative margin moves
+nothing (a composed Q-mass below the normal doubles: 0 for the upper curve, 2^-1021 for the
+lower; e^eps beyond 709: each upper term taken as its P-mass, the lower's as 0; a part's P-mass
+that underflowed: charged at +inf) the bound is absolute. The mass at +inf is composed in
 rationals up to :data:`.caps.EXACT_STEPS` steps (exact ties such as delta equal to an
 (eps, delta) part's own delta are decided exactly), beyond that with a relative margin.
 eps(delta) is read off both curves by bisection: any eps with the upper curve <= delta is an
