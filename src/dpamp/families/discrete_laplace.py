@@ -30,7 +30,19 @@ def _atoms(m: DiscreteLaplace):
 def _loss(m: DiscreteLaplace):
     from ..pld import loss as L
     loss, lp, lq, _ = _atoms(m)
-    p, q = np.exp(lp), np.exp(lq)
+    # the masses directly, P_j = c r^j (P_0 = 1 / (1 + r), P_D = r^D / (1 + r)), c = (1 - r) /
+    # (1 + r), r = e^-a: within (6 + a j) ulps, inside the margin the engine and the exact
+    # atoms allow (e^(log c - a j) carried log c ~ log(a / 2)'s ulps as well, up to 3.7 times
+    # that margin at a = 1e-14)
+    a, d = m.a, m.sensitivity
+    r = np.exp(-a * np.arange(d + 1, dtype=float))
+    one_r = 1.0 + float(r[1]) if d >= 1 else 2.0
+    p = (-np.expm1(-a) / one_r) * r
+    p[0], p[-1] = 1.0 / one_r, float(r[-1]) / one_r
+    if d == 0:  # pragma: no cover - sensitivity >= 1
+        p[0] = 1.0
+    p = np.where(np.isfinite(lp), p, 0.0)
+    q = p[::-1].copy()
     mean = float(np.sum(p * loss))
     var = float(np.sum(p * (loss - mean) ** 2))
     return L.LossDistribution(loss, p, q, symmetric=True, mean=mean, var=var,

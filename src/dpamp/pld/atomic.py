@@ -23,7 +23,10 @@ Rounding (our construction): each part states its atoms' masses already rounded 
 for the lower); the logs of the composed masses carry absolute error bounds (gammaln within
 FUNC_ULPS ulps, every other log, product and sum within an ulp of its terms' sizes), applied
 outward again; each term (P - x Q)_+ then only grows (upper) or shrinks (lower), and the float
-evaluation of the terms and of their sum is charged on top. The mass at +inf is composed in
+evaluation of the terms and of their sum is charged on top. Where a relative margin moves
+nothing (a composed Q-mass below the normal doubles: 0 for the upper curve, 2^-1021 for the
+lower; e^eps beyond 709: each upper term taken as its P-mass, the lower's as 0; a part's P-mass
+that underflowed: charged at +inf) the bound is absolute. The mass at +inf is composed in
 rationals up to :data:`.caps.EXACT_STEPS` steps (exact ties such as delta equal to an
 (eps, delta) part's own delta are decided exactly), beyond that with a relative margin.
 eps(delta) is read off both curves by bisection: any eps with the upper curve <= delta is an
@@ -50,6 +53,8 @@ MAX_ENTRIES = 1 << 22
 #: bisection steps of eps(delta): the bracket [0, top] shrinks to top 2^-96 (far below any tol)
 BISECTIONS = 96
 _TINY = 5e-324
+#: twice the smallest normal double: a Q-mass below it is held as 0 (upper) or as it (lower)
+_NORMAL = 2.0 ** -1021
 
 
 def part_atoms(src, upper: bool):
@@ -67,13 +72,18 @@ def part_atoms(src, upper: bool):
 def direction_atoms(parts, upper: bool):
     """Per part [(a, b, c)] and the composed mass at +inf (Fraction) of one direction, or None
     (a part not atomic, or too many outcomes)."""
-    out, n_out = [], 1
+    out, n_out, dropped = [], 1, 0
     for src, c in parts:
         at = part_atoms(src, upper)
         if at is None or c < 1:
             return None
         a, b, a_inf = at
         keep = a > 0
+        # an atom whose P-mass (raised) underflowed has P < 5e-324: every outcome drawing it
+        # weighs at most c 5e-324 times the rest's total (<= 2); the upper curve carries
+        # that at +inf rather than leave it out (it decided an upper end of 0 where the
+        # truth was below 1e-321)
+        dropped += c * int(np.count_nonzero(~keep))
         a, b = a[keep], b[keep]
         m = a.size
         k = math.comb(c + m - 1, m - 1) if m else 1
@@ -81,7 +91,10 @@ def direction_atoms(parts, upper: bool):
         if n_out > MAX_OUTCOMES or (c > 1 and k * m > MAX_ENTRIES):
             return None
         out.append((a, b, c, a_inf))
-    return [(a, b, c) for a, b, c, _ in out], _inf_mass([(ai, c) for _, _, c, ai in out], upper)
+    inf = _inf_mass([(ai, c) for _, _, c, ai in out], upper)
+    if upper and dropped:
+        inf = min(Fraction(1), inf + 2 * dropped * Fraction(_TINY))
+    return [(a, b, c) for a, b, c, _ in out], inf
 
 
 def _inf_mass(terms, upper: bool) -> Fraction:
@@ -161,7 +174,14 @@ def composed_masses(part_list, upper: bool):
         lq_fin = np.where(np.isfinite(lq), np.abs(lq), 0.0)
         A = np.exp(lp + s * (ep + j * _U * lp_fin)) * (1 + s * 4 * _U)
         B = np.exp(lq - s * (eq + j * _U * lq_fin)) * (1 - s * 4 * _U)
-    return A, np.where(np.isnan(B), 0.0, B)
+    # below the normal range the relative margins move nothing (a subnormal keeps its value
+    # and is rounded to within 2^-1075, which e^eps scales up to ~1e-17 at eps 700): the
+    # upper curve's Q-mass goes to 0 there (a lower bound), the lower curve's up to
+    # _NORMAL (an upper bound: the value before the last rounding was below it, and a
+    # Q-mass that underflowed to 0 is below it too)
+    if upper:
+        return A, np.where(np.isnan(B) | (B < _NORMAL), 0.0, B)
+    return A, np.where(np.isnan(B), _NORMAL, np.maximum(B, _NORMAL))
 
 
 class DirectionCurve:
@@ -190,7 +210,10 @@ class DirectionCurve:
             x = math.exp(eps) if eps < 709.0 else math.inf
         x = x * (1 - 4 * _U) if upper else x * (1 + 4 * _U)
         with np.errstate(over="ignore", invalid="ignore"):
-            xb = np.where(B > 0, x * B, 0.0)
+            # beyond e^709 the upper curve takes each term as A (>= (A - x B)_+) rather than
+            # -inf (which dropped it: delta 0 where it is ~1); the lower's terms go to 0
+            xb = np.where(B > 0, x * B, 0.0) if math.isfinite(x) or not upper else \
+                np.zeros_like(B)
             t = A - xb
             e = 3 * _U * (A + xb)
         n = A.size

@@ -144,6 +144,9 @@ class LossDistribution:
         s = 1.0 if upper else -1.0
         fin = np.isfinite(loss) & (p > 0)
         big = float(np.max(np.abs(loss[fin]))) if fin.any() else 0.0
+        # a finite loss with P-mass 0 is one that underflowed: kept (as 0), for
+        # :func:`.atomic.direction_atoms` to charge it
+        fin = np.isfinite(loss)
         rho = 2.0 * self.mass_rel_err + (16 + 4 * big) * 2.0 ** -53
         inf = sum((Fraction(float(v)) for v in p[loss == np.inf]), Fraction(0))
         if not str(self.name).startswith("eps_delta"):

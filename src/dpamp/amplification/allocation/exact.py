@@ -274,6 +274,10 @@ class ExactAllocationSource:
         P-mass at +inf from above (``upper``) or below (as :meth:`ExactEpoch.lower_pair`)."""
         ep = self.epoch
         a, b = ep.masses(self.remove, upper)
+        # an outcome of P-mass 0 (a step at the base's loss -inf) adds nothing: left out, so
+        # that a mass 0 below means one that underflowed (charged by dpamp.pld.atomic)
+        live = np.isfinite(ep.log_p if self.remove else ep.log_q)
+        a, b = a[live], b[live]
         if not self.remove or ep.p_inf <= 0.0:
             return a, b, Fraction(0)
         inf = ep.p_inf_up if upper else (ep.p_inf if ep.k == 1 else ep.p_inf * (1 - 16 * _U))

@@ -139,7 +139,8 @@ class BernoulliWitness(Mechanism):
         var = float(np.sum(pa * (loss - mean) ** 2))
         sym = self.lq == self.lp_c and self.lq_c == self.lp
         return L.LossDistribution(loss, pa, pb, symmetric=sym, mean=mean, var=var,
-                                  name=f"bernoulli_witness(n={self.n}, c={self.c:g})")
+                                  name=f"bernoulli_witness(n={self.n}, c={self.c:g})",
+                                  mass_rel_err=self.rel_err)
 
 
 declare(BernoulliWitness, Family("BernoulliWitness", loss=lambda m: m.exact_loss()))
