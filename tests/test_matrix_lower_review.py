@@ -262,3 +262,76 @@ def test_family_lower_end_is_below_actual_pairs(c, sigma, q, p, eps):
     if ge.lower is not None:
         assert ge.lower <= ge.epsilon
         assert ge.lower <= eps * 1.0001 + 1e-9 or g.lower == 0
+
+
+# --- the rounding of one row's mixture, at extreme rates, as the engine reads it ---------------
+
+@pytest.mark.parametrize("k, q", [(6, 1e-6), (6, 0.999999), (5, 1.0), (9, 0.5), (11, 0.03)])
+def test_row_mixture_as_normalised_is_dominated(k, q):
+    """Every tail Pr[shift >= t] of the mixture MixtureOfGaussians builds from row_mixture
+    (its components after normalisation, sigma = 1) is at most the exact one (fractions;
+    k = 11 goes through the reduction to MAX_COMPONENTS shifts)."""
+    rng = np.random.default_rng(k)
+    v = np.sort(rng.uniform(0.05, 1.0, k))[::-1]
+    sh, pr = LW.row_mixture(v, q)
+    mus, ps = dp.MixtureOfGaussians(1.0, tuple(sh.tolist()), tuple(pr.tolist())).components()
+    fq = Fraction(q)
+    ex = sorted((sum(Fraction(float(x)) * b for x, b in zip(v, bits)),
+                 fq ** sum(bits) * (1 - fq) ** (k - sum(bits)))
+                for bits in itertools.product((0, 1), repeat=k))
+    shifts = [s for s, _ in ex]
+    tails = list(itertools.accumulate([p for _, p in ex][::-1]))[::-1]   # Pr[S >= shifts[i]]
+    import bisect
+    order = np.argsort(mus)
+    built = list(itertools.accumulate([Fraction(float(ps[i])) for i in order[::-1]]))[::-1]
+    for i, t in zip(range(len(order)), mus[order]):
+        if t <= 0:
+            continue
+        j = bisect.bisect_left(shifts, Fraction(float(t)))
+        exact = tails[j] if j < len(tails) else Fraction(0)
+        assert built[i] <= exact
+
+
+def test_row_buckets_are_dominated_by_distinct_rows():
+    """More than MAX_ROW_PARTS distinct kept rows (a dense, non-Toeplitz 2-banded C of 200
+    steps with negative entries): the buckets' parts match distinct kept rows one to one, each
+    part's values at most the row's (sorted, entrywise)."""
+    from scipy.optimize import linear_sum_assignment
+    rng = np.random.default_rng(7)
+    n, b = 200, 2
+    c = _random_banded(rng, n, b)
+    r = LW.offset_rows(np.abs(c), b)
+    rows = LW.select_rows(r)
+    keys = LW._row_keys(r, rows)
+    assert len(np.unique(-np.sort(-r[rows], axis=1), axis=0)) > LW.MAX_ROW_PARTS
+    assert len(keys) <= LW.MAX_ROW_PARTS and sum(keys.values()) == rows.size
+    parts = [key for key, cnt in keys.items() for _ in range(cnt)]
+    vals = [sorted((x for x in r[t] if x > 0), reverse=True) for t in rows]
+
+    def dominated(key, row):
+        return len(key) <= len(row) and all(a <= x for a, x in zip(key, row))
+    cost = np.array([[0.0 if dominated(key, row) else 1.0 for row in vals] for key in parts])
+    i, j = linear_sum_assignment(cost)
+    assert cost[i, j].sum() == 0
+
+
+# --- the family's answer: lower <= upper over adversarial small cases ---------------------------
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(2, 9), b=st.integers(2, 4),
+       p=st.integers(1, 3), q=st.sampled_from([0.05, 0.3, 1.0]),
+       sigma=st.sampled_from([0.7, 1.5, 4.0]), eps=st.sampled_from([0.2, 1.0, 3.0]))
+def test_family_lower_below_upper_adversarial(seed, n, b, p, q, sigma, eps):
+    """Dense non-Toeplitz banded C with negative entries, cyclic Poisson (n not divisible by
+    p among them): where the amplified route answers, its lower end is below its upper end,
+    in both fields."""
+    rng = np.random.default_rng(seed)
+    b = min(b, n)
+    c = _random_banded(rng, n, b)
+    m = dp.MatrixMechanism(c, sigma, participation=dp.CyclicPoisson(q, p))
+    if m.route != "no-amplification":
+        return
+    g = amplified_delta(m, eps)
+    assert g.lower is not None and 0 <= g.lower <= g.delta
+    ge = amplified_epsilon(m, 1e-5)
+    assert ge.lower is not None and 0 <= ge.lower <= ge.epsilon
