@@ -386,3 +386,17 @@ def test_family_lower_below_upper_adversarial(seed, n, b, p, q, sigma, eps):
     assert g.lower is not None and 0 <= g.lower <= g.delta
     ge = amplified_epsilon(m, 1e-5)
     assert ge.lower is not None and 0 <= ge.lower <= ge.epsilon
+
+
+def test_a_witness_out_of_the_pld_range_is_skipped_not_raised():
+    """z = 0.06, q = 1: the witnesses' losses pass the PLD's range (OutOfReach) while the
+    upper routes answer (conditional composition inf, no-amplification finite). The lower end
+    is optional: a witness the PLD cannot take is left out, and the amplified answer stands
+    (with no lower end, or one of the witnesses that could be composed)."""
+    m = dp.MatrixMechanism(dp.BandedToeplitz([1.0, 0.5, 0.3], 30), 0.06,
+                           participation=dp.Poisson(1.0))
+    g = amplified_epsilon(m, 1e-6)
+    assert math.isfinite(g.epsilon)
+    assert g.lower is None or g.lower <= g.epsilon
+    d = amplified_delta(m, 10.0)
+    assert d.lower is None or d.lower <= d.delta

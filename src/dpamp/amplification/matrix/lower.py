@@ -66,6 +66,7 @@ import math
 
 import numpy as np
 
+from ...core.errors import OutOfReach
 from ...core.rounding import ulps_down
 from ...core.sampling import Poisson
 from ...mechanisms.composition import compose_counts
@@ -314,11 +315,16 @@ def witnesses(c, col_sq, bands: int, sigma: float, q: float, partitions: int = 1
 def lower_end(ws: list[Witness], field: str, x: float) -> LowerEnd | None:
     """The largest proven lower bound over the witnesses ``ws`` of epsilon at delta = x
     (``field`` "epsilon") or of delta at epsilon = x ("delta"): each witness's product
-    composed by the PLD engine, its lower end (optimistic discretisation)."""
+    composed by the PLD engine, its lower end (optimistic discretisation). A witness whose
+    losses the PLD cannot take (``OutOfReach``) is left out: the lower end is optional, and
+    the upper routes answer without it."""
     best, values = None, []
     for w in ws:
         comp = compose_counts(list(w.parts))
-        g = getattr(comp, field)(x, method="pld")
+        try:
+            g = getattr(comp, field)(x, method="pld")
+        except OutOfReach:
+            continue
         v = g.lower
         if v is None or not math.isfinite(v):
             continue
