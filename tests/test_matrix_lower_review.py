@@ -403,3 +403,19 @@ def test_a_witness_out_of_the_pld_range_is_skipped_not_raised():
     assert g.lower is None or g.lower <= g.epsilon
     d = amplified_delta(m, 10.0)
     assert d.lower is None or d.lower <= d.delta
+
+
+def test_cyclic_fixed_direction_below_the_full_pair():
+    """Cyclic Poisson, p = 2, n = 3 (not divisible), a dense non-Toeplitz 3-banded C with a
+    negative entry: the fixed-direction witness of group 0 (steps 0 and 2) is below the exact
+    delta of the FULL pair of that record (all three output rows, its gradient one unit
+    vector signed as the last row; column 1 never joined: 0), at the Gauss-Hermite helper's
+    accuracy (~0.3 %, hence the 0.99)."""
+    c = np.array([[1.0, 0.0, 0.0], [-0.9, 0.7, 0.0], [0.5, 0.3, 1.2]])
+    sigma, q, eps = 0.8, 0.35, 0.5
+    w = LW.fixed_direction(c, 3, sigma, q, 2)
+    assert w.group == 0
+    fixed = LW.lower_end([w], "delta", eps).value
+    full = c * np.array([1.0, 0.0, 1.0])[None, :]          # group 0's steps only
+    full = full * np.where(full[-1] < 0, -1.0, 1.0)[None, :]
+    assert fixed <= 0.99 * exact_delta_mp(full, sigma, q, eps)
