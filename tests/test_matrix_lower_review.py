@@ -419,3 +419,23 @@ def test_cyclic_fixed_direction_below_the_full_pair():
     full = c * np.array([1.0, 0.0, 1.0])[None, :]          # group 0's steps only
     full = full * np.where(full[-1] < 0, -1.0, 1.0)[None, :]
     assert fixed <= 0.99 * exact_delta_mp(full, sigma, q, eps)
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(3, 12), p=st.integers(1, 2), kind=st.sampled_from(["blt", "toeplitz"]),
+       seed=st.integers(0, 10 ** 6), q=st.sampled_from([0.1, 0.5]),
+       eps=st.sampled_from([0.3, 2.0]))
+def test_family_lower_below_upper_blt_and_toeplitz(n, p, kind, seed, q, eps):
+    """The lazy Toeplitz view's path (a BLT with output scales of both signs, its computed
+    coefficients; a banded Toeplitz C with negative coefficients): lower below upper."""
+    rng = np.random.default_rng(seed)
+    if kind == "blt":
+        s = dp.BLT(tuple(rng.uniform(0.1, 0.95, 2)), tuple(rng.uniform(-0.6, 0.6, 2)), n)
+    else:
+        s = dp.BandedToeplitz(tuple(rng.uniform(-1.0, 1.0, min(n, 4)) + [2.0, 0, 0, 0][:min(n, 4)]),
+                              n)
+    m = dp.MatrixMechanism(s, 1.0, participation=dp.CyclicPoisson(q, p))
+    if m.route != "no-amplification":
+        return
+    g = amplified_delta(m, eps)
+    assert g.lower is not None and 0 <= g.lower <= g.delta
