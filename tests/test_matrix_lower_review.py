@@ -439,3 +439,14 @@ def test_family_lower_below_upper_blt_and_toeplitz(n, p, kind, seed, q, eps):
         return
     g = amplified_delta(m, eps)
     assert g.lower is not None and 0 <= g.lower <= g.delta
+
+
+def test_row_mixture_probabilities_below_the_normal_range_round_down():
+    """q ~ 2.5e-20, 16 bands: q^16 lies among the subnormal doubles, where a rounding is an
+    absolute half-spacing (~2.5e-324) that no relative padding covers: the largest shift's
+    probability must still be at most the exact q^16 (0, its mass on the zero shift, is)."""
+    v = np.arange(16, 0, -1) * 0.1
+    for q in np.geomspace(2.3e-20, 2.7e-20, 40):
+        sh, pr = LW.row_mixture(v, float(q))
+        top = float(pr[int(np.argmax(sh))])
+        assert Fraction(top) <= Fraction(float(q)) ** 16

@@ -213,7 +213,9 @@ def row_mixture(values, q: float) -> tuple[np.ndarray, np.ndarray]:
     l1q = math.log1p(-q) if q < 1 else -math.inf
     with np.errstate(invalid="ignore"):
         logp = np.where(ones > 0, ones * lq, 0.0) + np.where(ones < k, (k - ones) * l1q, 0.0)
-    p = np.exp(logp)
+    # below 2^-1000 (near the subnormals, where a rounding is absolute and no relative
+    # padding covers it) a probability is rounded down to 0: its mass goes to the zero shift
+    p = np.where(logp < -1000 * math.log(2.0), 0.0, np.exp(logp))
     u, inv = np.unique(shifts, return_inverse=True)
     pp = np.bincount(inv, weights=p, minlength=u.size)
     if u.size > MAX_COMPONENTS:
