@@ -38,7 +38,11 @@ a witness for any b. It needs the model to have at least D parameters, which the
 states.
 
 **Rounding.** Every shift and mu is rounded down and every positive shift's probability is
-padded down (the zero shift takes what is left). Both give a pair the true one dominates:
+padded down (the zero shift takes what is left). Where C is computed (a BLT: each entry
+within ``coeff_error`` of the exact one) the fixed-direction witness lowers each |entry| by
+that error (what remains has the exact entry's sign; where nothing remains the record's
+gradient at that step is 0) and a row reads every joinable step of its band, a computed 0
+included, so the kept rows' read sets are disjoint under the exact C. Both give a pair the true one dominates:
 moving probability to the zero shift, or lowering a shift, makes the law of the shifts
 stochastically smaller, and a stochastically smaller law of non-negative shifts gives a
 dominated mixture in both orders (dpamp's lemma behind conditional composition,
@@ -62,6 +66,7 @@ import math
 
 import numpy as np
 
+from ...core.errors import OutOfReach
 from ...core.rounding import ulps_down
 from ...core.sampling import Poisson
 from ...mechanisms.composition import compose_counts
@@ -140,12 +145,12 @@ def offset_rows(c, bands: int) -> np.ndarray:
     return r
 
 
-def select_rows(r: np.ndarray) -> np.ndarray:
-    """Rows t whose read intervals [t - max k, t - min k] (k with R[t, k] > 0) are pairwise
-    disjoint, of largest total weight sum_k R[t, k]^2 (weighted interval scheduling over the
-    intervals sorted by their ends; a tie leaves the later interval out): disjoint intervals
-    read disjoint sets of steps."""
-    nz = r > 0
+def select_rows(r: np.ndarray, reads: np.ndarray | None = None) -> np.ndarray:
+    """Rows t whose read intervals [t - max k, t - min k] (k with ``reads[t, k]``, default
+    R[t, k] > 0) are pairwise disjoint, of largest total weight sum_k R[t, k]^2 (weighted
+    interval scheduling over the intervals sorted by their ends; a tie leaves the later
+    interval out): disjoint intervals read disjoint sets of steps."""
+    nz = r > 0 if reads is None else np.asarray(reads, dtype=bool)
     rows = np.flatnonzero(nz.any(axis=1))
     if not rows.size:
         return rows
@@ -208,7 +213,9 @@ def row_mixture(values, q: float) -> tuple[np.ndarray, np.ndarray]:
     l1q = math.log1p(-q) if q < 1 else -math.inf
     with np.errstate(invalid="ignore"):
         logp = np.where(ones > 0, ones * lq, 0.0) + np.where(ones < k, (k - ones) * l1q, 0.0)
-    p = np.exp(logp)
+    # below 2^-1000 (near the subnormals, where a rounding is absolute and no relative
+    # padding covers it) a probability is rounded down to 0: its mass goes to the zero shift
+    p = np.where(logp < -1000 * math.log(2.0), 0.0, np.exp(logp))
     u, inv = np.unique(shifts, return_inverse=True)
     pp = np.bincount(inv, weights=p, minlength=u.size)
     if u.size > MAX_COMPONENTS:
@@ -239,16 +246,25 @@ def _groups(n: int, partitions: int) -> list[np.ndarray]:
     return [np.arange(n) % partitions == g for g in range(min(partitions, n))]
 
 
-def fixed_direction(c, bands: int, sigma: float, q: float, partitions: int = 1) -> Witness:
+def fixed_direction(c, bands: int, sigma: float, q: float, partitions: int = 1,
+                    coeff_error: float = 0.0) -> Witness:
     """The fixed-direction witness (module docstring): of the group whose kept rows weigh
-    most (ties: the first)."""
+    most (ties: the first). A computed C (``coeff_error`` e > 0, a bound on each entry's
+    error): each |entry| is lowered by e (then its sign is the true one, or it is 0 and the
+    record's gradient at that step is 0), and a row reads every joinable step of its band,
+    a computed 0 included (the exact entry may not be 0)."""
     n = c.shape[0]
     best = None
     for g, e in enumerate(_groups(n, partitions)):
         view = c.with_mask(e) if isinstance(c, LowerToeplitzAbs) else \
             np.where(e[None, :], np.abs(np.asarray(c, dtype=float)), 0.0)
         r = offset_rows(view, bands)
-        rows = select_rows(r)
+        reads = None
+        if coeff_error > 0:
+            t, k = np.arange(n)[:, None], np.arange(bands)[None, :]
+            reads = (t >= k) & e[np.maximum(t - k, 0)]
+            r = np.maximum(r - coeff_error, 0.0)
+        rows = select_rows(r, reads)
         weight = float(np.sum(r[rows] ** 2))
         if best is None or weight > best[0]:
             best = (weight, g, r, rows)
@@ -294,18 +310,23 @@ def witnesses(c, col_sq, bands: int, sigma: float, q: float, partitions: int = 1
     most MAX_BANDS bands."""
     out = [orthogonal(col_sq, bands, sigma, q, partitions, coeff_error)]
     if bands <= MAX_BANDS:
-        out.append(fixed_direction(c, bands, sigma, q, partitions))
+        out.append(fixed_direction(c, bands, sigma, q, partitions, coeff_error))
     return [w for w in out if w.parts]
 
 
 def lower_end(ws: list[Witness], field: str, x: float) -> LowerEnd | None:
     """The largest proven lower bound over the witnesses ``ws`` of epsilon at delta = x
     (``field`` "epsilon") or of delta at epsilon = x ("delta"): each witness's product
-    composed by the PLD engine, its lower end (optimistic discretisation)."""
+    composed by the PLD engine, its lower end (optimistic discretisation). A witness whose
+    losses the PLD cannot take (``OutOfReach``) is left out: the lower end is optional, and
+    the upper routes answer without it."""
     best, values = None, []
     for w in ws:
         comp = compose_counts(list(w.parts))
-        g = getattr(comp, field)(x, method="pld")
+        try:
+            g = getattr(comp, field)(x, method="pld")
+        except OutOfReach:
+            continue
         v = g.lower
         if v is None or not math.isfinite(v):
             continue
