@@ -310,3 +310,14 @@ def test_cyclic_witness_is_one_group():
     fixed = [w for w in ws if w.name == LW.FIXED][0]
     for part, _ in fixed.parts:
         assert len(part.sensitivities) <= 4           # at most 2 of the group's steps per row
+
+
+def test_a_conditional_route_out_of_reach_leaves_no_amplification_to_answer():
+    """At tiny noise the conditional mixtures' losses leave the PLD's range (OutOfReach): the
+    amplified answer is no-amplification's proven bound with its lower end, not an error."""
+    from dpamp.families.matrix import amplified_epsilon
+    m = dp.MatrixMechanism(dp.BandedToeplitz([1, .5, .3], 30), 0.05,
+                           participation=dp.Poisson(0.5))
+    g = amplified_epsilon(m, 1e-6)
+    assert "out of reach" in g.note and g.epsilon == m.epsilon(1e-6, method="profile").epsilon
+    assert g.lower is not None and g.lower <= g.epsilon

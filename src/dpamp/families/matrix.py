@@ -28,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 from ..core import validate as V
+from ..core.errors import OutOfReach
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare
 from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION,
@@ -387,7 +388,7 @@ def _amplified(m: MatrixMechanism, field: str, x: float):
     (:mod:`dpamp.amplification.matrix.query`) where it applies (``amplifiable``); else the
     mechanism's own answer. The lower end, for (cyclic) Poisson sampling on a banded C: the
     larger of the witnesses of :mod:`dpamp.amplification.matrix.lower` (a record whose
-    gradient is one fixed unit vector, every b-th output row kept; a record whose gradient
+    gradient is one fixed unit vector, output rows with disjoint read sets kept; a record whose gradient
     cycles over orthogonal unit vectors, DP-SGD at the column norms), the note saying which
     and what it assumed; none for balls in bins."""
     if not amplifiable(m):
@@ -397,13 +398,22 @@ def _amplified(m: MatrixMechanism, field: str, x: float):
     from ..amplification.matrix.lower import lower_end
     p = m.participation
     c = amplified_c(m)
-    if isinstance(p, BallsInBins):
-        amp = getattr(query, f"{field}_bins")(c, m.noise_multiplier, p.bins, x)
-    else:
-        amp = getattr(query, field)(c, m.noise_multiplier,
-                                    p.sampling_prob, x,  # type: ignore[attr-defined]
-                                    partitions=p.partitions)  # type: ignore[attr-defined]
-    return _better(m, plain, amp, field, lower_end(lower_witnesses(m, c), field, x))
+    low = lower_end(lower_witnesses(m, c), field, x)
+    try:
+        if isinstance(p, BallsInBins):
+            amp = getattr(query, f"{field}_bins")(c, m.noise_multiplier, p.bins, x)
+        else:
+            amp = getattr(query, field)(c, m.noise_multiplier,
+                                        p.sampling_prob, x,  # type: ignore[attr-defined]
+                                        partitions=p.partitions)  # type: ignore[attr-defined]
+    except OutOfReach as err:
+        # (the conditional mixtures' PLD cannot take them, e.g. losses beyond its range at tiny
+        # noise): no-amplification's proven bound answers, with the lower end where built
+        import dataclasses as dc
+        lower, lnote = _lower_note(low, getattr(p, "partitions", 1))
+        return dc.replace(plain, lower=lower, note=f"route {NO_AMPLIFICATION}; route "
+                                                   f"{CONDITIONAL} out of reach ({err}){lnote}")
+    return _better(m, plain, amp, field, low)
 
 
 def amplified_epsilon(m: MatrixMechanism, delta: float):

@@ -104,7 +104,7 @@ class Witness:
     def describe(self) -> str:
         if self.name == FIXED:
             return ("fixed-direction witness (a record whose clipped gradient is one unit "
-                    "vector, signed as C; any model dimension), every b-th output row kept")
+                    "vector, signed as C; any model dimension), output rows with disjoint read sets kept")
         return (f"orthogonal witness (the record's gradient cycles over {self.dimensions} "
                 "orthogonal unit vectors: DP-SGD at the column norms; a model of at least "
                 f"{self.dimensions} parameters)")
