@@ -62,12 +62,11 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
         top = np.cumsum(d.lower[::-1])
         cut = max(1, int(np.searchsorted(top, tail_total / (c * n), side="right")))
         d.lower = d.lower.copy()
-        if d.lower_total is not None:
-            # the exact masses dropped are at most the computed ones / (1 - r) (the engine's
-            # model of the masses' rounding, :func:`.engine.mass_margin`)
-            r = (8.0 * _U + d.rel_err) / h
-            gone = math.fsum(d.lower[d.lower.size - cut:]) * (1.0 + 4.0 * _U)
-            d.lower_total = d.lower_total - gone / (1.0 - r) if r < 0.5 else None
+        if d.lower_basis is not None:
+            # (the masses dropped, for :func:`.discretize.lower_total`)
+            one, below, gone = d.lower_basis
+            gone += math.fsum(d.lower[d.lower.size - cut:]) * (1.0 + 4.0 * _U)
+            d.lower_basis = (one, below, gone)
         d.lower[d.lower.size - cut:] = 0.0
         out.append(PartPMF(d, c))
     return out

@@ -76,11 +76,11 @@ class Discretized:
     #: ``upper`` is a majorant that already covers its masses' rounding (:mod:`.majorant`): the
     #: engine's margin leaves it out of the upper bound's
     majorised: bool = False
-    #: a proven lower bound on the exact total mass of ``lower`` (with ``lower_inf``), under the
-    #: engine's relative-error model of the masses, or None where none is known
-    #: (:func:`discretize_many`); ``minorised``: ``lower`` is a minorant that already covers its
-    #: masses' rounding (:mod:`.majorant`)
-    lower_total: float | None = None
+    #: what :func:`lower_total` reads, set by :func:`discretize_many`: (the source's P_tot, its
+    #: P-mass below the grid, the optimistic masses a query dropped since), or None where no
+    #: total is known; ``minorised``: ``lower`` is a minorant that already covers its masses'
+    #: rounding (:mod:`.majorant`)
+    lower_basis: tuple[float, float, float] | None = None
     minorised: bool = False
 
     @property
@@ -130,40 +130,48 @@ def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Di
         # (a truncated pair's mass at +-inf, charged to the lower bound: LossDistribution)
         d.lower, d.lower_slack = m, slack + loss.lower_slack
         d.rel_err = loss.mass_rel_err
-        if optimistic:
-            d.lower_total = lower_total(d, loss, b, h)
+        if optimistic and loss.lower_slack == 0:
+            d.lower_basis = (_p_total(loss), b, 0.0)
     return out
 
 
-def lower_total(d: Discretized, loss: LossDistribution, below: float, h: float):
-    """A lower bound on the exact total of the optimistic PMF (``Discretized.lower_total``),
-    or None. Its masses are x_i times the jumps of its polygon's slopes, so their total is the
+def _p_total(loss: LossDistribution) -> float:
+    """P_tot of :func:`lower_total`: 1, or for a pair of atoms only the sum of its P-masses as
+    given where below 1 (a threshold witness of Bernoulli sampling: 1 - 5e-13, its own rounding
+    charged outside the PLD to the pair as given; fsum is correctly rounded: 2u less is below
+    it)."""
+    if loss.cdf is None and loss.atom_p.size:
+        return min(1.0, math.fsum(loss.atom_p) * (1.0 - 2.0 * _U))
+    return 1.0
+
+
+def lower_total(d: Discretized, h: float) -> float | None:
+    """A lower bound on the exact total of the optimistic PMF ``d.lower`` (with ``lower_inf``)
+    under the engine's relative-error model of the masses, or None (computed on demand: the
+    minorant of :mod:`.majorant` reads it, only for long compositions). Its masses are x_i times the jumps of its polygon's slopes, so their total is the
     polygon's value at x = 0: by the perspective F(x) = P_tot - x Q_tot + x F_rev(1/x) that is
     P_tot plus the swapped half's final slope, -B_tail = -P[L below the grid], whatever the
     lowering did to the knots. P_tot is 1: a LossDistribution is the loss of a pair of
-    probability distributions (a truncated pair, which charges its tails, excepted); for a pair
-    of atoms only, at most the sum of its P-masses as given (a witness whose rounding is
-    charged outside the PLD is a pair of those masses, not of the exact ones); P[below]
+    probability distributions (a truncated pair, which charges its tails, excepted; a pair of
+    atoms only: :func:`_p_total`); P[below]
     is one value of the source's CDF (relative error mass_rel_err and a few ulps, no
     cancellation). A truncated pair (``lower_slack``) has other totals: None. The computed
     total must agree (net of the clipped slack) within the masses' modelled rounding, else
     None: a path of the construction the argument does not cover, or a source that breaks the
     type's contract by more than that."""
-    if loss.lower_slack > 0 or d.lower.size == 0:
+    if d.lower_basis is None or d.lower.size == 0:
         return None
-    r = (8.0 * _U + loss.mass_rel_err) / h
-    one = 1.0
-    if loss.cdf is None and loss.atom_p.size:
-        # a pair of atoms whose rounded P-masses sum below 1 (a threshold witness of Bernoulli
-        # sampling: 1 - 5e-13, its own rounding charged outside the PLD to the pair as given)
-        # has that sum as P_tot, not 1 (fsum is correctly rounded: 2u less is below it)
-        one = min(1.0, math.fsum(loss.atom_p) * (1.0 - 2.0 * _U))
-    bound = one - below * (1.0 + 2.0 * loss.mass_rel_err + 16.0 * _U) - 16.0 * _U
-    seen = math.fsum(d.lower) + d.lower_inf - d.lower_slack
+    one, below, dropped = d.lower_basis
+    r = (8.0 * _U + d.rel_err) / h
+    if not r < 0.5:
+        return None
+    bound = one - below * (1.0 + 2.0 * d.rel_err + 16.0 * _U) - 16.0 * _U
+    seen = math.fsum(d.lower) + d.lower_inf - d.lower_slack + dropped
     # (observed within 0.23 r and 1e-13: a sanity check, the argument above is the proof)
     if not abs(seen - (one - below)) <= 4.0 * r * max(seen, 1.0) + 64.0 * _U:
         return None
-    return bound
+    # the exact masses a query dropped are at most the computed ones / (1 - r)
+    return bound - dropped / (1.0 - r)
 
 
 def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float,

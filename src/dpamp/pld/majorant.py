@@ -34,7 +34,7 @@ margin's answer but for the margin's own second order (it takes (1 + r)^c, short
 not (1 + r)^c.
 
 The optimistic PMF the same way (:func:`minorant`): its exact total is known from below
-(``Discretized.lower_total``: 1 minus the P-mass below the grid, whatever the lowering did, less
+(:func:`.discretize.lower_total`: 1 minus the P-mass below the grid, whatever the lowering did, less
 the top tail a query drops), so the measure with survival max((1 - r) S~, total - F~ / (1 - r))
 is below it in the survival order, and its error does not compound either.
 """
@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from .discretize import Discretized
+from .discretize import Discretized, lower_total
 from .engine import PartPMF, mass_margin
 
 _U = 2.0 ** -53
@@ -111,7 +111,7 @@ def majorant(masses: np.ndarray, inf: float, r: float,
 
 def minorant(masses: np.ndarray, inf: float, r: float, total: float) -> tuple[np.ndarray, float]:
     """(m-, its mass at +inf): the optimistic PMF's counterpart of :func:`majorant`. The exact
-    optimistic PMF m has total >= ``total`` (``Discretized.lower_total``) and m_j >= (1 - r)
+    optimistic PMF m has total >= ``total`` (:func:`.discretize.lower_total`) and m_j >= (1 - r)
     m~_j, m_j <= m~_j / (1 - r), so its survival function obeys
 
         S(t) >= max((1 - r) S~(t),  total - F~(t) / (1 - r)),
@@ -166,8 +166,9 @@ def majorise(pparts: list[PartPMF], h: float) -> list[PartPMF]:
         # subsampling, may exceed 1; it may hold the lower PMF's clipped mass too: only wider)
         up, inf = majorant(p.d.upper, p.d.upper_inf, r, p.d.lower_slack)
         d = dataclasses.replace(p.d, upper=up, upper_inf=inf, majorised=True)
-        if p.d.lower_total is not None:
-            low, low_inf = minorant(p.d.lower, p.d.lower_inf, r, p.d.lower_total)
+        total = lower_total(p.d, h)
+        if total is not None:
+            low, low_inf = minorant(p.d.lower, p.d.lower_inf, r, total)
             d = dataclasses.replace(d, lower=low, lower_inf=low_inf, minorised=True)
         out.append(PartPMF(d, p.count))
     return out
