@@ -160,14 +160,9 @@ _PARTS = {
 }
 
 
-@settings(max_examples=40, deadline=None)
-@given(names=st.lists(st.sampled_from(sorted(_PARTS)), min_size=1, max_size=2),
-       xs=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2),
-       counts=st.lists(st.integers(1, 3), min_size=2, max_size=2),
-       pick=st.integers(0, 10 ** 6), ulps=st.integers(-3, 3))
-def test_drawn_plans_at_composed_atoms_losses(names, xs, counts, pick, ulps):
-    """A drawn composition of atomic parts, at eps = a composed outcome's loss (either order)
-    moved by a few ulps, and eps(delta) at delta = that eps's delta and the mass at +inf."""
+def _drawn(names, xs, counts, pick, ulps):
+    """(the drawn plan, its composed pair, eps at a composed outcome's loss moved by ``ulps``,
+    the oracle's delta there)."""
     m, pairs = None, []
     for name, x, c in zip(names, xs, counts):
         mech, pair = _PARTS[name]
@@ -180,6 +175,19 @@ def test_drawn_plans_at_composed_atoms_losses(names, xs, counts, pick, ulps):
         eps = losses[pick % len(losses)]
         eps = max(0.0, eps + ulps * math.ulp(eps))
         truth = _delta(pair, eps)
+    return m, pair, eps, truth
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=st.lists(st.sampled_from(sorted(_PARTS)), min_size=1, max_size=2),
+       xs=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2),
+       counts=st.lists(st.integers(1, 3), min_size=2, max_size=2),
+       pick=st.integers(0, 10 ** 6), ulps=st.integers(-3, 3))
+def test_drawn_plans_at_composed_atoms_losses(names, xs, counts, pick, ulps):
+    """A drawn composition of atomic parts, at eps = a composed outcome's loss (either order)
+    moved by a few ulps, and eps(delta) at delta = that eps's delta and the mass at +inf."""
+    m, pair, eps, truth = _drawn(names, xs, counts, pick, ulps)
+    with mp.workdps(DPS):
         up, low = atomic.delta_bounds(Q._directions(m), eps)
         slack = truth * mp.mpf("1e-40") + mp.mpf("1e-45")   # the oracle's rounding
         assert low <= truth + slack and truth - slack <= up, (eps, low, float(truth), up)
@@ -262,18 +270,7 @@ def test_an_outcome_whose_p_mass_underflowed_is_charged():
 def test_public_delta_queries_at_composed_losses(names, xs, counts, pick, ulps):
     """The public delta query (grid round, then the exact route where the grid misses tol) at
     a composed outcome's loss +- an ulp: its bracket holds the oracle's truth."""
-    m, pairs = None, []
-    for name, x, c in zip(names, xs, counts):
-        mech, pair = _PARTS[name]
-        m = mech(x) * c if m is None else m + mech(x) * c
-        with mp.workdps(DPS):
-            pairs += [pair(x)] * c
-    with mp.workdps(DPS):
-        pair = _compose(pairs)
-        losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
-        eps = losses[pick % len(losses)]
-        eps = max(0.0, eps + ulps * math.ulp(eps))
-        truth = _delta(pair, eps)
+    m, pair, eps, truth = _drawn(names, xs, counts, pick, ulps)
     b = Q.delta_bracket(m, eps, budget=20.0)
     slack = truth * mp.mpf("1e-40") + mp.mpf("1e-45")
     assert truth - slack <= b.upper, (eps, b, float(truth))

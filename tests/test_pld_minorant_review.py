@@ -16,23 +16,9 @@ import dpamp as dp
 from dpamp.pld.discretize import lower_total
 from dpamp.pld.majorant import minorant
 
+from test_pld_majorant import _convolve, _survival  # (tests/ is on pytest's path)
+
 _U = 2.0 ** -53
-
-
-def _survival(m):
-    out, s = [], Fr(0)
-    for x in reversed(m):
-        s += x
-        out.append(s)
-    return out[::-1]
-
-
-def _convolve(a, b):
-    out = [Fr(0)] * (len(a) + len(b) - 1)
-    for i, x in enumerate(a):
-        for j, y in enumerate(b):
-            out[i + j] += x * y
-    return out
 
 
 def _below_in_survival(minus, true):
