@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
+from dpamp.core.multisets import count_vectors
 from dpamp.pld import atomic
 from dpamp.pld import query as Q
 
@@ -191,7 +192,7 @@ def test_drawn_randomized_response_plans(p, c, frac, alloc):
 
 def test_counts_are_stars_and_bars():
     for m, c in [(1, 4), (2, 5), (3, 3), (4, 2), (5, 1)]:
-        n = atomic._counts(m, c)
+        n = count_vectors(m, c)
         assert n.shape == (math.comb(c + m - 1, m - 1), m)
         assert (n.sum(axis=1) == c).all() and (n >= 0).all()
         assert len({tuple(r) for r in n}) == n.shape[0]

@@ -160,9 +160,8 @@ _PARTS = {
 }
 
 
-def _drawn(names, xs, counts, pick, ulps):
-    """(the drawn plan, its composed pair, eps at a composed outcome's loss moved by ``ulps``,
-    the oracle's delta there)."""
+def _plan(names, xs, counts):
+    """(the drawn plan, its composed pair, the composed outcomes' losses, sorted)."""
     m, pairs = None, []
     for name, x, c in zip(names, xs, counts):
         mech, pair = _PARTS[name]
@@ -172,6 +171,14 @@ def _drawn(names, xs, counts, pick, ulps):
     with mp.workdps(DPS):
         pair = _compose(pairs)
         losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
+    return m, pair, losses
+
+
+def _drawn(names, xs, counts, pick, ulps):
+    """(the drawn plan, its composed pair, eps at a composed outcome's loss moved by ``ulps``,
+    the oracle's delta there)."""
+    m, pair, losses = _plan(names, xs, counts)
+    with mp.workdps(DPS):
         eps = losses[pick % len(losses)]
         eps = max(0.0, eps + ulps * math.ulp(eps))
         truth = _delta(pair, eps)
@@ -302,15 +309,8 @@ def test_kary_randomized_response_lower_end_at_its_top_loss():
 def test_public_epsilon_queries_at_composed_deltas(names, xs, counts, pick, at_inf):
     """The public epsilon query at delta = delta(a composed loss) (a jump of eps's slope) or
     the mass at +inf (a jump of eps itself): its bracket holds the truth."""
-    m, pairs = None, []
-    for name, x, c in zip(names, xs, counts):
-        mech, pair = _PARTS[name]
-        m = mech(x) * c if m is None else m + mech(x) * c
-        with mp.workdps(DPS):
-            pairs += [pair(x)] * c
+    m, pair, losses = _plan(names, xs, counts)
     with mp.workdps(DPS):
-        pair = _compose(pairs)
-        losses = sorted({float(abs(mp.log(a / b))) for a, b in pair if a > 0 and b > 0})
         delta = float(_delta(pair, mp.inf if at_inf else losses[pick % len(losses)]))
     if not 1e-12 <= delta < 1:
         return

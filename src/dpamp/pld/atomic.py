@@ -41,7 +41,8 @@ from fractions import Fraction
 import numpy as np
 from scipy.special import gammaln
 
-from .caps import EXACT_STEPS
+from ..core.multisets import count_vectors
+from .caps import composed_inf_mass
 
 _U = 2.0 ** -53
 #: ulps of scipy's gammaln at integer arguments (the convention of the allocation grids)
@@ -91,43 +92,10 @@ def direction_atoms(parts, upper: bool):
         if n_out > MAX_OUTCOMES or (c > 1 and k * m > MAX_ENTRIES):
             return None
         out.append((a, b, c, a_inf))
-    inf = _inf_mass([(ai, c) for _, _, c, ai in out], upper)
+    inf = composed_inf_mass([(ai, c) for _, _, c, ai in out], upper)
     if upper and dropped:
         inf = min(Fraction(1), inf + 2 * dropped * Fraction(_TINY))
     return [(a, b, c) for a, b, c, _ in out], inf
-
-
-def _inf_mass(terms, upper: bool) -> Fraction:
-    """1 - prod (1 - a_j)^{c_j}, from above (``upper``) or below: exactly in rationals up to
-    EXACT_STEPS steps; beyond, in floats with a relative margin (as :mod:`.caps`)."""
-    if not any(a > 0 for a, _ in terms):
-        return Fraction(0)
-    steps = sum(c for _, c in terms)
-    if steps <= EXACT_STEPS:
-        keep = Fraction(1)
-        for a, c in terms:
-            keep *= (1 - a) ** c
-        return 1 - keep
-    log_keep = sum(c * math.log1p(-float(a)) for a, c in terms)
-    mass = -math.expm1(log_keep)
-    # each log1p and product within an ulp or two: a relative error of ~ steps u of the sum,
-    # which moves 1 - e^x by |x| e^x / (1 - e^x) times as much
-    spread = max(1.0, abs(log_keep) / max(mass, 1e-300))
-    r = (8 * steps + 16) * _U * spread
-    return Fraction(min(1.0, mass * (1 + r)) if upper else max(0.0, mass * (1 - r)))
-
-
-def _counts(m: int, c: int) -> np.ndarray:
-    """Every count vector (n_1..n_m) >= 0 with sum c, as rows (stars and bars)."""
-    rows = np.zeros((1, 0), dtype=np.int64)
-    rem = np.array([c], dtype=np.int64)
-    for _ in range(m - 1):
-        reps = rem + 1
-        parent = np.repeat(np.arange(rows.shape[0]), reps)
-        first = np.arange(parent.size) - np.repeat(np.cumsum(reps) - reps, reps)
-        rows = np.column_stack([rows[parent], first])
-        rem = rem[parent] - first
-    return np.column_stack([rows, rem])
 
 
 def _part_logs(a, b, c: int, upper: bool):
@@ -137,7 +105,7 @@ def _part_logs(a, b, c: int, upper: bool):
         la, lb = np.log(a), np.log(b)
     if c == 1:
         return la, lb, 2 * _U * np.abs(la), 2 * _U * np.where(np.isfinite(lb), np.abs(lb), 0.0)
-    n = _counts(a.size, c)
+    n = count_vectors(a.size, c)
     lg = gammaln(n.astype(float) + 1.0)
     coef = math.lgamma(c + 1) - lg.sum(axis=1)
     size = math.lgamma(c + 1) + lg.sum(axis=1)

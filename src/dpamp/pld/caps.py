@@ -54,8 +54,29 @@ def _terms(src):
     return top, a
 
 
+def composed_inf_mass(terms, upper: bool, margin: float = 0.0) -> Fraction:
+    """The mass at +inf of a composition, 1 - prod (1 - a_j)^{c_j} over (a_j, c_j) (a_j < 1,
+    floats or Fractions), from above (``upper``) or below: exactly in rationals up to
+    EXACT_STEPS steps; beyond, in floats with a relative margin (each log1p and product within
+    an ulp or two: a relative error of ~ steps u of the sum, which moves 1 - e^x by
+    |x| e^x / (1 - e^x) times as much), plus ``margin`` times the same spread."""
+    if not any(a > 0 for a, _ in terms):
+        return Fraction(0)
+    steps = sum(c for _, c in terms)
+    if steps <= EXACT_STEPS:
+        keep = Fraction(1)
+        for a, c in terms:
+            keep *= (1 - Fraction(a)) ** c
+        return 1 - keep
+    log_keep = sum(c * math.log1p(-float(a)) for a, c in terms)
+    mass = -math.expm1(log_keep)
+    spread = max(1.0, abs(log_keep) / max(mass, 1e-300))
+    r = ((8 * steps + 16) * 2.0 ** -53 + margin) * spread
+    return Fraction(min(1.0, mass * (1 + r) + 1e-300) if upper else max(0.0, mass * (1 - r)))
+
+
 def _direction_cap(parts, delta: float) -> float:
-    terms, log_keep, exact_keep, steps = [], 0.0, Fraction(1), 0
+    terms, inf_terms = [], []
     for src, c in parts:
         ta = _terms(src)
         if ta is None:
@@ -64,18 +85,8 @@ def _direction_cap(parts, delta: float) -> float:
         terms.append((c, max(top, 0.0)))
         if a >= 1.0:
             return math.inf
-        steps += c
-        log_keep += c * math.log1p(-a)
-        if steps <= EXACT_STEPS:
-            exact_keep *= (1 - Fraction(a)) ** c
-    if steps <= EXACT_STEPS:
-        if Fraction(delta) < 1 - exact_keep:
-            return math.inf
-    else:
-        # each log1p and product term is within an ulp or two: a relative error of the
-        # sum of ~ steps u, which moves 1 - e^x by |x| e^x / (1 - e^x) times as much
-        inf_mass = -math.expm1(log_keep)
-        spread = max(1.0, abs(log_keep) / max(inf_mass, 1e-300))
-        if delta < inf_mass * (1 + (_MARGIN + 8 * steps * 2.0 ** -53) * spread) + 1e-300:
-            return math.inf
+        inf_terms.append((a, c))
+    # (beyond EXACT_STEPS the float route's margin, and _MARGIN more, as the labels carry)
+    if Fraction(delta) < composed_inf_mass(inf_terms, True, _MARGIN):
+        return math.inf
     return weighted_sum_up(terms)

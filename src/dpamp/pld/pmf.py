@@ -171,11 +171,7 @@ class GridPMF:
         delta, so the true epsilon(delta) is <= it. For a lower bound: an eps such that
         bound(eps') > delta for every eps' < eps, so the true epsilon(delta) is >= it. inf if the
         bound never drops to delta on the grid."""
-        key = float(delta)
-        eps = self._eps_memo.get(key)
-        if eps is None:
-            eps = self._eps_memo[key] = self._epsilon(key)
-        return eps
+        return remembered(self._eps_memo, float(delta), self._epsilon)
 
     def _epsilon(self, delta: float) -> float:
         n = self.mass.size
@@ -255,3 +251,12 @@ def _discounted_suffix(m: np.ndarray, h: float, out: np.ndarray | None = None) -
             out[start:end] += carry * np.exp(-h * (seg.size - j))
         carry = out[start]
     return out
+
+
+def remembered(memo: dict, key: float, compute) -> float:
+    """memo[key], computed by ``compute(key)`` on first need (a PMF's epsilon by delta: a query
+    reads each PMF's more than once, and the PMF never changes)."""
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = compute(key)
+    return got

@@ -30,7 +30,7 @@ import numpy as np
 
 from .discretize import Discretized
 from .engine import PartPMF, compose, mass_margin, tilt_cap
-from .pmf import GridPMF
+from .pmf import GridPMF, remembered
 from .state import Bound
 
 #: the losses are split at this fraction of the answer's epsilon: a single step below it
@@ -214,11 +214,7 @@ class SplitPMF:
         up to bisection; for a lower bound: an eps at which it is > delta (checked; the true
         delta(eps) is non-increasing, so epsilon(delta) is at least it), or 0. inf where the
         bound stays above delta at the end of every term's grid."""
-        key = float(delta)
-        eps = self._eps_memo.get(key)
-        if eps is None:
-            eps = self._eps_memo[key] = self._epsilon(key)
-        return eps
+        return remembered(self._eps_memo, float(delta), self._epsilon)
 
     def _epsilon(self, delta: float) -> float:
         f = lambda v: float(self.delta(np.array([v]))[0])  # noqa: E731

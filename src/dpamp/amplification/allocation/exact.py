@@ -35,6 +35,8 @@ from fractions import Fraction
 import numpy as np
 from scipy.special import gammaln
 
+from ...core.multisets import count_vectors
+
 from .grid import FUNC_ULPS
 
 _U = 2.0 ** -53
@@ -71,17 +73,6 @@ def applies(loss, k: int, t: int) -> bool:
         return False
     n = outcome_count(at[0].size, t)
     return n <= MAX_OUTCOMES and n * (k + 1) <= MAX_ENTRIES
-
-
-def _counts(m: int, t: int) -> np.ndarray:
-    """Every count vector (n_1..n_m) >= 0 with sum t, as rows (stars and bars)."""
-    if m == 1:
-        return np.array([[t]], dtype=np.int64)
-    rows = []
-    for first in range(t, -1, -1):
-        rest = _counts(m - 1, t - first)
-        rows.append(np.column_stack([np.full(rest.shape[0], first, dtype=np.int64), rest]))
-    return np.concatenate(rows)
 
 
 def _log_ek(n: np.ndarray, x: np.ndarray, k: int):
@@ -134,7 +125,7 @@ class ExactEpoch:
         top = max(top, float(np.log(xf.max()))) if xf.size else top
         self.base_top = top if str(loss.name).startswith("eps_delta") else \
             top + 1e-12 * abs(top)
-        n = _counts(x.size, t)
+        n = count_vectors(x.size, t)
         with np.errstate(divide="ignore"):
             lq = np.log(q)
         lgt = float(gammaln(t + 1))
