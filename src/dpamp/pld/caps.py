@@ -46,7 +46,7 @@ def _terms(src):
     fin = np.isfinite(loss) & (p > 0)
     top = float(loss[fin].max()) if fin.any() else 0.0
     a = float(p[loss == np.inf].sum())
-    if not str(getattr(src, "name", "")).startswith("eps_delta"):
+    if not getattr(src, "exact_labels", False):
         # a rounded transformation of the atoms (subsampling): losses and the mass at
         # +inf (q delta, rounded to nearest) moved outwards
         top = top + _MARGIN * abs(top)

@@ -82,6 +82,10 @@ class LossDistribution:
     #: library: the engine's relative mass margin grows by it per step (:func:`.engine.
     #: mass_margin`)
     mass_rel_err: float = 0.0
+    #: the atoms' losses and the mass at +inf are the mechanism's own numbers (an (epsilon,
+    #: delta) pair's), not rounded transformations of them (a subsampled or swapped pair's
+    #: are built anew, without it): the caps and the exact route of atoms take them as exact
+    exact_labels: bool = False
 
     # --- masses --------------------------------------------------------------------------
     @property
@@ -149,7 +153,7 @@ class LossDistribution:
         fin = np.isfinite(loss)
         rho = 2.0 * self.mass_rel_err + (16 + 4 * big) * 2.0 ** -53
         inf = sum((Fraction(float(v)) for v in p[loss == np.inf]), Fraction(0))
-        if not str(self.name).startswith("eps_delta"):
+        if not self.exact_labels:
             inf = inf * (1 + int(s) * Fraction(rho))
             inf = inf if inf < 1 else Fraction(1)
         return p[fin] * (1 + s * rho), q[fin] * (1 - s * rho), inf
@@ -397,7 +401,7 @@ def eps_delta(eps: float, delta: float = 0.0) -> LossDistribution:
     m = float(np.sum(w * loss[fin]) / max(w.sum(), 1e-300))
     v = float(np.sum(w * (loss[fin] - m) ** 2) / max(w.sum(), 1e-300))
     return LossDistribution(loss, pm, qm, symmetric=True, mean=m, var=v,
-                            name=f"eps_delta({eps:g}, {delta:g})")
+                            name=f"eps_delta({eps:g}, {delta:g})", exact_labels=True)
 
 
 #: log of the smallest normal double: a truncated pair keeps no atom with a mass below it

@@ -123,7 +123,7 @@ class ExactEpoch:
         # unless they are the (epsilon, delta) pair's own numbers (dpamp.pld.caps)
         xf = x[x > 0]
         top = max(top, float(np.log(xf.max()))) if xf.size else top
-        self.base_top = top if str(loss.name).startswith("eps_delta") else \
+        self.base_top = top if loss.exact_labels else \
             top + 1e-12 * abs(top)
         n = count_vectors(x.size, t)
         with np.errstate(divide="ignore"):
@@ -149,7 +149,7 @@ class ExactEpoch:
         self.base_p_inf = p_inf
         #: whether P0[+inf] is the base's own number (an (epsilon, delta) pair's delta), not a
         #: rounded transformation (e.g. q delta of a subsampled one)
-        self.exact_inf = str(loss.name).startswith("eps_delta")
+        self.exact_inf = loss.exact_labels
 
     # --- masses, rounded -------------------------------------------------------------------
     def masses(self, remove: bool, upper: bool):
