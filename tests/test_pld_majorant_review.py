@@ -128,14 +128,13 @@ def test_a_profile_source_keeps_its_mass_at_infinity():
     total exceeds 1 by ~7e-10 (the clipped noise of its slope jumps) while r is 9e-13; the
     majorant drops its mass at +inf (1e-12 -> 4e-16) and lowers every finite bin by (1 - r)."""
     from dpamp.pld.batch import discretize_parts
-    from dpamp.pld.majorant import per_step_error
     from dpamp.pld.sources import parts_of
     g = dp.Gaussian(1.0, sensitivity=2.0, relation=dp.SUBSTITUTION)
     parts = parts_of(g.subsample(dp.WithReplacement(10, 1000)))
     h = 1e-3
     d = discretize_parts(parts, h, 1e-12, optimistic=False)[0].d
     assert math.fsum(d.upper) + d.upper_inf > 1 + 1e-10        # the premise that fails
-    up, inf = majorant(d.upper, d.upper_inf, per_step_error(d, h))
+    up, inf = majorant(d.upper, d.upper_inf, d.mass_error(h))
     assert inf >= d.upper_inf
     # survival at every bin at least the computed PMF's (the measure whose curve dominates)
     s_plus = np.cumsum(np.append(up, inf)[::-1])[::-1]

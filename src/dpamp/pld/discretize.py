@@ -83,6 +83,12 @@ class Discretized:
     lower_basis: tuple[float, float, float] | None = None
     minorised: bool = False
 
+    def mass_error(self, h: float) -> float:
+        """r, the modelled relative error of each mass (8u / h from the cancellation of a cell's
+        split between its knots, and the source's own, amplified alike): the engine's mass
+        margin grows by it per step (:func:`.engine.mass_margin`)."""
+        return (8.0 * _U + self.rel_err) / h
+
     @property
     def jhi(self) -> int:
         return self.jlo + self.upper.size - 1
@@ -162,7 +168,7 @@ def lower_total(d: Discretized, h: float) -> float | None:
     if d.lower_basis is None or d.lower.size == 0:
         return None
     one, below, dropped = d.lower_basis
-    r = (8.0 * _U + d.rel_err) / h
+    r = d.mass_error(h)
     if not r < 0.5:
         return None
     bound = one - below * (1.0 + 2.0 * d.rel_err + 16.0 * _U) - 16.0 * _U

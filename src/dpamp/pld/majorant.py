@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from .discretize import Discretized, lower_total
+from .discretize import lower_total
 from .engine import PartPMF, mass_margin
 
 _U = 2.0 ** -53
@@ -53,11 +53,6 @@ _TINY = float(np.finfo(float).tiny)             # the smallest normal double
 #: majorise when the margin would exceed this (below it the margin costs nothing visible, and
 #: a query keeps the bits it had)
 ABOVE = 1e-7
-
-
-def per_step_error(d: Discretized, h: float) -> float:
-    """r of one part: the relative error of each of its masses (:func:`.engine.mass_margin`)."""
-    return 8.0 * _U / h + getattr(d, "rel_err", 0.0) / h
 
 
 def majorant(masses: np.ndarray, inf: float, r: float,
@@ -160,7 +155,7 @@ def majorise(pparts: list[PartPMF], h: float) -> list[PartPMF]:
         return pparts
     out = []
     for p in pparts:
-        r = per_step_error(p.d, h)
+        r = p.d.mass_error(h)
         # (the part's lower slack holds a truncated pair's tails, tail_p + tail_q: at least
         # how far the exact pessimistic PMF's total, in either order and after Poisson
         # subsampling, may exceed 1; it may hold the lower PMF's clipped mass too: only wider)
@@ -174,4 +169,4 @@ def majorise(pparts: list[PartPMF], h: float) -> list[PartPMF]:
     return out
 
 
-__all__ = ["majorant", "minorant", "majorise", "per_step_error", "ABOVE"]
+__all__ = ["majorant", "minorant", "majorise", "ABOVE"]
