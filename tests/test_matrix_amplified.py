@@ -113,6 +113,11 @@ def test_tiny_n_upper_bound_is_above_the_exact_dominating_pair(n):
     assert exact_delta(c, z, q, r.epsilon) <= 1e-3
 
 
+def _plain(m):
+    """No-amplification's plan: the Gaussian at the worst pattern's sensitivity."""
+    return dp.Gaussian(1.0, m.mu[1])
+
+
 def test_banded_beats_no_amplification_and_is_deterministic():
     from dpamp.families.matrix import bsr_coefficients
     co = np.array(bsr_coefficients(3))
@@ -121,7 +126,7 @@ def test_banded_beats_no_amplification_and_is_deterministic():
     m = dp.MatrixMechanism(c, 3.0, participation=dp.Poisson(0.02))
     r1, r2 = Q.epsilon(c, 3.0, 0.02, 1e-6), Q.epsilon(c, 3.0, 0.02, 1e-6)
     assert r1 == r2
-    assert r1.epsilon < m.epsilon(1e-6, method="profile").epsilon
+    assert r1.epsilon < _plain(m).epsilon(1e-6, method="profile").epsilon
     assert r1.slack < 1e-6 and len(r1.steps.parts) == 3   # Toeplitz: steps 1, 2, then equal
 
 
@@ -140,17 +145,20 @@ def test_the_family_takes_the_smaller_route_and_names_it():
     c = np.eye(n) + 0.5 * np.eye(n, k=-1)
     m = dp.MatrixMechanism(c, 4.0, participation=dp.Poisson(0.01))
     g = amplified_epsilon(m, 1e-6)
-    plain = m.epsilon(1e-6, method="profile")
-    assert g.method == "conditional-composition" and g.epsilon < plain.epsilon
-    assert "no-amplification gave" in g.note and 0 < g.lower <= g.epsilon
+    plain = _plain(m).epsilon(1e-6, method="profile")
+    cond = Q.epsilon(c, 4.0, 0.01, 1e-6).epsilon
+    assert m.route == "noise-split" and g.method == "noise-split"
+    assert g.epsilon < min(plain.epsilon, cond)
+    assert f"conditional-composition gave {cond:.6g}" in g.note and 0 < g.lower <= g.epsilon
     assert "lower end: the orthogonal witness" in g.note
     d = amplified_delta(m, 0.5)          # (its own bad-history budget: not the inverse of g)
-    assert d.method == "conditional-composition" and d.delta < m.delta(0.5, method="profile").delta
+    assert d.method == "noise-split" and d.delta < _plain(m).delta(0.5, method="profile").delta
+    assert d.delta < Q.delta(c, 4.0, 0.01, 0.5).delta
     # tiny sampling noise, huge posterior tails: no-amplification may answer; either way the
     # route is named and the answer is the smaller proven bound
     m2 = dp.MatrixMechanism(np.ones((3, 3)) * np.tri(3), 0.3, participation=dp.Poisson(0.9))
     g2 = amplified_epsilon(m2, 1e-6)
-    assert g2.epsilon <= m2.epsilon(1e-6, method="profile").epsilon
+    assert g2.epsilon <= _plain(m2).epsilon(1e-6, method="profile").epsilon
     assert "route" in g2.note
     # routes without sampling are left as they are
     m3 = dp.MatrixMechanism(c, 4.0)
@@ -177,13 +185,14 @@ def test_cyclic_poisson_with_more_bands_than_groups():
     n = 24
     c = np.eye(n) + 0.6 * np.eye(n, k=-1) + 0.3 * np.eye(n, k=-2)
     m = dp.MatrixMechanism(c, 3.0, participation=dp.CyclicPoisson(0.05, 2))
-    assert m.route == "no-amplification"
+    assert m.route == "noise-split"
     g = amplified_epsilon(m, 1e-6)
-    assert g.method == "conditional-composition" and g.epsilon < m.epsilon(1e-6, method="profile").epsilon
-    # the worst group answers: no smaller than either group alone
+    assert g.method == "noise-split" and g.epsilon < _plain(m).epsilon(1e-6, method="profile").epsilon
+    # conditional composition: the worst group answers, no smaller than either group alone
     e0 = Q._best_epsilon(lambda d: dominating_steps(c, 3.0, 0.05, d, 10, np.arange(n) % 2 == 0),
                          1e-6, Q.ETA).epsilon
-    assert g.epsilon >= e0
+    cond = Q.epsilon(c, 3.0, 0.05, 1e-6, partitions=2).epsilon
+    assert cond >= e0 and f"conditional-composition gave {cond:.6g}" in g.note
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -216,11 +225,12 @@ def test_balls_in_bins_banded_and_checked():
     c = np.eye(n) + 0.5 * np.eye(n, k=-1) + 0.25 * np.eye(n, k=-2)
     r = Q.epsilon_bins(c, 16.0, 10, 1e-6)
     m = dp.MatrixMechanism(c, 16.0, participation=dp.BallsInBins(10))
-    assert r.epsilon < m.epsilon(1e-6, method="profile").epsilon   # (not at z = 4: docs)
+    assert r.epsilon < _plain(m).epsilon(1e-6, method="profile").epsilon   # (not at z = 4: docs)
     assert len(r.steps.parts) <= 12     # one mixture per epoch position (the first epoch's own)
     from dpamp.families.matrix import amplified_epsilon
     g = amplified_epsilon(m, 1e-6)
-    assert g.method == "conditional-composition" and g.epsilon == r.epsilon
+    assert g.method in ("conditional-composition", "noise-split") and g.epsilon <= r.epsilon
+    assert f"conditional-composition gave {r.epsilon:.6g}" in g.note or g.epsilon == r.epsilon
     with pytest.raises(ValueError, match="bins"):
         dominating_steps_bins(c, 1.0, 7, 1e-9)
 
@@ -249,8 +259,8 @@ def test_auto_answers_by_conditional_composition_and_names_the_route():
     c = np.eye(20) + 0.5 * np.eye(20, k=-1)
     m = dp.MatrixMechanism(c, 4.0, participation=dp.Poisson(0.02))
     g = m.epsilon(1e-6)
-    assert g.method == "conditional-composition" and 0 < g.lower <= g.epsilon
-    assert g.epsilon < m.epsilon(1e-6, method="profile").epsilon
+    assert g.method == "noise-split" and 0 < g.lower <= g.epsilon
+    assert g.epsilon < _plain(m).epsilon(1e-6, method="profile").epsilon
     assert m.epsilon(1e-6, method="conditional-composition") == g
     assert not dp.supports(m * 2, "conditional-composition")
     cyclic = dp.MatrixMechanism(np.eye(20), 4.0, participation=dp.CyclicPoisson(0.1, 2))

@@ -271,9 +271,11 @@ def test_lower_end_is_below_the_upper_ends(n, b, q, sigma, eps):
     low = LW.lower_end(_witnesses(c, sigma, q), "delta", eps).value
     up = Q.delta(c, sigma, q, eps).delta
     m = dp.MatrixMechanism(c, sigma, participation=dp.Poisson(q))
-    # (b = 1: DP-SGD, the cyclic-Poisson route's bracket; else no-amplification's profile)
-    plain = (m.delta(eps) if b == 1 else m.delta(eps, method="profile")).delta
-    assert low <= min(up, plain)
+    # (b = 1: DP-SGD, the cyclic-Poisson route's bracket; else the noise split by the PLD
+    # and no-amplification's profile)
+    own = m.delta(eps) if b == 1 else m.delta(eps, method="pld")
+    plain = 1.0 if b == 1 else dp.Gaussian(1.0, m.mu[1]).delta(eps, method="profile").delta
+    assert low <= min(up, plain, own.delta)
 
 
 def test_the_family_answers_with_the_lower_end_and_says_what_it_assumed():
@@ -319,5 +321,8 @@ def test_a_conditional_route_out_of_reach_leaves_no_amplification_to_answer():
     m = dp.MatrixMechanism(dp.BandedToeplitz([1, .5, .3], 30), 0.05,
                            participation=dp.Poisson(0.5))
     g = amplified_epsilon(m, 1e-6)
-    assert "out of reach" in g.note and g.epsilon == m.epsilon(1e-6, method="profile").epsilon
+    plain = dp.Gaussian(1.0, m.mu[1]).epsilon(1e-6, method="profile")
+    assert m.route == "noise-split"
+    assert "out of reach" in g.note and g.epsilon == plain.epsilon
+    assert g.method != "noise-split"
     assert g.lower is not None and g.lower <= g.epsilon

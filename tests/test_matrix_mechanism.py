@@ -318,16 +318,21 @@ def test_cyclic_poisson_risk_is_the_reductions():
 def test_more_bands_than_partitions_is_an_upper_bound_only():
     m = dp.MatrixMechanism(dp.BandedToeplitz(bsr_coefficients(8), 64), 4.0,
                            dp.CyclicPoisson(0.1, 4))
-    assert m.route == "no-amplification"
+    assert m.route == "noise-split"
     g = m.epsilon(1e-6, method="pld")
     assert g.lower is None or g.lower == 0
-    # the worst pattern: 16 participations 4 apart, as (k, b)-participation
+    # the worst pattern: 16 participations 4 apart, as (k, b)-participation (no-amplification's
+    # sensitivity, which the split's steps' sum of squares does not exceed)
     worst = dp.MatrixMechanism(m.strategy, 4.0, dp.MinSeparation(16, 4))
     assert m.sensitivity == worst.sensitivity
-    p, w = m.epsilon(1e-6, method="profile"), worst.epsilon(1e-6, method="profile")
-    assert p.epsilon == w.epsilon and p.lower is None and w.lower is not None
+    assert m.split.total_sq <= m.sensitivity.upper ** 2 * (1 + 1e-9)
+    w = worst.epsilon(1e-6, method="profile")
+    assert g.epsilon < w.epsilon and w.lower is not None
+    assert not dp.supports(m, "profile")
     b = dp.MatrixMechanism(np.eye(8), 1.0, dp.BallsInBins(2))
-    assert b.route == "no-amplification" and b.sensitivity.upper == pytest.approx(2.0)
+    assert b.route == "noise-split" and b.sensitivity.upper == pytest.approx(2.0)
+    # 4 epochs of random allocation (1 of 2) of the Gaussian at mu 1
+    assert b.split.parts == ((pytest.approx(1.0), 2, 4),)
 
 
 def test_calibration_is_certified():

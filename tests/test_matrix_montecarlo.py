@@ -213,14 +213,18 @@ def test_cyclic_route_lower_end_with_truncated_columns(n, coeffs, p):
     assert ours.lower <= worst.epsilon and worst.lower <= ours.epsilon
 
 
-def test_no_amplification_bound_above_the_estimate():
+def test_proven_upper_bounds_above_the_estimate():
+    """The noise split's bound (the route now) and no-amplification's stay above the Monte
+    Carlo estimate's lower end, under Poisson and balls in bins."""
     c = dp.BandedToeplitz([1.0, 0.6, 0.3], 12)
     m = dp.MatrixMechanism(c, 2.0, participation=dp.Poisson(0.2))
-    assert m.route == "no-amplification"
+    assert m.route == "noise-split"
     r = estimate_epsilon(m, 1e-5, samples=10000, seed=8)
-    assert m.epsilon(1e-5).epsilon >= r.lo
+    assert dp.Gaussian(1.0, m.mu[1]).epsilon(1e-5).epsilon >= r.lo
+    assert m.epsilon(1e-5).epsilon >= r.lo and m.epsilon(1e-5).method == "noise-split"
     mb = dp.MatrixMechanism(c, 2.0, participation=dp.BallsInBins(4))
     rb = estimate_epsilon(mb, 1e-5, samples=10000, seed=8)
+    assert dp.Gaussian(1.0, mb.mu[1]).epsilon(1e-5).epsilon >= rb.lo
     assert mb.epsilon(1e-5).epsilon >= rb.lo
 
 

@@ -31,7 +31,7 @@ from ..core import validate as V
 from ..core.errors import OutOfReach
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare
-from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION,
+from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION, SPLIT,
                                  MatrixMechanism)
 from ..mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
                                             Toeplitz)
@@ -49,9 +49,18 @@ def _loss_parts(m: MatrixMechanism):
     exact = lo >= hi * (1 - 1e-9)
     if m.route == CYCLIC:
         return _cyclic_parts(m)
+    if m.route == SPLIT:
+        return split_parts(m)
     if m.route == GAUSSIAN:
         return [(Bracketed(gaussian(hi), gaussian(lo), exact), 1)]
     return [(NotAttained(gaussian(hi)), 1)]
+
+
+def split_parts(m: MatrixMechanism):
+    """The noise split's steps (``MatrixMechanism.split_reduction``), each only as an upper
+    pair (``NotAttained``: the split dominates the mechanism, no actual pair attains it)."""
+    from ..pld.sources import NotAttained, parts_of
+    return [(NotAttained(src), k) for src, k in parts_of(m.split_reduction())]
 
 
 def _cyclic_parts(m: MatrixMechanism):
@@ -77,8 +86,8 @@ def _profile_pair(m: MatrixMechanism, eps):
     """The Gaussian profile at mu_hi (routes gaussian, no-amplification). The cyclic-Poisson
     route is a composition of subsampled steps, with no closed form: NotImplementedError, so
     every caller (``has_profile``, the risk queries) takes its PLD instead."""
-    if m.route == CYCLIC:
-        raise NotImplementedError("the cyclic-Poisson reduction has no closed-form profile; "
+    if m.route in (CYCLIC, SPLIT):
+        raise NotImplementedError(f"the {m.route} reduction has no closed-form profile; "
                                   "its PLD gives the profile")
     from ..profiles.closed_forms import gaussian_log_profile
     v = gaussian_log_profile(m.mu[1], eps, upper=True)
@@ -94,11 +103,17 @@ def _profile_lower(m: MatrixMechanism, eps):
 
 
 def _has(m: MatrixMechanism, rep: Rep) -> Support | None:
-    if rep is Rep.PROFILE and m.route == CYCLIC:
-        return Support.no("the cyclic-Poisson reduction is a composition of subsampled steps: "
+    if rep is Rep.PROFILE and m.route in (CYCLIC, SPLIT):
+        return Support.no(f"the {m.route} reduction is a composition of subsampled steps: "
                           "its PLD gives the profile")
-    if rep is Rep.ZCDP and m.route == CYCLIC:
-        return Support.no("a Poisson-subsampled Gaussian has no zCDP rho; use RDP or PLD")
+    if rep is Rep.ZCDP and m.route in (CYCLIC, SPLIT):
+        return Support.no("a subsampled Gaussian has no zCDP rho; use RDP or PLD")
+    if rep is Rep.LOSS and m.route == SPLIT:
+        top = m.split.parts[0][0] / m.noise_multiplier  # type: ignore[union-attr]
+        if not math.isfinite(top * top):
+            return Support.no(f"MatrixMechanism with a split step of mu = {top:g}: its "
+                              "privacy losses exceed the double range of a PLD grid")
+        return None
     if rep is Rep.LOSS and not math.isfinite(m.mu[1] ** 2):
         return Support.no(f"MatrixMechanism with mu = {m.mu[1]:g}: its privacy losses exceed "
                           "the double range of a PLD grid")
@@ -260,9 +275,17 @@ def _to_event(m: MatrixMechanism):
     """dp-accounting's event of the plan the mechanism is accounted as, at the upper end of
     its sensitivity: ``GaussianDpEvent(1 / mu_hi)`` (routes gaussian, no-amplification), or
     ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(1 / mu_hi)), rounds)``,
-    the plan of jax_privacy's ``amplified_bandmf_event`` (route cyclic-poisson)."""
+    the plan of jax_privacy's ``amplified_bandmf_event`` (route cyclic-poisson); route
+    noise-split under (cyclic) Poisson: its Poisson-sampled Gaussian steps composed (under balls
+    in bins dp-accounting has no random-allocation event: no-amplification's Gaussian, a valid
+    but looser plan)."""
     from dp_accounting import dp_event as E
     g = E.GaussianDpEvent(1.0 / m.mu[1]) if m.mu[1] > 0 else E.NoOpDpEvent()
+    plan = m.split
+    if m.route == SPLIT and plan is not None and all(e == 0 for _, e, _ in plan.parts):
+        z = m.noise_multiplier
+        return E.ComposedDpEvent([E.SelfComposedDpEvent(E.PoissonSampledDpEvent(
+            plan.rate, E.GaussianDpEvent(z / d)), k) for d, _, k in plan.parts])
     if m.route != CYCLIC:
         return g
     q = m.participation.sampling_prob  # type: ignore[attr-defined]
@@ -286,7 +309,7 @@ declare(MatrixMechanism, Family(
     profile=ProfileHooks(pair=_profile_pair, lower=_profile_lower, symmetric=lambda m: True,
                          source=("Balle, Barthe & Gaboardi 2018, Thm 4 at the matrix mechanism's "
                                  "sensitivity")),
-    zcdp=lambda m: None if m.route == CYCLIC else ulps_up(0.5 * m.mu[1] ** 2, 4),
+    zcdp=lambda m: None if m.route in (CYCLIC, SPLIT) else ulps_up(0.5 * m.mu[1] ** 2, 4),
     has=_has, word="matrix", keys=_KEYS, from_words=_words, whole_run=True,
     to_event=_to_event, describe=_describe, own_samplers=lambda: _own_samplers()))
 
@@ -327,34 +350,61 @@ def amplified_c(m: MatrixMechanism):
 
 
 def amplifiable(m: MatrixMechanism) -> bool:
-    """Poisson or cyclic Poisson sampling on the no-amplification route (more bands than
-    groups, or a non-banded C), or balls in bins with bins dividing n, with a square
-    lower-triangular C of at most MAX_AMPLIFIED_STEPS steps (MAX_TOEPLITZ_STEPS for a Toeplitz
-    C): what :mod:`dpamp.amplification.matrix` bounds. Decided from the description (no C
-    built)."""
+    """Poisson, cyclic Poisson (more bands than groups, or a non-banded C) or balls in bins on
+    a square lower-triangular C (routes noise-split and no-amplification): what the
+    amplified routes bound (:func:`_amplified`). Decided from the description."""
     p = m.participation
-    if m.route != NO_AMPLIFICATION or not m.strategy.square_lower \
-            or m.n > (MAX_TOEPLITZ_STEPS if _is_toeplitz(m) else MAX_AMPLIFIED_STEPS):
+    return m.route in (NO_AMPLIFICATION, SPLIT) and m.strategy.square_lower \
+        and isinstance(p, (CyclicPoisson, BallsInBins))
+
+
+def _conditional_applies(m: MatrixMechanism) -> bool:
+    """Conditional composition's reach: at most MAX_AMPLIFIED_STEPS steps
+    (MAX_TOEPLITZ_STEPS for a Toeplitz C), ``bins`` dividing n under balls in bins."""
+    p = m.participation
+    if m.n > (MAX_TOEPLITZ_STEPS if _is_toeplitz(m) else MAX_AMPLIFIED_STEPS):
         return False
-    return isinstance(p, CyclicPoisson) or (isinstance(p, BallsInBins) and m.n % p.bins == 0)
+    return not isinstance(p, BallsInBins) or m.n % p.bins == 0
 
 
-def _better(m: MatrixMechanism, plain, amp, field: str, low=None):
-    """The smaller of two proven upper bounds, saying which route answered, with the lower end
-    ``low`` (:class:`~dpamp.amplification.matrix.lower.LowerEnd`) where one was built."""
-    import dataclasses as dc
-    ours, theirs = getattr(amp, field), getattr(plain, field)
-    detail = (f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + {amp.slack:.6g} "
-              "(histories whose posterior bound fails)")
-    lower, lnote = _lower_note(low, getattr(m.participation, "partitions", 1))
-    if ours < theirs:
-        return dc.replace(plain, **{field: ours}, lower=lower, method=CONDITIONAL,
-                          source="Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (conditional "
-                                 "composition)",
-                          note=f"route {CONDITIONAL}: {detail}; route {NO_AMPLIFICATION} gave "
-                               f"{theirs:.6g}{lnote}")
-    return dc.replace(plain, lower=lower, note=f"route {NO_AMPLIFICATION}; route {CONDITIONAL} "
-                                               f"gave {ours:.6g} ({detail}){lnote}")
+_SOURCES = {CONDITIONAL: "Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (conditional "
+                         "composition)",
+            SPLIT: "dpamp's noise split (docs/matrix-mechanisms.md; Choquette-Choo et al. "
+                   "2023, Thm 4, is its case of disjoint rows)"}
+
+
+def _candidates(m: MatrixMechanism, field: str, x: float) -> list[tuple[str, float, str]]:
+    """(route, value, detail) of every amplified route other than the mechanism's own that
+    answers at ``x``: the noise split where it is not the route, conditional composition
+    within its reach."""
+    out = []
+    if m.route == NO_AMPLIFICATION and m.split is not None:
+        try:
+            g = getattr(m.split_reduction(), field)(x, method="pld")
+        except OutOfReach as err:
+            out.append((SPLIT, math.inf, f"out of reach ({err})"))
+        else:
+            out.append((SPLIT, getattr(g, field), "the split's steps by the certified PLD"))
+    if _conditional_applies(m):
+        from ..amplification.matrix import query
+        p = m.participation
+        try:
+            if isinstance(p, BallsInBins):
+                amp = getattr(query, f"{field}_bins")(amplified_c(m), m.noise_multiplier,
+                                                      p.bins, x)
+            else:
+                amp = getattr(query, field)(amplified_c(m), m.noise_multiplier,
+                                            p.sampling_prob, x,  # type: ignore[attr-defined]
+                                            partitions=p.partitions)  # type: ignore[attr-defined]
+        except OutOfReach as err:
+            # (the conditional mixtures' PLD cannot take them, e.g. losses beyond its range at
+            # tiny noise): no value, and the note says why
+            out.append((CONDITIONAL, math.inf, f"out of reach ({err})"))
+        else:
+            out.append((CONDITIONAL, getattr(amp, field),
+                        f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + "
+                        f"{amp.slack:.6g} (histories whose posterior bound fails)"))
+    return out
 
 
 def _lower_note(low, partitions: int) -> tuple[float | None, str]:
@@ -382,38 +432,50 @@ def lower_witnesses(m: MatrixMechanism, c=None):
                         p.sampling_prob, p.partitions, m.strategy.coeff_error)
 
 
+def _own(m: MatrixMechanism, field: str, x: float):
+    """(answer, route) of the mechanism's own route at ``x``: no-amplification's closed-form
+    profile, or the noise split by the PLD; where the split's losses leave the PLD's range
+    (tiny noise), no-amplification's profile (a proven bound), the route saying so."""
+    if m.route != SPLIT:
+        return getattr(m, field)(x, method="profile"), NO_AMPLIFICATION
+    try:
+        return getattr(m, field)(x, method="pld"), SPLIT
+    except OutOfReach as err:
+        from ..mechanisms.gaussian import Gaussian
+        g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
+        return g, f"{NO_AMPLIFICATION} (route {SPLIT} out of reach: {err})"
+
+
 def _amplified(m: MatrixMechanism, field: str, x: float):
-    """The smaller of the two proven upper bounds at ``x`` (delta for field "epsilon", epsilon
-    for "delta"): no-amplification's (the closed-form profile) and conditional composition's
-    (:mod:`dpamp.amplification.matrix.query`) where it applies (``amplifiable``); else the
-    mechanism's own answer. The lower end, for (cyclic) Poisson sampling on a banded C: the
-    larger of the witnesses of :mod:`dpamp.amplification.matrix.lower` (a record whose
-    gradient is one fixed unit vector, output rows with disjoint read sets kept; a record whose gradient
+    """The smallest proven upper bound at ``x`` (delta for field "epsilon", epsilon for
+    "delta") over the mechanism's own route (noise-split by the PLD, or no-amplification's
+    closed-form profile) and :func:`_candidates`, where ``amplifiable``; else the mechanism's
+    own answer. The answer's ``method`` names the route that gave it and its note the others'
+    values. The lower end, for (cyclic) Poisson sampling on a banded C: the larger of the
+    witnesses of :mod:`dpamp.amplification.matrix.lower` (a record whose gradient is one
+    fixed unit vector, output rows with disjoint read sets kept; a record whose gradient
     cycles over orthogonal unit vectors, DP-SGD at the column norms), the note saying which
     and what it assumed; none for balls in bins."""
     if not amplifiable(m):
         return getattr(m, field)(x)
-    plain = getattr(m, field)(x, method="profile")
-    from ..amplification.matrix import query
+    import dataclasses as dc
     from ..amplification.matrix.lower import lower_end
-    p = m.participation
-    c = amplified_c(m)
-    low = lower_end(lower_witnesses(m, c), field, x)
-    try:
-        if isinstance(p, BallsInBins):
-            amp = getattr(query, f"{field}_bins")(c, m.noise_multiplier, p.bins, x)
-        else:
-            amp = getattr(query, field)(c, m.noise_multiplier,
-                                        p.sampling_prob, x,  # type: ignore[attr-defined]
-                                        partitions=p.partitions)  # type: ignore[attr-defined]
-    except OutOfReach as err:
-        # (the conditional mixtures' PLD cannot take them, e.g. losses beyond its range at tiny
-        # noise): no-amplification's proven bound answers, with the lower end where built
-        import dataclasses as dc
-        lower, lnote = _lower_note(low, getattr(p, "partitions", 1))
-        return dc.replace(plain, lower=lower, note=f"route {NO_AMPLIFICATION}; route "
-                                                   f"{CONDITIONAL} out of reach ({err}){lnote}")
-    return _better(m, plain, amp, field, low)
+    own, route = _own(m, field, x)
+    lower, lnote = _lower_note(lower_end(lower_witnesses(m), field, x),
+                               getattr(m.participation, "partitions", 1))
+    cands = _candidates(m, field, x)
+    best = min(cands, key=lambda c: c[1], default=None)
+    if best is None or not best[1] < getattr(own, field):
+        others = "".join(f"; route {r} gave {v:.6g} ({d})" for r, v, d in cands)
+        return dc.replace(own, lower=lower, method=SPLIT if route == SPLIT else own.method,
+                          source=_SOURCES.get(route, own.source),
+                          note=f"route {route}{others}{lnote}")
+    name, value, detail = best
+    others = "".join(f"; route {r} gave {v:.6g} ({d})" for r, v, d in cands if r != name)
+    return dc.replace(own, **{field: value}, lower=lower, method=name, source=_SOURCES[name],
+                      tol_met=None, tol_why="",
+                      note=f"route {name}: {detail}; route {route} gave "
+                           f"{getattr(own, field):.6g}{others}{lnote}")
 
 
 def amplified_epsilon(m: MatrixMechanism, delta: float):

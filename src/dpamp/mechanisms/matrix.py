@@ -54,6 +54,7 @@ from ..core.sampling import Poisson, clip_sensitivity
 from .base import Mechanism
 from .gaussian import Gaussian
 from .matrix_sensitivity import SensitivityBracket, sensitivity
+from .matrix_split import SplitPlan, split_plan
 from .matrix_strategies import Strategy, as_strategy
 from .participation import CyclicPoisson, Participation, SingleEpoch, as_participation
 from .subsampled import Subsampled
@@ -70,6 +71,9 @@ GAUSSIAN, CYCLIC, NO_AMPLIFICATION = "gaussian", "cyclic-poisson", "no-amplifica
 #: (:mod:`dpamp.amplification.matrix`; ``dpamp.families.matrix.amplified_epsilon`` takes the
 #: smaller of it and no-amplification's)
 CONDITIONAL = "conditional-composition"
+#: Poisson, cyclic Poisson or balls in bins on any square lower-triangular C, by splitting the
+#: noise among the steps (:mod:`.matrix_split`)
+SPLIT = "noise-split"
 
 
 #: distinct step values the cyclic-Poisson route keeps per end (each is one PLD part)
@@ -135,6 +139,13 @@ class MatrixMechanism(Mechanism):
 
     @functools.cached_property
     def route(self) -> str:
+        """gaussian (no sampling); cyclic-poisson (no row of C reads two steps of a group);
+        noise-split where its steps' sum of squared sensitivities is at most the worst
+        pattern's squared (every step is dominated by its Gaussian, so the split is dominated
+        by the Gaussian at that sum, hence by no-amplification's, at every epsilon; the two
+        sums are equal for C >= 0 in exact arithmetic, so a rounding margin of 1e-9 of it is
+        allowed: the choice only decides tightness, both bounds are proven); else
+        no-amplification."""
         p = self.participation
         if not p.sampled:
             return GAUSSIAN
@@ -142,14 +153,28 @@ class MatrixMechanism(Mechanism):
         if isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
                 and s.bands <= p.partitions:
             return CYCLIC
+        plan = self.split
+        if plan is not None and plan.total_sq <= self.sensitivity.upper ** 2 * (1 + 1e-9):
+            return SPLIT
         return NO_AMPLIFICATION
+
+    @functools.cached_property
+    def split(self) -> SplitPlan | None:
+        """The noise split's steps (:mod:`.matrix_split`) in clipping-norm units, where it
+        applies (sampled participation, square lower-triangular C)."""
+        if not self.participation.sampled:
+            return None
+        return split_plan(self.strategy, self.participation)
 
     @functools.cached_property
     def sensitivity(self) -> SensitivityBracket:
         """The L2 sensitivity bracket in clipping-norm units under add/remove (the relation's
         factor c is applied in ``mu``): for the cyclic-Poisson route, of one step (max column
-        norm); otherwise of the worst-case (k, b) set of the schema."""
-        if self.route == CYCLIC:
+        norm); otherwise of the worst-case (k, b) set of the schema (no-amplification's; the
+        noise split reports its own steps, ``split``)."""
+        p, s = self.participation, self.strategy
+        if isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
+                and s.bands <= p.partitions:
             return sensitivity(self.strategy, 1, self.n)
         k, b = self.participation.worst_case(self.n)
         return sensitivity(self.strategy, k, b)
@@ -226,12 +251,34 @@ class MatrixMechanism(Mechanism):
 
     def reduction(self, upper: bool = True) -> Mechanism:
         """The plan this mechanism is accounted as, at the sensitivity's upper end (``upper``)
-        or its lower end: the Gaussian mechanism (routes gaussian and no-amplification), or
-        ``rounds`` Poisson-subsampled Gaussian steps (DP-SGD; route cyclic-poisson)."""
+        or its lower end: the Gaussian mechanism (routes gaussian and no-amplification),
+        ``rounds`` Poisson-subsampled Gaussian steps (DP-SGD; route cyclic-poisson), or the
+        noise split's steps (route noise-split: an upper plan only; ``upper=False`` gives
+        the same plan, which bounds nothing from below)."""
+        if self.route == SPLIT:
+            return self.split_reduction()
         if self.route != CYCLIC:
             return self._gaussian(upper)
         up, low = self.group_mus
         return self._steps(up if upper else low)
+
+    def split_reduction(self) -> Mechanism:
+        """The noise split's plan (:mod:`.matrix_split`): Poisson-subsampled Gaussians at
+        mu_s = Delta_s / z, or per epoch random allocation (one of its steps) of the Gaussian
+        at the epoch's largest mu; ValueError where the split does not apply."""
+        from ..core.sampling import RandomAllocation
+        from .composition import compose
+        plan = self.split
+        if plan is None:
+            raise ValueError(f"the noise split does not apply to {self!r}")
+        z = self.noise_multiplier
+        parts: list[Mechanism] = []
+        for d, epoch, count in plan.parts:
+            g = Gaussian(1.0, float(ulps_up(d / z, 2)), relation=self.relation)
+            step = g.subsample(Poisson(plan.rate)) if epoch == 0 else \
+                g.subsample(RandomAllocation(1, epoch))
+            parts.append(step * count)
+        return parts[0] if len(parts) == 1 else compose(*parts)
 
     def with_noise_multiplier(self, noise_multiplier: float) -> MatrixMechanism:
         """The same mechanism at another noise multiplier, keeping the sensitivity computed
@@ -239,8 +286,9 @@ class MatrixMechanism(Mechanism):
         ``dp.calibrate.sigma(eps, delta, family=lambda z, **_: m.with_noise_multiplier(z),
         steps=1)``."""
         new = dataclasses.replace(self, noise_multiplier=noise_multiplier)
-        if "sensitivity" in self.__dict__:
-            new.__dict__["sensitivity"] = self.__dict__["sensitivity"]
+        for key in ("sensitivity", "split", "route"):
+            if key in self.__dict__:
+                new.__dict__[key] = self.__dict__[key]
         return new
 
     def matrix(self) -> np.ndarray:
@@ -256,7 +304,7 @@ class MatrixMechanism(Mechanism):
         return math.inf
 
     def rdp_lower(self, alpha: ArrayLike) -> float | np.ndarray | None:
-        if self.route == NO_AMPLIFICATION:
+        if self.route in (NO_AMPLIFICATION, SPLIT):
             return None
         low = self.reduction(False)
         if self.route == GAUSSIAN:
@@ -268,7 +316,7 @@ class MatrixMechanism(Mechanism):
         return low.rdp_lower(alpha)
 
     def witnesses(self) -> tuple[Mechanism, ...]:
-        if self.route == NO_AMPLIFICATION:
+        if self.route in (NO_AMPLIFICATION, SPLIT):
             return ()
         lo, _ = self.mu
         w = SensitivityWitness(1.0, lo, relation=self.relation)
@@ -295,10 +343,22 @@ class MatrixMechanism(Mechanism):
                          f"{self.rounds} steps, mu {hi:.6g} per step")
         elif self.route == GAUSSIAN:
             lines.append("route: Gaussian mechanism at the sensitivity (no sampling)")
+        elif self.route == SPLIT:
+            lines.append("route: noise split (an upper bound only): " + self._split_words())
         else:
             lines.append("route: no amplification (worst participation pattern; an upper bound "
                          "only)")
         return lines
+
+    def _split_words(self) -> str:
+        plan = self.split
+        assert plan is not None
+        z = self.noise_multiplier
+        steps = ", ".join(
+            (f"{k} Poisson-sampled steps (rate {plan.rate:g})" if e == 0 else
+             f"{k} epochs of random allocation (1 of {e})") + f" at mu {d / z:.6g}"
+            for d, e, k in plan.parts)
+        return (f"{steps}; no-amplification's mu {self.mu[1]:.6g}")
 
     def __repr__(self):
         return (f"MatrixMechanism({self.strategy.describe()}, z={self.noise_multiplier:g}, "

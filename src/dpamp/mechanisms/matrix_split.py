@@ -1,0 +1,194 @@
+"""Noise splitting: an amplified upper bound of a matrix mechanism under Poisson, cyclic
+Poisson or balls-in-bins participation, for any square lower-triangular C, as a plan of
+independent steps (DP-SGD, or random allocation, at per-step sensitivities).
+
+The argument (dpamp's own; it contains the cyclic-Poisson reduction of Choquette-Choo,
+Ganesh, McKenna, McMahan, Rush, Thakurta & Xu, NeurIPS 2023, Thm 4, as the case where no row
+of C reads two of a record's steps). Output t is theta_t = m_t + sum_{s <= t} C[t, s] x_s g_s
++ Z_t, Z_t ~ N(0, sigma^2 I), x_s in {0, 1} the record's participation, g_s (|g_s| <= 1) and
+m_t chosen adaptively from theta_{<s}, theta_{<t}. Let E be the steps the record may enter
+(its group's under cyclic Poisson) and, for each row t, R_t = sum_{s in E} |C[t, s]|. Split
+the noise: Z_t = sum_{s in E, C[t, s] != 0} Z_t^s with independent Z_t^s ~
+N(0, sigma^2 w_{t,s} I), w_{t,s} = |C[t, s]| / R_t (rows with R_t = 0 carry no record term).
+Release, at step s in E, the block B_s = (C[t, s] x_s g_s + Z_t^s)_{t >= s}. Then
+
+- theta_t = m_t + sum_s (B_s)_t: the original release is a post-processing of the blocks;
+- every B_{s'} with s' < s is released before step s, so theta_{<s} (hence g_s) is a function
+  of what the split mechanism has released before B_s: it simulates every adaptive adversary
+  of the original;
+- B_s given the past is x_s times a shift of norm^2 sum_t C[t, s]^2 / (sigma^2 w_{t,s}) =
+  sum_t |C[t, s]| R_t / sigma^2 =: (Delta_s / sigma)^2 in whitened units, plus fresh noise:
+  a Gaussian mechanism of sensitivity Delta_s, applied when the record takes part in step s.
+
+So under Poisson sampling (x_s independent Bernoulli(q)) the release is dominated by the
+adaptive composition of Poisson-subsampled Gaussians of mu_s = Delta_s / sigma (Zhu, Dong &
+Wang 2022, composition of dominating pairs), and under balls in bins (one uniform step per
+epoch) by the composition over epochs of random allocation (1 of the epoch's steps) of the
+Gaussian at the epoch's largest mu_s (Feldman & Shenfeld 2025, random allocation of adaptive
+steps). The weights minimise sum_s Delta_s^2 (Cauchy-Schwarz, row by row):
+sum_s Delta_s^2 = sum_t R_t^2 = |(|C|) 1_E|^2, the no-amplification sensitivity^2 of C >= 0
+with every step taken, so at q = 1 the split loses nothing there.
+
+Where the record's steps never share a row (at most one s in E with C[t, s] != 0 per t),
+Delta_s = |C[:, s]| and this is the cyclic-Poisson reduction exactly.
+
+Computed here, in units of the clipping norm:
+
+- Delta_s exactly per step from |C|: a Toeplitz C from its coefficients (two convolutions per
+  group, O(p n L) for L coefficients), any other square lower-triangular C from the dense
+  array (O(n^2)); under cyclic Poisson the position-by-position largest over the groups of
+  their sorted values (it dominates every group, as ``MatrixMechanism.group_mus``); at most
+  MAX_LEVELS distinct values (moved up);
+- a Toeplitz C beyond MAX_TOEPLITZ_WORK: R_t <= S_{(t - g) mod p} with
+  S_r = sum_j |c_{r + j p}| (p the groups, 1 for Poisson and balls in bins; g the group), so
+  Delta_s^2 <= sum_k |c_k| S_{k mod p} = sum_r S_r^2 for every step: one value, O(n).
+
+Rounding: sums of non-negative terms are padded by their gamma bound (Higham 2002, Sec. 3.1);
+a BLT's computed coefficients (l2 error e) add sqrt(ceil(n / p)) e (each S_r gains at most the
+l1 norm of its class's errors).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..core.rounding import ulps_up
+from .matrix_strategies import DenseStrategy, Strategy
+from .participation import BallsInBins, CyclicPoisson, Participation
+
+__all__ = ["SplitPlan", "split_plan", "MAX_LEVELS"]
+
+_U = 2.0 ** -53
+#: distinct per-step sensitivities kept (each is one PLD part)
+MAX_LEVELS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitPlan:
+    """The split's steps: ``parts`` = ((Delta, epoch, count), ...), Delta a step's sensitivity
+    in clipping-norm units; ``epoch`` 0 for a Poisson-sampled step (rate ``rate``), else the
+    epoch's length under balls in bins (random allocation of one of its steps)."""
+
+    parts: tuple[tuple[float, int, int], ...]
+    rate: float = 1.0
+
+    @property
+    def total_sq(self) -> float:
+        """sum over steps (epochs) of Delta^2, rounded up: at most this, the plan is
+        dominated by the Gaussian mechanism at sqrt(total_sq) (every step is)."""
+        return float(ulps_up(math.fsum(d * d * k for d, _, k in self.parts), 4))
+
+
+def _levels(values: np.ndarray) -> np.ndarray:
+    """``values`` with at most MAX_LEVELS distinct entries, each moved up to one of them."""
+    distinct = np.unique(values)
+    if distinct.size <= MAX_LEVELS:
+        return values
+    levels = distinct[np.linspace(0, distinct.size - 1, MAX_LEVELS).round().astype(int)]
+    return levels[np.searchsorted(levels, values, side="left")]
+
+
+#: the most multiply-adds (groups x n x coefficients) of the exact per-step split of a
+#: Toeplitz C; beyond, every step takes the uniform bound
+MAX_TOEPLITZ_WORK = 1 << 27
+
+
+def _coefficients(strategy: Strategy) -> np.ndarray:
+    """|c_0| .. |c_L-1| of a Toeplitz C, trailing zeros dropped."""
+    a = np.abs(np.asarray(strategy.toeplitz(), dtype=float))
+    nz = np.flatnonzero(a)
+    return a[:int(nz[-1]) + 1] if nz.size else a[:1]
+
+
+def _pad(d: np.ndarray, terms: int, steps: int, coeff_error: float) -> np.ndarray:
+    """sqrt of squared sensitivities computed as sums of ``terms`` non-negative products of
+    sums of as many, rounded up; plus sqrt(steps) times a computed C's coefficient error."""
+    d = np.sqrt(d * (1 + (2 * terms + 8) * 2 * _U)) * (1 + 4 * _U)
+    return np.asarray(ulps_up(d + math.sqrt(steps) * coeff_error * (1 + 1e-12), 4), dtype=float)
+
+
+def _toeplitz_uniform(strategy: Strategy, n: int, period: int) -> float:
+    """sqrt(sum_r S_r^2), S_r = sum_j |c_{r + j p}|: a bound on every step's Delta."""
+    c = _coefficients(strategy)
+    m = -(-c.size // period)
+    pad = np.zeros(m * period)
+    pad[:c.size] = c
+    s = pad.reshape(m, period).sum(axis=0)
+    return float(_pad(np.array([np.sum(s * s)]), c.size, -(-n // period),
+                      strategy.coeff_error)[0])
+
+
+def _toeplitz_group(a: np.ndarray, n: int, steps: np.ndarray, coeff_error: float,
+                    period: int) -> np.ndarray:
+    """Delta_s of a Toeplitz C with coefficients ``a`` = |c| for one group's steps: R the
+    group's row sums (a convolution), Delta_s^2 = sum_k a_k R_{s+k}."""
+    e = np.zeros(n)
+    e[steps] = 1.0
+    r = np.convolve(a, e)[:n]
+    d2 = np.convolve(r[::-1], a)[:n][::-1][steps]
+    return _pad(d2, a.size, -(-n // period), coeff_error)
+
+
+def _dense_group(c: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Delta_s for one group's steps: sqrt(sum_t |C[t, s]| R_t), rounded up."""
+    a = np.abs(c[:, steps])
+    r = a.sum(axis=1)
+    return _pad((a * r[:, None]).sum(axis=0), c.shape[0], 1, 0.0)
+
+
+def _per_group(strategy: Strategy, n: int, period: int) -> list[np.ndarray]:
+    """Delta_s of each group's steps (steps g, g + p, ...; one group of every step for p 1):
+    exact from |C| (a Toeplitz C from its coefficients while the work allows), else the
+    uniform bound for every step."""
+    idx = np.arange(n)
+    groups = [idx[idx % period == g] for g in range(min(period, n))]
+    if strategy.toeplitz() is not None and not isinstance(strategy, DenseStrategy):
+        a = _coefficients(strategy)
+        if len(groups) * n * a.size > MAX_TOEPLITZ_WORK:
+            top = _toeplitz_uniform(strategy, n, period)
+            return [np.full(g.size, top) for g in groups]
+        return [_toeplitz_group(a, n, g, strategy.coeff_error, period) for g in groups]
+    c = strategy.dense()
+    return [_dense_group(c, g) for g in groups]
+
+
+def _group_deltas(strategy: Strategy, n: int, period: int) -> np.ndarray:
+    """Largest first: at each position the largest over the groups of their sorted Delta_s,
+    which dominates every group."""
+    rows = np.zeros((min(period, n), -(-n // period)))
+    for g, d in enumerate(_per_group(strategy, n, period)):
+        rows[g, :d.size] = -np.sort(-d)
+    return rows.max(axis=0)
+
+
+def split_plan(strategy: Strategy, participation: Participation) -> SplitPlan | None:
+    """The split of ``strategy`` under ``participation`` (module docstring), or None where it
+    does not apply (no sampling, or C not square lower triangular)."""
+    if not strategy.square_lower:
+        return None
+    n = strategy.n
+    if isinstance(participation, CyclicPoisson):
+        deltas = _levels(_group_deltas(strategy, n, participation.partitions))
+        vals, counts = np.unique(deltas[deltas > 0], return_counts=True)
+        return SplitPlan(tuple((float(v), 0, int(k)) for v, k in zip(vals[::-1], counts[::-1])),
+                         participation.sampling_prob)
+    if isinstance(participation, BallsInBins):
+        return _bins_plan(strategy, n, participation.bins)
+    return None
+
+
+def _bins_plan(strategy: Strategy, n: int, bins: int) -> SplitPlan:
+    """Epochs of ``bins`` steps (a shorter last one of its own steps), each at its largest
+    Delta_s (every step a possible one: E is every step)."""
+    per_step = _per_group(strategy, n, 1)[0]
+    starts = np.arange(0, n, bins)
+    tops = _levels(np.maximum.reduceat(per_step, starts))
+    lengths = np.minimum(starts + bins, n) - starts
+    out: dict[tuple[float, int], int] = {}
+    for d, length in zip(tops.tolist(), lengths.tolist()):
+        if d > 0:
+            out[(d, length)] = out.get((d, length), 0) + 1
+    return SplitPlan(tuple((d, length, k) for (d, length), k in
+                           sorted(out.items(), key=lambda kv: (-kv[0][0], -kv[0][1]))))
