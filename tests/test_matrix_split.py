@@ -1,0 +1,147 @@
+"""The noise split (dpamp.mechanisms.matrix_split) against independent truths: its per-step
+sensitivities in exact rationals, the Toeplitz path against the dense one, the identities of
+its two limits (q = 1 loses nothing for C >= 0; disjoint rows give the column norms, the
+cyclic-Poisson reduction), the exact delta of the fixed-direction pair by quadrature (n <= 3),
+and the route's place among the others."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_matrix_amplified import exact_delta
+
+import dpamp as dp
+from dpamp.families.matrix import bsr_coefficients
+from dpamp.mechanisms.matrix_split import (_per_group, _toeplitz_uniform, split_plan)
+from dpamp.mechanisms.matrix_strategies import BLT, BandedToeplitz, DenseStrategy
+
+
+def _exact_deltas(c: np.ndarray, steps) -> list[Fraction]:
+    """Delta_s^2 = sum_t |C[t, s]| R_t, R_t = sum_{s' in steps} |C[t, s']|, in rationals."""
+    a = [[abs(Fraction(float(v))) for v in row] for row in c]
+    r = [sum(row[s] for s in steps) for row in a]
+    return [sum(a[t][s] * r[t] for t in range(len(a))) for s in steps]
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 7), p=st.integers(1, 4), seed=st.integers(0, 2 ** 16),
+       signed=st.booleans())
+def test_dense_deltas_are_the_exact_ones_rounded_up(n, p, seed, signed):
+    rng = np.random.default_rng(seed)
+    c = np.tril(rng.uniform(-1 if signed else 0, 1, (n, n)))
+    c[rng.uniform(size=(n, n)) < 0.3] = 0.0
+    groups = _per_group(DenseStrategy(c), n, p)
+    for g, got in enumerate(groups):
+        steps = list(range(g, n, p))
+        for d, want in zip(got, _exact_deltas(c, steps)):
+            assert Fraction(float(d)) ** 2 >= want
+            assert float(d) <= math.sqrt(float(want)) * (1 + 1e-13) + 1e-300
+
+
+@pytest.mark.parametrize("bands,n,p", [(3, 20, 1), (3, 20, 2), (8, 50, 1), (8, 50, 3),
+                                       (5, 9, 4)])
+def test_toeplitz_path_is_the_dense_path(bands, n, p):
+    co = np.array(bsr_coefficients(bands))
+    s = BandedToeplitz(tuple(co), n)
+    t, d = _per_group(s, n, p), _per_group(DenseStrategy(s.dense()), n, p)
+    top = _toeplitz_uniform(s, n, p)
+    for a, b in zip(t, d):
+        np.testing.assert_allclose(a, b, rtol=1e-13)
+        assert (a <= top).all()
+    # the uniform bound is the interior value (a step whose rows are all full)
+    assert top == pytest.approx(float(max(a.max() for a in t)), rel=1e-12)
+
+
+def test_q_one_loses_nothing_for_nonnegative_c():
+    """sum_s Delta_s^2 = sum_t R_t^2 = |C 1|^2: at q = 1 the split is no-amplification's
+    Gaussian (its sensitivity, all steps taken)."""
+    s = BandedToeplitz(tuple(bsr_coefficients(6)), 40)
+    plan = split_plan(s, dp.CyclicPoisson(1.0, 1))
+    want = float(np.sum(s.dense().sum(axis=1) ** 2))
+    assert plan.total_sq == pytest.approx(want, rel=1e-12) and plan.total_sq >= want
+
+
+def test_disjoint_rows_give_the_column_norms():
+    """p >= bands: no row reads two of a group's steps, w = 1, Delta_s = |C[:, s]| (the
+    cyclic-Poisson reduction of Choquette-Choo et al. 2023)."""
+    s = BandedToeplitz((1.0, 0.5, 0.25), 12)
+    norms = np.sqrt(s.column_norms_sq())
+    for g, d in enumerate(_per_group(s, 12, 3)):
+        np.testing.assert_allclose(d, norms[g::3], rtol=1e-14)
+        assert (d >= norms[g::3]).all()
+
+
+def test_a_diagonal_c_is_dp_sgd():
+    plan = split_plan(DenseStrategy(np.eye(5) * 2.0), dp.CyclicPoisson(0.1, 1))
+    assert plan.parts == ((pytest.approx(2.0), 0, 5),) and plan.rate == 0.1
+
+
+def test_balls_in_bins_epochs():
+    """Each epoch at its largest Delta_s; a shorter last epoch of its own steps."""
+    s = BandedToeplitz((1.0, 0.5), 10)
+    plan = split_plan(s, dp.BallsInBins(4))
+    per = _per_group(s, 10, 1)[0]
+    got = {(e, k) for _, e, k in plan.parts}
+    assert got == {(4, 2), (2, 1)}
+    assert max(d for d, _, _ in plan.parts) == pytest.approx(per.max())
+    assert split_plan(s, dp.BallsInBins(20)).parts == ((pytest.approx(per.max()), 10, 1),)
+
+
+def test_blt_pads_its_coefficient_error():
+    b = BLT((0.9, 0.5), (0.3, 0.2), 30)
+    assert b.coeff_error > 0
+    exact = _per_group(DenseStrategy(b.dense()), 30, 1)[0]
+    got = _per_group(b, 30, 1)[0]
+    assert (got >= exact).all() and got == pytest.approx(exact, rel=1e-10)
+
+
+@pytest.mark.parametrize("n,q,eps", [(2, 0.3, 0.5), (3, 0.2, 1.0), (3, 0.6, 2.0)])
+def test_above_the_exact_fixed_direction_pair(n, q, eps):
+    """The fixed-direction pair is an actual pair of neighbours: its exact delta (quadrature over
+    the 2^n patterns) is at most the split's, whose rows overlap here (3 bands)."""
+    c = np.array([[1.0, 0, 0], [0.6, 1.0, 0], [0.3, 0.6, 1.0]])[:n, :n]
+    m = dp.MatrixMechanism(c, 1.2, participation=dp.Poisson(q))
+    assert m.route == "noise-split"
+    ours = m.delta(eps, method="pld").delta
+    assert exact_delta(c, 1.2, q, eps) <= ours
+    # the column norms alone (the split's weights dropped) would not be a bound: a
+    # composition at |C[:, s]| falls below the truth here
+    cols = np.linalg.norm(c, axis=0)
+    naive = dp.compose(*[dp.Gaussian(1.0, v / 1.2).subsample(dp.Poisson(q)) for v in cols])
+    assert naive.delta(eps).delta < exact_delta(c, 1.2, q, eps) or n == 2
+
+
+def test_the_route_and_its_answer():
+    co = np.array(bsr_coefficients(4))
+    s = BandedToeplitz(tuple(co / np.linalg.norm(co)), 200)
+    m = dp.MatrixMechanism(s, 1.5, participation=dp.Poisson(0.02))
+    assert m.route == "noise-split"
+    g = m.epsilon(1e-6)
+    assert g.method == "noise-split" and 0 < g.lower <= g.epsilon
+    assert "route conditional-composition gave" in g.note
+    assert any("noise split" in line for line in m.explain())
+    # inside a composition the split's steps compose as parts, with no lower end of their own
+    both = dp.compose(m, dp.Gaussian(4.0))
+    h = both.epsilon(1e-6, method="pld")
+    assert h.epsilon > m.epsilon(1e-6, method="pld").epsilon and not h.lower
+    # RDP of the same plan is a (looser) proven bound
+    assert m.epsilon(1e-6, method="rdp").epsilon >= g.epsilon
+    # calibration keeps the split (it depends on C and the schema only)
+    m2 = m.with_noise_multiplier(3.0)
+    assert m2.split is m.split and m2.epsilon(1e-6).epsilon < g.epsilon
+
+
+def test_no_amplification_stays_where_the_split_is_not_dominated():
+    """One epoch of balls in bins: no-amplification's Gaussian at the one step's column norm
+    is not dominated by the split (whose step reads every step's rows): the route stays, and
+    the amplified answer still takes the smaller."""
+    s = BandedToeplitz(tuple(bsr_coefficients(8)), 100)
+    m = dp.MatrixMechanism(s, 1.0, participation=dp.BallsInBins(100))
+    assert m.route == "no-amplification" and m.split is not None
+    g = m.epsilon(1e-6)
+    assert "route noise-split gave" in g.note
+    assert g.epsilon <= dp.Gaussian(1.0, m.mu[1]).epsilon(1e-6).epsilon
