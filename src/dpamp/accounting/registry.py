@@ -45,9 +45,10 @@ METHOD_NAMES = ("auto", "bounded-range", "conditional-composition", "mixing", "p
 SUMMARIES = {
     "bounded-range": "adaptive compositions of eps-bounded-range mechanisms (exponential "
                      "mechanism): optimal, by dynamic programming (Dong, Durfee & Rogers 2020)",
-    "conditional-composition": ("matrix mechanisms under Poisson sampling or balls in bins, "
-                                "by conditional composition (Choquette-Choo, Ganesh, Steinke "
-                                "& Thakurta 2024)"),
+    "conditional-composition": ("matrix mechanisms under Poisson sampling or balls in bins: "
+                                "the smallest of conditional composition (Choquette-Choo, "
+                                "Ganesh, Steinke & Thakurta 2024), the noise split and "
+                                "no-amplification"),
     "mixing": ("amplification by post-processing with a mixing kernel (Balle, Barthe, Gaboardi & "
                "Geumlek 2019, Thm 1)"),
     "profile": ("exact privacy profile of one mechanism (Balle, Barthe & Gaboardi 2018, Thms 3-4, "

@@ -244,7 +244,8 @@ def _words(words, relation):
     return m, {"noise_multiplier": z, "strategy": strategy.describe(),
                "participation": part.describe(), "sensitivity": s.upper,
                "sensitivity_lower": s.lower, "sensitivity_route": s.route,
-               "sensitivity_exact": s.exact, "route": m.route}
+               "sensitivity_exact": s.exact, "route": m.route,
+               "route_detail": m.split_words() if m.route == SPLIT else ""}
 
 
 _STRATEGY_KEYS = {"banded": ("bands", "coeffs"), "toeplitz": ("coeffs",),
@@ -294,10 +295,11 @@ def _to_event(m: MatrixMechanism):
 
 def _describe(m: MatrixMechanism) -> str:
     s = m.sensitivity
+    split = f" ({m.split_words()})" if m.route == SPLIT else ""
     return (f"matrix mechanism: {m.strategy.describe()}, noise multiplier "
             f"{m.noise_multiplier:g}, {m.participation.describe()}; sensitivity "
             f"{s.upper:.6g} ({'exact' if s.exact else 'upper bound'}, {s.route}); route "
-            f"{m.route}")
+            f"{m.route}{split}")
 
 
 _KEYS = ("strategy", "bands", "coeffs", "buffer_decays", "output_scales", "matrix_file",
@@ -369,15 +371,22 @@ def _conditional_applies(m: MatrixMechanism) -> bool:
 
 _SOURCES = {CONDITIONAL: "Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (conditional "
                          "composition)",
+            NO_AMPLIFICATION: "Balle, Barthe & Gaboardi 2018, Thm 4 at the worst pattern's "
+                              "sensitivity",
             SPLIT: "dpamp's noise split (docs/matrix-mechanisms.md; Choquette-Choo et al. "
                    "2023, Thm 4, is its case of disjoint rows)"}
 
 
 def _candidates(m: MatrixMechanism, field: str, x: float) -> list[tuple[str, float, str]]:
-    """(route, value, detail) of every amplified route other than the mechanism's own that
-    answers at ``x``: the noise split where it is not the route, conditional composition
-    within its reach."""
+    """(route, value, detail) of every route other than the mechanism's own that answers at
+    ``x``: no-amplification's closed form or the noise split (whichever is not the route),
+    conditional composition within its reach."""
     out = []
+    if m.route == SPLIT:
+        from ..mechanisms.gaussian import Gaussian
+        g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
+        out.append((NO_AMPLIFICATION, getattr(g, field), "the Gaussian at the worst pattern's "
+                                                         "sensitivity"))
     if m.route == NO_AMPLIFICATION and m.split is not None:
         try:
             g = getattr(m.split_reduction(), field)(x, method="pld")

@@ -25,8 +25,15 @@ How it is accounted (``route``):
   NeurIPS 2023, Thm 4): DP-SGD with sampling rate q, noise multiplier z / max column norm and
   ceil(n / p) steps, as jax_privacy's ``amplified_bandmf_event`` (which takes C with max column
   norm 1). :meth:`MatrixMechanism.reduction` is that plan.
-- **no-amplification** (balls in bins; cyclic Poisson with more bands than partitions):
-  every pattern the schema can draw lies in a (k, b) set (``Participation.worst_case``), the
+- **noise-split** (:mod:`.matrix_split`; Poisson, cyclic Poisson with more bands than
+  partitions, balls in bins, any square lower-triangular C): the noise of each row shared among
+  the record's possible steps in proportion to |C[t, s]| makes the release a post-processing
+  of independent Gaussian steps at sensitivities Delta_s: DP-SGD at per-step noise, or per
+  epoch random allocation. The route wherever its sum of Delta_s^2 is at most
+  no-amplification's Delta^2 (then it is dominated by that Gaussian at every epsilon); an
+  upper plan only (no lower end of its own).
+- **no-amplification** (balls in bins where the split is not dominated; a C that is not
+  square lower triangular): every pattern the schema can draw lies in a (k, b) set (``Participation.worst_case``), the
   output is a mixture over patterns drawn independently of the data, and by joint convexity
   the mixture is no less private than its worst member: the Gaussian bound of that set is a
   proven upper bound, with no lower bound (amplification may make the truth smaller).
@@ -34,8 +41,8 @@ How it is accounted (``route``):
   Steinke & Thakurta, ICLR 2024): an amplified upper bound for Poisson, cyclic Poisson and
   balls in bins with any square lower-triangular C, from :meth:`MatrixMechanism.matrix` and
   ``participation``; the accounting method ``conditional-composition`` (which ``auto`` takes
-  for one such mechanism) answers with the smaller of it and no-amplification's bound, naming
-  the route, and, for (cyclic) Poisson sampling on a banded C, with a proven lower end
+  for one such mechanism) answers with the smallest of it, the noise split and
+  no-amplification's bound, naming the route, and, for (cyclic) Poisson sampling on a banded C, with a proven lower end
   (:mod:`dpamp.amplification.matrix.lower`: two witnesses, the note names the one used).
 """
 from __future__ import annotations
@@ -140,12 +147,12 @@ class MatrixMechanism(Mechanism):
     @functools.cached_property
     def route(self) -> str:
         """gaussian (no sampling); cyclic-poisson (no row of C reads two steps of a group);
-        noise-split where its steps' sum of squared sensitivities is at most the worst
-        pattern's squared (every step is dominated by its Gaussian, so the split is dominated
-        by the Gaussian at that sum, hence by no-amplification's, at every epsilon; the two
-        sums are equal for C >= 0 in exact arithmetic, so a rounding margin of 1e-9 of it is
-        allowed: the choice only decides tightness, both bounds are proven); else
-        no-amplification."""
+        noise-split where its steps' sum of squared sensitivities (before they are moved up
+        onto a few levels) is at most the worst pattern's squared (every step is dominated
+        by its Gaussian, so the split is dominated by the Gaussian at that sum, hence by
+        no-amplification's, at every epsilon; the two sums are equal for C >= 0 in exact
+        arithmetic, so a rounding margin of 1e-9 of it is allowed: the choice only decides
+        tightness, both bounds are proven); else no-amplification."""
         p = self.participation
         if not p.sampled:
             return GAUSSIAN
@@ -154,7 +161,7 @@ class MatrixMechanism(Mechanism):
                 and s.bands <= p.partitions:
             return CYCLIC
         plan = self.split
-        if plan is not None and plan.total_sq <= self.sensitivity.upper ** 2 * (1 + 1e-9):
+        if plan is not None and plan.raw_sq <= self.sensitivity.upper ** 2 * (1 + 1e-9):
             return SPLIT
         return NO_AMPLIFICATION
 
@@ -344,21 +351,27 @@ class MatrixMechanism(Mechanism):
         elif self.route == GAUSSIAN:
             lines.append("route: Gaussian mechanism at the sensitivity (no sampling)")
         elif self.route == SPLIT:
-            lines.append("route: noise split (an upper bound only): " + self._split_words())
+            lines.append("route: noise split (an upper bound only): " + self.split_words())
         else:
             lines.append("route: no amplification (worst participation pattern; an upper bound "
                          "only)")
         return lines
 
-    def _split_words(self) -> str:
+    def split_words(self) -> str:
+        """The noise split's steps in words (route noise-split)."""
         plan = self.split
         assert plan is not None
         z = self.noise_multiplier
-        steps = ", ".join(
-            (f"{k} Poisson-sampled steps (rate {plan.rate:g})" if e == 0 else
-             f"{k} epochs of random allocation (1 of {e})") + f" at mu {d / z:.6g}"
-            for d, e, k in plan.parts)
-        return (f"{steps}; no-amplification's mu {self.mu[1]:.6g}")
+        mus = [d / z for d, _, _ in plan.parts]
+        span = f"mu {mus[0]:.6g}" if len(mus) == 1 else f"mu {min(mus):.6g} to {max(mus):.6g}"
+        count = sum(k for _, _, k in plan.parts)
+        if all(e == 0 for _, e, _ in plan.parts):
+            what = f"{count} Poisson-sampled Gaussian steps (rate {plan.rate:g})"
+        else:
+            sizes = sorted({e for _, e, _ in plan.parts})
+            what = (f"{count} epochs of random allocation (1 of "
+                    f"{'/'.join(str(e) for e in sizes)} steps) of a Gaussian")
+        return f"{what}, {span}; no-amplification's mu {self.mu[1]:.6g}"
 
     def __repr__(self):
         return (f"MatrixMechanism({self.strategy.describe()}, z={self.noise_multiplier:g}, "

@@ -38,7 +38,7 @@ Computed here, in units of the clipping norm:
   group, O(p n L) for L coefficients), any other square lower-triangular C from the dense
   array (O(n^2)); under cyclic Poisson the position-by-position largest over the groups of
   their sorted values (it dominates every group, as ``MatrixMechanism.group_mus``); at most
-  MAX_LEVELS distinct values (moved up);
+  MAX_LEVELS distinct values (moved up: each is one PLD part);
 - a Toeplitz C beyond MAX_TOEPLITZ_WORK: R_t <= S_{(t - g) mod p} with
   S_r = sum_j |c_{r + j p}| (p the groups, 1 for Poisson and balls in bins; g the group), so
   Delta_s^2 <= sum_k |c_k| S_{k mod p} = sum_r S_r^2 for every step: one value, O(n).
@@ -62,7 +62,7 @@ __all__ = ["SplitPlan", "split_plan", "MAX_LEVELS"]
 
 _U = 2.0 ** -53
 #: distinct per-step sensitivities kept (each is one PLD part)
-MAX_LEVELS = 16
+MAX_LEVELS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +73,9 @@ class SplitPlan:
 
     parts: tuple[tuple[float, int, int], ...]
     rate: float = 1.0
+    #: sum over steps (epochs) of Delta^2 before the values were moved up onto MAX_LEVELS
+    #: levels (the split's own total, which the levels exceed by a little)
+    raw_sq: float = math.inf
 
     @property
     def total_sq(self) -> float:
@@ -170,10 +173,11 @@ def split_plan(strategy: Strategy, participation: Participation) -> SplitPlan | 
         return None
     n = strategy.n
     if isinstance(participation, CyclicPoisson):
-        deltas = _levels(_group_deltas(strategy, n, participation.partitions))
+        raw = _group_deltas(strategy, n, participation.partitions)
+        deltas = _levels(raw)
         vals, counts = np.unique(deltas[deltas > 0], return_counts=True)
         return SplitPlan(tuple((float(v), 0, int(k)) for v, k in zip(vals[::-1], counts[::-1])),
-                         participation.sampling_prob)
+                         participation.sampling_prob, _sum_sq(raw))
     if isinstance(participation, BallsInBins):
         return _bins_plan(strategy, n, participation.bins)
     return None
@@ -184,11 +188,17 @@ def _bins_plan(strategy: Strategy, n: int, bins: int) -> SplitPlan:
     Delta_s (every step a possible one: E is every step)."""
     per_step = _per_group(strategy, n, 1)[0]
     starts = np.arange(0, n, bins)
-    tops = _levels(np.maximum.reduceat(per_step, starts))
+    raw = np.maximum.reduceat(per_step, starts)
+    tops = _levels(raw)
     lengths = np.minimum(starts + bins, n) - starts
     out: dict[tuple[float, int], int] = {}
     for d, length in zip(tops.tolist(), lengths.tolist()):
         if d > 0:
             out[(d, length)] = out.get((d, length), 0) + 1
     return SplitPlan(tuple((d, length, k) for (d, length), k in
-                           sorted(out.items(), key=lambda kv: (-kv[0][0], -kv[0][1]))))
+                           sorted(out.items(), key=lambda kv: (-kv[0][0], -kv[0][1]))),
+                     raw_sq=_sum_sq(raw))
+
+
+def _sum_sq(values: np.ndarray) -> float:
+    return float(ulps_up(math.fsum(float(v) * float(v) for v in values), 4))

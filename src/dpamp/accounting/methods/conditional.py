@@ -3,9 +3,10 @@ are Poisson-sampled (or cyclic-Poisson with more bands than groups, or balls in 
 by conditional composition (Choquette-Choo, Ganesh, Steinke & Thakurta 2024;
 :mod:`dpamp.amplification.matrix`): per step a mixture of Gaussians whose weights are bounded
 given the past outputs, composed by the certified PLD, plus the probability that a posterior
-bound fails. The answer is the smaller of that bound and the no-amplification one (the
-Gaussian at the worst pattern's sensitivity); both are proven upper bounds and the answer's
-``method`` names the route that gave it. The lower end, for (cyclic) Poisson sampling on a
+bound fails; and by the noise split (:mod:`dpamp.mechanisms.matrix_split`: DP-SGD or random
+allocation at per-step sensitivities). The answer is the smallest of those and the
+no-amplification one (the Gaussian at the worst pattern's sensitivity); all are proven upper
+bounds and the answer's ``method`` names the route that gave it. The lower end, for (cyclic) Poisson sampling on a
 banded C: the larger of two witnesses' PLD lower bounds (:mod:`dpamp.amplification.matrix.lower`;
 the note names it and what it assumed); none for balls in bins. Rank 8: where it applies it is
 the tightest proven bound.
@@ -30,8 +31,9 @@ def _supports(mechanism) -> Support:
     if m is None or not amplifiable(m):
         return Support.no("conditional-composition: applies to one matrix mechanism under "
                           "Poisson sampling, cyclic Poisson with more bands than groups, or "
-                          "balls in bins (a square lower-triangular C of at most 4096 "
-                          "steps, 65536 if Toeplitz)")
+                          "balls in bins, with a square lower-triangular C (conditional "
+                          "composition itself up to 4096 steps, 65536 if Toeplitz; the noise "
+                          "split at any n)")
     return Support.yes()
 
 
