@@ -147,3 +147,45 @@ def test_no_amplification_stays_where_the_split_is_not_dominated():
     g = m.epsilon(1e-6)
     assert "route noise-split gave" in g.note
     assert g.epsilon <= dp.Gaussian(1.0, m.mu[1]).epsilon(1e-6).epsilon
+
+
+def test_fixed_bins_of_a_diagonal_c_is_random_allocation():
+    """C = I: every step's block is the step itself, and fixed bins is random allocation (1 of
+    bins) of the Gaussian at sqrt(cycles) / z, exactly."""
+    m = dp.MatrixMechanism(np.eye(40), 1.0, participation=dp.FixedBins(10))
+    assert m.route == "noise-split"
+    assert m.split.parts == ((pytest.approx(2.0), 10, 1),)
+    ra = dp.Gaussian(0.5).subsample(dp.RandomAllocation(1, 10)).epsilon(1e-6)
+    g = m.epsilon(1e-6)
+    assert g.epsilon == pytest.approx(ra.epsilon, rel=1e-9) and g.method == "noise-split"
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0])
+def test_fixed_bins_above_the_exact_pair(eps):
+    """Two bins over four steps of a 2-banded C (rows shared across bins): the exact delta of
+    P = (1/2) sum_j N(C x_j, .) against N(0, .), x_j bin j's steps, is at most the bound."""
+    c = np.eye(4) + 0.7 * np.eye(4, k=-1)
+    pats = np.array([[1.0, 0, 1, 0], [0, 1.0, 0, 1]])
+    truth = exact_delta(c, 1.0, None, eps, pats=pats, logw=np.full(2, -math.log(2)))
+    m = dp.MatrixMechanism(c, 1.0, participation=dp.FixedBins(2))
+    assert truth <= m.delta(eps).delta
+    assert truth <= m.split_reduction().delta(eps).delta
+
+
+def test_fixed_bins_worst_case_and_words():
+    fb = dp.FixedBins(8)
+    assert fb.worst_case(100) == (13, 8) and "drawn once" in fb.describe()
+    with pytest.raises(ValueError, match="bins"):
+        dp.FixedBins(0)
+    from dpamp.io.plan import parse_stage
+    stage = parse_stage({"mechanism": "matrix", "strategy": "banded", "bands": 2,
+                         "steps": 40, "noise_multiplier": 2.0,
+                         "participation": "fixed-bins", "bins": 10}, cli=False)
+    d = stage.describe()
+    assert "drawn once" in d["sampling"] and stage.assumed["route"] in ("noise-split",
+                                                                        "no-amplification")
+    split = parse_stage({"mechanism": "matrix", "strategy": "banded", "bands": 2,
+                         "steps": 40, "noise_multiplier": 2.0,
+                         "participation": "cyclic-poisson", "sampling_prob": 0.1},
+                        cli=False)
+    assert "Poisson-sampled Gaussian steps" in split.describe()["mechanism"]

@@ -138,7 +138,7 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--matrix-file", metavar="FILE.npy", help="a dense C (columns = steps)")
     g.add_argument("--participation",
                    choices=("single-epoch", "min-separation", "cyclic-poisson",
-                            "balls-in-bins"),
+                            "balls-in-bins", "fixed-bins"),
                    help="how records enter the steps (default single-epoch)")
     g.add_argument("--participations", type=int, metavar="K",
                    help="min-separation: at most K steps per record")
@@ -148,7 +148,9 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
                    help="cyclic-poisson: groups of records cycled over the steps (default 1)")
     g.add_argument("--sampling-prob", type=float, metavar="Q",
                    help="cyclic-poisson: Poisson rate of each step within its group")
-    g.add_argument("--bins", type=int, metavar="B", help="balls-in-bins: steps per epoch")
+    g.add_argument("--bins", type=int, metavar="B",
+                   help="balls-in-bins: steps per epoch (a fresh draw each); fixed-bins: the "
+                        "bins, one drawn per record for the whole run (jax_privacy's)")
 
 
 def _add_user_args(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ bounds, so a bracket never leans on a sensitivity that is only an upper bound:
 Plan words (``mechanism = "matrix"``; docs/matrix-mechanisms.md): ``strategy`` (banded,
 toeplitz, blt, tree, dense), ``bands``, ``coeffs``, ``buffer_decays``, ``output_scales``,
 ``matrix_file`` (a .npy file), ``noise_multiplier``, ``participation`` (single-epoch,
-min-separation, cyclic-poisson, balls-in-bins), ``participations``, ``min_separation``,
+min-separation, cyclic-poisson, balls-in-bins, fixed-bins), ``participations``, ``min_separation``,
 ``partitions``, ``sampling_prob``, ``bins``; the stage's ``steps`` are the matrix's n, and
 the stage runs it once (``whole_run``).
 """
@@ -35,8 +35,8 @@ from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION
                                  MatrixMechanism)
 from ..mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
                                             Toeplitz)
-from ..mechanisms.participation import (BallsInBins, CyclicPoisson, MinSeparation,
-                                        SingleEpoch)
+from ..mechanisms.participation import (BallsInBins, CyclicPoisson, FixedBins,
+                                        MinSeparation, SingleEpoch)
 
 
 def _loss_parts(m: MatrixMechanism):
@@ -220,8 +220,10 @@ def _participation(words):
         return CyclicPoisson(q, words.get("partitions", V.integer, low=1) or 1)
     if kind == "balls-in-bins":
         return BallsInBins(words.get("bins", V.integer, low=1, required=True))
+    if kind == "fixed-bins":
+        return FixedBins(words.get("bins", V.integer, low=1, required=True))
     words.fail("participation", "must be one of single-epoch, min-separation, cyclic-poisson, "
-                                f"balls-in-bins (got {kind!r})")
+                                f"balls-in-bins, fixed-bins (got {kind!r})")
 
 
 def _words(words, relation):
@@ -254,7 +256,7 @@ _STRATEGY_KEYS = {"banded": ("bands", "coeffs"), "toeplitz": ("coeffs",),
 _PARTICIPATION_KEYS = {"single-epoch": (), "min-separation": ("participations",
                                                                "min_separation"),
                        "cyclic-poisson": ("sampling_prob", "partitions"),
-                       "balls-in-bins": ("bins",)}
+                       "balls-in-bins": ("bins",), "fixed-bins": ("bins",)}
 
 
 def _check_keys(words) -> None:
@@ -324,6 +326,7 @@ def _own_samplers() -> dict[str, MatrixMechanism]:
             for label, p in (
         ("single epoch", SingleEpoch()), ("(k, b)-participation", MinSeparation(2, 4)),
         ("cyclic Poisson", CyclicPoisson(0.1, 2)), ("balls in bins", BallsInBins(4)),
+        ("fixed bins", FixedBins(4)),
         ("Poisson", Poisson(0.1)))}
 
 # --- the amplified route (Poisson sampling, any lower-triangular C) ---------------------------
@@ -357,14 +360,16 @@ def amplifiable(m: MatrixMechanism) -> bool:
     amplified routes bound (:func:`_amplified`). Decided from the description."""
     p = m.participation
     return m.route in (NO_AMPLIFICATION, SPLIT) and m.strategy.square_lower \
-        and isinstance(p, (CyclicPoisson, BallsInBins))
+        and isinstance(p, (CyclicPoisson, BallsInBins, FixedBins))
 
 
 def _conditional_applies(m: MatrixMechanism) -> bool:
     """Conditional composition's reach: at most MAX_AMPLIFIED_STEPS steps
-    (MAX_TOEPLITZ_STEPS for a Toeplitz C), ``bins`` dividing n under balls in bins."""
+    (MAX_TOEPLITZ_STEPS for a Toeplitz C), ``bins`` dividing n under balls in bins redrawn
+    every epoch (not fixed bins: its analysis takes the epochs' draws independent)."""
     p = m.participation
-    if m.n > (MAX_TOEPLITZ_STEPS if _is_toeplitz(m) else MAX_AMPLIFIED_STEPS):
+    if isinstance(p, FixedBins) or \
+            m.n > (MAX_TOEPLITZ_STEPS if _is_toeplitz(m) else MAX_AMPLIFIED_STEPS):
         return False
     return not isinstance(p, BallsInBins) or m.n % p.bins == 0
 

@@ -325,10 +325,10 @@ def _first_steps(m, steps: int):
 def _dpsgd_rate(participation) -> float | None:
     """DP-SGD's Poisson rate at the matrix mechanism's expected batch: q / p for cyclic Poisson
     (Poisson is p = 1), 1 / bins for balls in bins; None without sampling."""
-    from ..mechanisms.participation import BallsInBins, CyclicPoisson
+    from ..mechanisms.participation import BallsInBins, CyclicPoisson, FixedBins
     if isinstance(participation, CyclicPoisson):
         return participation.sampling_prob / participation.partitions
-    if isinstance(participation, BallsInBins):
+    if isinstance(participation, (BallsInBins, FixedBins)):
         return 1.0 / participation.bins
     return None
 

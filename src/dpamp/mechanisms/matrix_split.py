@@ -17,15 +17,20 @@ Release, at step s in E, the block B_s = (C[t, s] x_s g_s + Z_t^s)_{t >= s}. The
   of what the split mechanism has released before B_s: it simulates every adaptive adversary
   of the original;
 - B_s given the past is x_s times a shift of norm^2 sum_t C[t, s]^2 / (sigma^2 w_{t,s}) =
-  sum_t |C[t, s]| R_t / sigma^2 =: (Delta_s / sigma)^2 in whitened units, plus fresh noise:
-  a Gaussian mechanism of sensitivity Delta_s, applied when the record takes part in step s.
+  sum_t |C[t, s]| R_t / sigma^2 =: (Delta_s / sigma)^2 in whitened units, plus fresh noise; a
+  shift of norm at most mu_s = Delta_s / sigma in any dimension is a post-processing of the
+  scalar y_s ~ N(x_s mu_s, 1) (scaled into the shift's direction, independent noise added to
+  make up the variance), the kernel chosen from the past. So the whole release is a
+  post-processing of the non-adaptive y = (y_s)_{s in E}, x drawn by the schema, in both
+  orders of neighbours.
 
-So under Poisson sampling (x_s independent Bernoulli(q)) the release is dominated by the
-adaptive composition of Poisson-subsampled Gaussians of mu_s = Delta_s / sigma (Zhu, Dong &
-Wang 2022, composition of dominating pairs), and under balls in bins (one uniform step per
-epoch) by the composition over epochs of random allocation (1 of the epoch's steps) of the
-Gaussian at the epoch's largest mu_s (Feldman & Shenfeld 2025, random allocation of adaptive
-steps). The weights minimise sum_s Delta_s^2 (Cauchy-Schwarz, row by row):
+The schemas. Poisson sampling (x_s independent Bernoulli(q)): y is the composition of
+Poisson-subsampled Gaussians at mu_s. Cyclic Poisson: the same over each group's steps.
+Balls in bins redrawn every epoch: per epoch random allocation (1 of the epoch's steps;
+Feldman & Shenfeld 2025) of the Gaussian at the epoch's largest mu_s, composed over epochs.
+Fixed bins (one bin j for the whole run): random allocation (1 of ``bins``) of the bins' vectors
+(y_s)_{s = j mod bins}, each a Gaussian of norm sqrt(sum mu_s^2) over its steps, at the largest
+over the bins. The weights minimise sum_s Delta_s^2 (Cauchy-Schwarz, row by row):
 sum_s Delta_s^2 = sum_t R_t^2 = |(|C|) 1_E|^2, the no-amplification sensitivity^2 of C >= 0
 with every step taken, so at q = 1 the split loses nothing there.
 
@@ -56,7 +61,7 @@ import numpy as np
 
 from ..core.rounding import ulps_up
 from .matrix_strategies import DenseStrategy, Strategy
-from .participation import BallsInBins, CyclicPoisson, Participation
+from .participation import BallsInBins, CyclicPoisson, FixedBins, Participation
 
 __all__ = ["SplitPlan", "split_plan", "MAX_LEVELS"]
 
@@ -180,7 +185,23 @@ def split_plan(strategy: Strategy, participation: Participation) -> SplitPlan | 
                          participation.sampling_prob, _sum_sq(raw))
     if isinstance(participation, BallsInBins):
         return _bins_plan(strategy, n, participation.bins)
+    if isinstance(participation, FixedBins):
+        return _fixed_bins_plan(strategy, n, participation.bins)
     return None
+
+
+def _fixed_bins_plan(strategy: Strategy, n: int, bins: int) -> SplitPlan:
+    """One draw of a bin for the whole run: random allocation (1 of ``bins``) of the bins'
+    blocks, bin j's a Gaussian of sensitivity sqrt(sum_{s = j mod bins} Delta_s^2) (its steps'
+    blocks together), at the largest over the bins (every step a possible one: E is every
+    step)."""
+    per_step = _per_group(strategy, n, 1)[0]
+    m = -(-n // bins)
+    pad = np.zeros(m * bins)
+    pad[:n] = per_step * per_step
+    sums = pad.reshape(m, bins).sum(axis=0) * (1 + (m + 2) * 2 * _U)
+    top = float(ulps_up(math.sqrt(float(sums.max())) * (1 + 4 * _U), 4))
+    return SplitPlan(((top, bins, 1),), raw_sq=float(ulps_up(top * top, 2)))
 
 
 def _bins_plan(strategy: Strategy, n: int, bins: int) -> SplitPlan:

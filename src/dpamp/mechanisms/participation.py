@@ -11,8 +11,12 @@
   unified approach to private training", NeurIPS 2023). ``dp.Poisson(q)`` as a participation is
   the one-group case (every step samples the whole data set).
 - :class:`BallsInBins`: the steps split into epochs of ``bins`` steps, and in each epoch every
-  record joins one step drawn uniformly (Choquette-Choo, Ganesh, Haque, Steinke & Thakurta,
-  "Near exact privacy amplification for matrix mechanisms", ICLR 2025).
+  record joins one step drawn uniformly, a fresh draw every epoch (random allocation of one
+  step per epoch; Feldman & Shenfeld 2025).
+- :class:`FixedBins`: every record draws one of ``bins`` bins once and enters every step of
+  it (steps j, j + bins, ...): balls in bins as Choquette-Choo, Ganesh, Haque, Steinke &
+  Thakurta, "Near exact privacy amplification for matrix mechanisms", ICLR 2025, and
+  jax_privacy's ``BallsInBinsSampling(iterations, cycle_length)`` define it.
 
 Each schema gives the worst-case (adversarial) pattern set it is contained in,
 :meth:`worst_case` -> (k, b): the sensitivity of that set bounds the schema without
@@ -26,7 +30,8 @@ import math
 
 from ..core import validate as V
 
-__all__ = ["Participation", "SingleEpoch", "MinSeparation", "CyclicPoisson", "BallsInBins"]
+__all__ = ["Participation", "SingleEpoch", "MinSeparation", "CyclicPoisson", "BallsInBins",
+           "FixedBins"]
 
 
 class Participation:
@@ -106,7 +111,8 @@ class CyclicPoisson(Participation):
 
 @dataclasses.dataclass(frozen=True)
 class BallsInBins(Participation):
-    """Epochs of ``bins`` steps; in each, every record joins one step drawn uniformly."""
+    """Epochs of ``bins`` steps; in each, every record joins one step drawn uniformly (a fresh
+    draw every epoch; :class:`FixedBins` keeps one draw for the whole run)."""
 
     bins: int
     sampled = True
@@ -119,7 +125,28 @@ class BallsInBins(Participation):
         return math.ceil(int(n) / self.bins), 1
 
     def describe(self) -> str:
-        return f"balls in bins: each record in one uniformly drawn step of each {self.bins}"
+        return (f"balls in bins redrawn every epoch: each record in one uniformly drawn step "
+                f"of each {self.bins}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedBins(Participation):
+    """Every record draws a bin j of ``bins`` uniformly once and enters steps j, j + bins, ...
+    (jax_privacy's ``BallsInBinsSampling`` with ``cycle_length`` = bins)."""
+
+    bins: int
+    sampled = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "bins", V.integer("bins", self.bins, low=1))
+
+    def worst_case(self, n: int) -> tuple[int, int]:
+        # the steps of one bin: exactly ``bins`` apart
+        return math.ceil(int(n) / self.bins), self.bins
+
+    def describe(self) -> str:
+        return (f"balls in bins drawn once: each record in every step of one of {self.bins} "
+                f"bins drawn uniformly (steps j, j + {self.bins}, ...)")
 
 
 def as_participation(p) -> Participation:
@@ -134,5 +161,5 @@ def as_participation(p) -> Participation:
                              "of every step: no population, no other relation")
         return CyclicPoisson(p.rate, 1)
     raise ValueError(f"participation must be dp.SingleEpoch(), dp.MinSeparation(k, b), "
-                     f"dp.CyclicPoisson(q, partitions), dp.BallsInBins(bins) or dp.Poisson(q) "
-                     f"(got {p!r})")
+                     f"dp.CyclicPoisson(q, partitions), dp.BallsInBins(bins), "
+                     f"dp.FixedBins(bins) or dp.Poisson(q) (got {p!r})")
