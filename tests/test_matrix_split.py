@@ -158,6 +158,24 @@ def test_fixed_bins_of_a_diagonal_c_is_random_allocation():
     ra = dp.Gaussian(0.5).subsample(dp.RandomAllocation(1, 10)).epsilon(1e-6)
     g = m.epsilon(1e-6)
     assert g.epsilon == pytest.approx(ra.epsilon, rel=1e-9) and g.method == "noise-split"
+    # attained: the same bracket, both ends
+    assert m.split_attained == 1.0 and g.lower == pytest.approx(ra.lower, rel=1e-9)
+    # 43 steps: the bins differ in size, the split is an upper plan only
+    assert dp.MatrixMechanism(np.eye(43), 1.0, dp.FixedBins(10)).split_attained is None
+
+
+def test_balls_in_bins_of_a_diagonal_c_is_random_allocation():
+    """b = 1: balls in bins redrawn every epoch is dpamp's random allocation (one of each
+    epoch's steps) composed over the epochs, both ends."""
+    m = dp.MatrixMechanism(dp.BandedToeplitz([2.0], 100), 2.0, participation=dp.BallsInBins(10))
+    ra = (dp.Gaussian(1.0).subsample(dp.RandomAllocation(1, 10)) * 10).epsilon(1e-6)
+    g = m.epsilon(1e-6)
+    assert m.route == "noise-split" and m.split_attained == 2.0
+    assert g.epsilon == pytest.approx(ra.epsilon, rel=1e-9)
+    assert g.lower == pytest.approx(ra.lower, rel=1e-9) and "attained" in g.note
+    # off the diagonal: no lower end of its own (balls in bins has no witness either)
+    m2 = dp.MatrixMechanism(dp.BandedToeplitz([2.0, 0.5], 100), 2.0, dp.BallsInBins(10))
+    assert m2.split_attained is None and m2.epsilon(1e-6).lower is None
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.0])

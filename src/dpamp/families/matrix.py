@@ -57,10 +57,20 @@ def _loss_parts(m: MatrixMechanism):
 
 
 def split_parts(m: MatrixMechanism):
-    """The noise split's steps (``MatrixMechanism.split_reduction``), each only as an upper
-    pair (``NotAttained``: the split dominates the mechanism, no actual pair attains it)."""
-    from ..pld.sources import NotAttained, parts_of
-    return [(NotAttained(src), k) for src, k in parts_of(m.split_reduction())]
+    """The noise split's steps (``MatrixMechanism.split_steps``): each only as an upper pair
+    (``NotAttained``: the split dominates the mechanism, no actual pair attains it), or, where
+    the split is attained (a diagonal C, ``split_attained``), bracketed with the same steps at
+    the attained mu."""
+    from ..pld.sources import Bracketed, NotAttained, parts_of
+    ups = m.split_steps()
+    if m.split_attained is None:
+        return [(NotAttained(src), k * c) for step, k in ups for src, c in parts_of(step)]
+    out = []
+    for (up, k), (low, _) in zip(ups, m.split_steps(upper=False)):
+        a, b = parts_of(up), parts_of(low)
+        assert len(a) == len(b)
+        out += [(Bracketed(sa, sb, False), k * ca) for (sa, ca), (sb, _) in zip(a, b)]
+    return out
 
 
 def _cyclic_parts(m: MatrixMechanism):
@@ -477,6 +487,9 @@ def _amplified(m: MatrixMechanism, field: str, x: float):
     own, route = _own(m, field, x)
     lower, lnote = _lower_note(lower_end(lower_witnesses(m), field, x),
                                getattr(m.participation, "partitions", 1))
+    if route == SPLIT and own.lower is not None and (lower is None or own.lower > lower):
+        # an attained split (a diagonal C): its own lower end is the truth's
+        lower, lnote = own.lower, "; lower end: the split's steps, attained (a diagonal C)"
     cands = _candidates(m, field, x)
     best = min(cands, key=lambda c: c[1], default=None)
     if best is None or not best[1] < getattr(own, field):

@@ -62,8 +62,9 @@ from .base import Mechanism
 from .gaussian import Gaussian
 from .matrix_sensitivity import SensitivityBracket, sensitivity
 from .matrix_split import SplitPlan, split_plan
-from .matrix_strategies import Strategy, as_strategy
-from .participation import CyclicPoisson, Participation, SingleEpoch, as_participation
+from .matrix_strategies import DenseStrategy, Strategy, as_strategy
+from .participation import (CyclicPoisson, FixedBins, Participation, SingleEpoch,
+                            as_participation)
 from .subsampled import Subsampled
 
 if TYPE_CHECKING:
@@ -269,23 +270,50 @@ class MatrixMechanism(Mechanism):
         up, low = self.group_mus
         return self._steps(up if upper else low)
 
-    def split_reduction(self) -> Mechanism:
-        """The noise split's plan (:mod:`.matrix_split`): Poisson-subsampled Gaussians at
-        mu_s = Delta_s / z, or per epoch random allocation (one of its steps) of the Gaussian
-        at the epoch's largest mu; ValueError where the split does not apply."""
+    def split_steps(self, upper: bool = True) -> list[tuple[Mechanism, int]]:
+        """The noise split's plan (:mod:`.matrix_split`) as (step, count): Poisson-subsampled
+        Gaussians at mu_s = Delta_s / z, or random allocation (one of an epoch's steps, or of
+        the fixed bins) of the Gaussian at the epoch's largest mu. ``upper=False``: the same
+        steps at the attained mu (``split_attained``; ValueError where it is not attained).
+        ValueError where the split does not apply."""
         from ..core.sampling import RandomAllocation
-        from .composition import compose
         plan = self.split
         if plan is None:
             raise ValueError(f"the noise split does not apply to {self!r}")
         z = self.noise_multiplier
-        parts: list[Mechanism] = []
+        if not upper and self.split_attained is None:
+            raise ValueError("the noise split of this C is an upper plan only (not attained)")
+        out: list[tuple[Mechanism, int]] = []
         for d, epoch, count in plan.parts:
-            g = Gaussian(1.0, float(ulps_up(d / z, 2)), relation=self.relation)
-            step = g.subsample(Poisson(plan.rate)) if epoch == 0 else \
-                g.subsample(RandomAllocation(1, epoch))
-            parts.append(step * count)
+            mu = float(ulps_up(d / z, 2)) if upper else float(ulps_down(
+                self.split_attained * math.sqrt(-(-self.n // epoch) if isinstance(  # type: ignore[operator]
+                    self.participation, FixedBins) else 1) / z, 4))
+            g = Gaussian(1.0, mu, relation=self.relation)
+            out.append((g.subsample(Poisson(plan.rate)) if epoch == 0 else
+                        g.subsample(RandomAllocation(1, epoch)), count))
+        return out
+
+    def split_reduction(self, upper: bool = True) -> Mechanism:
+        """The noise split's plan composed (:meth:`split_steps`)."""
+        from .composition import compose
+        parts = [step * count for step, count in self.split_steps(upper)]
         return parts[0] if len(parts) == 1 else compose(*parts)
+
+    @functools.cached_property
+    def split_attained(self) -> float | None:
+        """d where the noise split is attained by an actual pair of neighbours (a record
+        whose gradient is one fixed unit vector): C diagonal with |C[s, s]| = d on every step,
+        so every block is its step's own output at full noise and the split's steps are the
+        mechanism's (under fixed bins also every bin of n / bins steps); else None."""
+        s, p = self.strategy, self.participation
+        if self.split is None or s.bands != 1 or (isinstance(p, FixedBins) and self.n % p.bins):
+            return None
+        c = s.toeplitz()
+        diag = np.abs(np.diag(s.dense())) if c is None or isinstance(s, DenseStrategy) \
+            else np.abs(np.asarray(c[:1], dtype=float))
+        if s.coeff_error or not (diag == diag[0]).all() or not diag[0] > 0:
+            return None
+        return float(diag[0])
 
     def with_noise_multiplier(self, noise_multiplier: float) -> MatrixMechanism:
         """The same mechanism at another noise multiplier, keeping the sensitivity computed
