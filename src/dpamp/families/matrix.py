@@ -442,11 +442,18 @@ def _lower_note(low, partitions: int) -> tuple[float | None, str]:
 
 
 def lower_witnesses(m: MatrixMechanism, c=None):
-    """The witnesses of the amplified route's lower end
-    (:mod:`dpamp.amplification.matrix.lower`) for (cyclic) Poisson sampling on a banded C, or
-    [] (balls in bins, or no bands known); ``c``: C as ``amplified_c`` reads it, if built."""
+    """The witnesses of the amplified route's lower end: (cyclic) Poisson sampling on a banded
+    C (:mod:`dpamp.amplification.matrix.lower`), balls in bins and fixed bins on C >= 0
+    (:mod:`dpamp.amplification.matrix.lower_bins`, matched filters); else [];
+    ``c``: C as ``amplified_c`` reads it, if built."""
     p = m.participation
     bands = m.strategy.bands
+    if isinstance(p, (FixedBins, BallsInBins)):
+        from ..amplification.matrix import lower_bins as LB
+        w = LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins) if \
+            isinstance(p, FixedBins) else LB.epoch_witness(m.strategy, m.noise_multiplier,
+                                                           p.bins)
+        return [w] if w is not None else []
     if not isinstance(p, CyclicPoisson) or bands is None:
         return []
     from ..amplification.matrix import lower as LW
@@ -479,7 +486,9 @@ def _amplified(m: MatrixMechanism, field: str, x: float):
     witnesses of :mod:`dpamp.amplification.matrix.lower` (a record whose gradient is one
     fixed unit vector, output rows with disjoint read sets kept; a record whose gradient
     cycles over orthogonal unit vectors, DP-SGD at the column norms), the note saying which
-    and what it assumed; none for balls in bins."""
+    and what it assumed; for balls in bins on C >= 0, matched filters
+    (:mod:`dpamp.amplification.matrix.lower_bins`); an attained split's own lower end where
+    larger."""
     if not amplifiable(m):
         return getattr(m, field)(x)
     import dataclasses as dc

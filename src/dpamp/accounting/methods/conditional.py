@@ -8,7 +8,8 @@ allocation at per-step sensitivities). The answer is the smallest of those and t
 no-amplification one (the Gaussian at the worst pattern's sensitivity); all are proven upper
 bounds and the answer's ``method`` names the route that gave it. The lower end, for (cyclic) Poisson sampling on a
 banded C: the larger of two witnesses' PLD lower bounds (:mod:`dpamp.amplification.matrix.lower`;
-the note names it and what it assumed); none for balls in bins. Rank 8: where it applies it is
+the note names it and what it assumed); for balls in bins on C >= 0, matched filters
+(:mod:`dpamp.amplification.matrix.lower_bins`). Rank 8: where it applies it is
 the tightest proven bound.
 """
 from __future__ import annotations

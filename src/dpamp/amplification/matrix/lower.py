@@ -88,6 +88,8 @@ MAX_ROW_PARTS = 32
 #: distinct mu of the orthogonal witness at most (beyond: rounded down onto levels)
 MAX_LEVELS = 16
 FIXED, ORTHOGONAL = "fixed-direction", "orthogonal"
+#: balls in bins' witnesses (:mod:`.lower_bins`)
+MATCHED = "matched-filter"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +107,10 @@ class Witness:
         if self.name == FIXED:
             return ("fixed-direction witness (a record whose clipped gradient is one unit "
                     "vector, signed as C; any model dimension), output rows with disjoint read sets kept")
+        if self.name == MATCHED:
+            return ("matched-filter witness (a record whose clipped gradient is one unit "
+                    "vector; any model dimension), the outputs projected on one participation's "
+                    "mean")
         return (f"orthogonal witness (the record's gradient cycles over {self.dimensions} "
                 "orthogonal unit vectors: DP-SGD at the column norms; a model of at least "
                 f"{self.dimensions} parameters)")

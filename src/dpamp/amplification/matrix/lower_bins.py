@@ -1,0 +1,143 @@
+"""Proven lower ends for balls in bins on a matrix mechanism with C >= 0: matched filters.
+
+The record's clipped gradient is one unit vector u in every step it enters, the other
+records' gradients 0: an actual pair of neighbours (P with the record, Q without), so any
+post-processing of it gives a lower bound on the mechanism's delta(eps) (data processing).
+Projected on u, the release is y = C x + sigma N(0, I), x the record's participation pattern.
+
+**Fixed bins** (:class:`~dpamp.mechanisms.participation.FixedBins`: one bin j of B drawn
+once, x_j = the indicator of steps j, j + B, ...). With m_j = C x_j and a chosen bin j*, the
+statistic v = <m_j*, y> / (sigma |m_j*|) is N(<m_j*, m_j> / (sigma |m_j*|), 1) given bin j and
+N(0, 1) without the record: the pair is the mixture of Gaussians (1/B) sum_j N(a_j, 1) against
+N(0, 1), a_j = <m_j*, m_j> / (sigma |m_j*|) >= 0 (C >= 0), dpamp's ``MixtureOfGaussians``.
+j* is the bin of largest |m_j|.
+
+**Balls in bins redrawn every epoch** (:class:`~dpamp.mechanisms.participation.BallsInBins`,
+epochs of B steps, a C of b bands). The rows R_e = [e B + b - 1, (e + 1) B - 1] of epoch e are
+read by epoch e's steps only (a step s reads rows s .. s + b - 1), so with w_s = C[R_e, s] and
+s* the step of largest |w_s|, the statistics v_e = <w_s*, y_{R_e}> / (sigma |w_s*|) of the full
+epochs use disjoint rows (independent noise) and depend on their own epoch's draw only: the
+pair is the product over the full epochs of (1/B) sum_{s in epoch e} N(<w_s*, w_s> /
+(sigma |w_s*|), 1) against N(0, 1).
+
+**Rounding**: each shift is lowered by the relative error of its sums (non-negative terms,
+gamma bounds; Higham 2002, Sec. 3.1) and each positive shift's probability padded down, the
+zero shift taking the rest; a stochastically smaller law of non-negative shifts gives a
+dominated mixture in both orders (:mod:`.lower`, module docstring). A computed C (a BLT's
+coefficients, ``coeff_error`` > 0) or one with negative entries gets no witness here.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+
+from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
+from ...mechanisms.matrix_strategies import DenseStrategy, Strategy
+from .lower import MATCHED, Witness
+
+__all__ = ["fixed_bins_witness", "epoch_witness", "MAX_WORK"]
+
+_U = 2.0 ** -53
+#: the most multiply-adds spent on a witness's means (beyond: no witness; it is optional)
+MAX_WORK = 1 << 27
+
+
+def _mixture(g: np.ndarray, norm_sq: float, terms: int, bins: int) -> tuple:
+    """(shifts, probabilities) of (1/B) sum_j N(g_j / |m|, .) from the computed inner products
+    g and |m|^2 (sums of ``terms`` non-negative products, each of sums of as many), rounded
+    so that the true mixture dominates it (module docstring)."""
+    rel = (4 * terms + 32) * _U
+    shifts = np.asarray(g, dtype=float) / math.sqrt(norm_sq * (1 + rel)) * (1 - rel)
+    shifts = np.where(shifts > 0, shifts, 0.0)
+    u, inv = np.unique(shifts, return_inverse=True)
+    pp = np.bincount(inv, minlength=u.size) * ((1.0 / bins) * (1 - 64 * _U))
+    if u[0] > 0:                      # the rest of the mass at the zero shift
+        u, pp = np.concatenate([[0.0], u]), np.concatenate([[0.0], pp])
+    pos = u > 0
+    pp[~pos] = max(1.0 - math.fsum(pp[pos]), 0.0)
+    return tuple(u.tolist()), tuple(pp.tolist())
+
+
+def _toeplitz(strategy: Strategy) -> np.ndarray | None:
+    """|c| of a Toeplitz strategy (trailing zeros dropped), or None for a dense one."""
+    c = strategy.toeplitz()
+    if c is None or isinstance(strategy, DenseStrategy):
+        return None
+    a = np.abs(np.asarray(c, dtype=float))
+    nz = np.flatnonzero(a)
+    return a[:int(nz[-1]) + 1]
+
+
+def _block(strategy: Strategy, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """C[rows, steps] (a Toeplitz C from its coefficients, without the n x n array)."""
+    c = _toeplitz(strategy)
+    if c is None:
+        return np.asarray(strategy.dense(), dtype=float)[np.ix_(rows, steps)]
+    k = rows[:, None] - steps[None, :]
+    return np.where((k >= 0) & (k < c.size), c[np.clip(k, 0, c.size - 1)], 0.0)
+
+
+def _usable(strategy: Strategy) -> bool:
+    return strategy.square_lower and strategy.nonnegative() and not strategy.coeff_error
+
+
+def _bin_means(strategy: Strategy, bins: int) -> np.ndarray | None:
+    """m_j = C x_j for the bins j (n x bins), or None beyond MAX_WORK."""
+    n = strategy.n
+    c = _toeplitz(strategy)
+    if (n * n if c is None else min(bins, n) * n * c.size) > MAX_WORK:
+        return None
+    out = np.zeros((n, min(bins, n)))
+    if c is None:
+        dense = np.asarray(strategy.dense(), dtype=float)
+        for j in range(out.shape[1]):
+            out[:, j] = dense[:, j::bins].sum(axis=1)
+        return out
+    for j in range(out.shape[1]):
+        x = np.zeros(n)
+        x[j::bins] = 1.0
+        out[:, j] = np.convolve(c, x)[:n]
+    return out
+
+
+def fixed_bins_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
+    """The fixed-bins matched filter (module docstring), or None (C not >= 0 and exact, or
+    its means beyond MAX_WORK)."""
+    if not _usable(strategy):
+        return None
+    means = _bin_means(strategy, bins)
+    if means is None:
+        return None
+    norms = np.einsum("tj,tj->j", means, means)
+    top = int(np.argmax(norms))
+    g = np.einsum("t,tj->j", means[:, top], means)
+    shifts, probs = _mixture(g, float(norms[top]), 2 * strategy.n, bins)
+    if not any(v > 0 for v in shifts):
+        return None
+    return Witness(MATCHED, ((MixtureOfGaussians(sigma, shifts, probs), 1),), top, 1)
+
+
+def epoch_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
+    """The per-epoch matched filters of balls in bins redrawn every epoch (module docstring),
+    or None (C not >= 0 and exact, no bands known, epochs shorter than the bands, no full
+    epoch, or beyond MAX_WORK). A Toeplitz C has one epoch's mixture for every full epoch."""
+    n, b = strategy.n, strategy.bands
+    epochs = n // bins
+    if not _usable(strategy) or b is None or bins < b or epochs == 0:
+        return None
+    same = _toeplitz(strategy) is not None
+    if (1 if same else epochs) * bins * bins > MAX_WORK:
+        return None
+    parts: Counter = Counter()
+    for e in range(1 if same else epochs):
+        steps = np.arange(e * bins, (e + 1) * bins)
+        w = _block(strategy, np.arange(e * bins + b - 1, (e + 1) * bins), steps)
+        norms = np.einsum("ts,ts->s", w, w)
+        top = int(np.argmax(norms))
+        g = np.einsum("t,ts->s", w[:, top], w)
+        parts[_mixture(g, float(norms[top]), 2 * bins, bins)] += epochs if same else 1
+    out = tuple((MixtureOfGaussians(sigma, s, p), k) for (s, p), k in sorted(parts.items())
+                if any(v > 0 for v in s))
+    return Witness(MATCHED, out, 0, 1) if out else None
