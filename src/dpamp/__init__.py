@@ -48,8 +48,8 @@ _LAZY = {
                                                               "BinaryTree", "DenseStrategy",
                                                               "Toeplitz")},
     **{n: ("dpamp.mechanisms.participation", n) for n in ("BallsInBins", "CyclicPoisson",
-                                                          "FixedBins", "MinSeparation",
-                                                          "SingleEpoch")},
+                                                          "FixedBins", "MinSepSampling",
+                                                          "MinSeparation", "SingleEpoch")},
     # represent: privacy profiles and tight amplification by subsampling (Balle et al. 2018)
     "profiles": ("dpamp.profiles", None),
     **{n: ("dpamp.profiles", n) for n in ("RandomizedMembership", "group_profile",

@@ -181,7 +181,7 @@ def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, _Setup]]:
     if not isinstance(p, CyclicPoisson):
         raise ValueError(f"the Monte Carlo check needs a sampled participation "
                          f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins; not yet "
-                         f"dp.FixedBins), got {p.describe()}")
+                         f"dp.FixedBins, dp.MinSepSampling), got {p.describe()}")
     groups = range(min(p.partitions, n)) if group is None else \
         [V.integer("group", group, low=0, high=p.partitions - 1)]
     out = []

@@ -138,16 +138,18 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--matrix-file", metavar="FILE.npy", help="a dense C (columns = steps)")
     g.add_argument("--participation",
                    choices=("single-epoch", "min-separation", "cyclic-poisson",
-                            "balls-in-bins", "fixed-bins"),
+                            "balls-in-bins", "fixed-bins", "min-sep-sampling"),
                    help="how records enter the steps (default single-epoch)")
     g.add_argument("--participations", type=int, metavar="K",
                    help="min-separation: at most K steps per record")
     g.add_argument("--min-separation", type=int, metavar="B",
-                   help="min-separation: any two of a record's steps at least B apart")
+                   help="min-separation, min-sep-sampling: any two of a record's steps at "
+                        "least B apart")
     g.add_argument("--partitions", type=int, metavar="P",
                    help="cyclic-poisson: groups of records cycled over the steps (default 1)")
     g.add_argument("--sampling-prob", type=float, metavar="Q",
-                   help="cyclic-poisson: Poisson rate of each step within its group")
+                   help="cyclic-poisson: Poisson rate of each step within its group; "
+                        "min-sep-sampling: the rate of an eligible record")
     g.add_argument("--bins", type=int, metavar="B",
                    help="balls-in-bins: steps per epoch (a fresh draw each); fixed-bins: the "
                         "bins, one drawn per record for the whole run (jax_privacy's)")

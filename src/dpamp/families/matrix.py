@@ -15,7 +15,7 @@ bounds, so a bracket never leans on a sensitivity that is only an upper bound:
 Plan words (``mechanism = "matrix"``; docs/matrix-mechanisms.md): ``strategy`` (banded,
 toeplitz, blt, tree, dense), ``bands``, ``coeffs``, ``buffer_decays``, ``output_scales``,
 ``matrix_file`` (a .npy file), ``noise_multiplier``, ``participation`` (single-epoch,
-min-separation, cyclic-poisson, balls-in-bins, fixed-bins), ``participations``, ``min_separation``,
+min-separation, cyclic-poisson, balls-in-bins, fixed-bins, min-sep-sampling), ``participations``, ``min_separation``,
 ``partitions``, ``sampling_prob``, ``bins``; the stage's ``steps`` are the matrix's n, and
 the stage runs it once (``whole_run``).
 """
@@ -36,7 +36,7 @@ from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION
 from ..mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
                                             Toeplitz)
 from ..mechanisms.participation import (BallsInBins, CyclicPoisson, FixedBins,
-                                        MinSeparation, SingleEpoch)
+                                        MinSeparation, MinSepSampling, SingleEpoch)
 
 
 def _loss_parts(m: MatrixMechanism):
@@ -232,8 +232,12 @@ def _participation(words):
         return BallsInBins(words.get("bins", V.integer, low=1, required=True))
     if kind == "fixed-bins":
         return FixedBins(words.get("bins", V.integer, low=1, required=True))
+    if kind == "min-sep-sampling":
+        return MinSepSampling(
+            words.get("sampling_prob", V.probability, low_open=True, required=True),
+            words.get("min_separation", V.integer, low=1, required=True))
     words.fail("participation", "must be one of single-epoch, min-separation, cyclic-poisson, "
-                                f"balls-in-bins, fixed-bins (got {kind!r})")
+                                f"balls-in-bins, fixed-bins, min-sep-sampling (got {kind!r})")
 
 
 def _words(words, relation):
@@ -266,7 +270,8 @@ _STRATEGY_KEYS = {"banded": ("bands", "coeffs"), "toeplitz": ("coeffs",),
 _PARTICIPATION_KEYS = {"single-epoch": (), "min-separation": ("participations",
                                                                "min_separation"),
                        "cyclic-poisson": ("sampling_prob", "partitions"),
-                       "balls-in-bins": ("bins",), "fixed-bins": ("bins",)}
+                       "balls-in-bins": ("bins",), "fixed-bins": ("bins",),
+                       "min-sep-sampling": ("sampling_prob", "min_separation")}
 
 
 def _check_keys(words) -> None:
@@ -296,6 +301,7 @@ def _to_event(m: MatrixMechanism):
     g = E.GaussianDpEvent(1.0 / m.mu[1]) if m.mu[1] > 0 else E.NoOpDpEvent()
     plan = m.split
     if m.route == SPLIT and plan is not None and all(e == 0 for _, e, _ in plan.parts):
+        # (b-min-separation sampling too: its split is dominated by this Poisson plan)
         z = m.noise_multiplier
         return E.ComposedDpEvent([E.SelfComposedDpEvent(E.PoissonSampledDpEvent(
             plan.rate, E.GaussianDpEvent(z / d)), k) for d, _, k in plan.parts])
@@ -336,7 +342,7 @@ def _own_samplers() -> dict[str, MatrixMechanism]:
             for label, p in (
         ("single epoch", SingleEpoch()), ("(k, b)-participation", MinSeparation(2, 4)),
         ("cyclic Poisson", CyclicPoisson(0.1, 2)), ("balls in bins", BallsInBins(4)),
-        ("fixed bins", FixedBins(4)),
+        ("fixed bins", FixedBins(4)), ("b-min-separation sampling", MinSepSampling(0.1, 2)),
         ("Poisson", Poisson(0.1)))}
 
 # --- the amplified route (Poisson sampling, any lower-triangular C) ---------------------------
@@ -370,15 +376,16 @@ def amplifiable(m: MatrixMechanism) -> bool:
     amplified routes bound (:func:`_amplified`). Decided from the description."""
     p = m.participation
     return m.route in (NO_AMPLIFICATION, SPLIT) and m.strategy.square_lower \
-        and isinstance(p, (CyclicPoisson, BallsInBins, FixedBins))
+        and isinstance(p, (CyclicPoisson, BallsInBins, FixedBins, MinSepSampling))
 
 
 def _conditional_applies(m: MatrixMechanism) -> bool:
     """Conditional composition's reach: at most MAX_AMPLIFIED_STEPS steps
     (MAX_TOEPLITZ_STEPS for a Toeplitz C), ``bins`` dividing n under balls in bins redrawn
-    every epoch (not fixed bins: its analysis takes the epochs' draws independent)."""
+    every epoch (not fixed bins: its analysis takes the epochs' draws independent; not
+    b-min-separation sampling, whose steps are not independent)."""
     p = m.participation
-    if isinstance(p, FixedBins) or \
+    if isinstance(p, (FixedBins, MinSepSampling)) or \
             m.n > (MAX_TOEPLITZ_STEPS if _is_toeplitz(m) else MAX_AMPLIFIED_STEPS):
         return False
     return not isinstance(p, BallsInBins) or m.n % p.bins == 0

@@ -324,10 +324,16 @@ def _first_steps(m, steps: int):
 
 def _dpsgd_rate(participation) -> float | None:
     """DP-SGD's Poisson rate at the matrix mechanism's expected batch: q / p for cyclic Poisson
-    (Poisson is p = 1), 1 / bins for balls in bins; None without sampling."""
-    from ..mechanisms.participation import BallsInBins, CyclicPoisson, FixedBins
+    (Poisson is p = 1), 1 / bins for balls in bins, p / (1 + (b - 1) p) for b-min-separation
+    sampling; None without sampling."""
+    from ..mechanisms.participation import (BallsInBins, CyclicPoisson, FixedBins,
+                                            MinSepSampling)
     if isinstance(participation, CyclicPoisson):
         return participation.sampling_prob / participation.partitions
+    if isinstance(participation, MinSepSampling):
+        # the stationary rate: a geometric wait of mean 1 / p after b - 1 blocked steps
+        p, b = participation.sampling_prob, participation.min_separation
+        return p / (1.0 + (b - 1) * p)
     if isinstance(participation, (BallsInBins, FixedBins)):
         return 1.0 / participation.bins
     return None

@@ -28,6 +28,11 @@ The schemas. Poisson sampling (x_s independent Bernoulli(q)): y is the compositi
 Poisson-subsampled Gaussians at mu_s. Cyclic Poisson: the same over each group's steps.
 Balls in bins redrawn every epoch: per epoch random allocation (1 of the epoch's steps;
 Feldman & Shenfeld 2025) of the Gaussian at the epoch's largest mu_s, composed over epochs.
+b-min-separation sampling: given y_{<s}, the record is taken at step s with probability
+p P(not taken in the last b - 1 steps | y_{<s}) <= p, so each step's conditional pair is the
+Poisson-subsampled one at a rate at most p, a post-processing of the one at p (keep the output
+with probability pi / p, else draw fresh N(0, 1)), and the adaptive composition of dominating
+pairs gives the Poisson plan at rate p.
 Fixed bins (one bin j for the whole run): random allocation (1 of ``bins``) of the bins' vectors
 (y_s)_{s = j mod bins}, each a Gaussian of norm sqrt(sum mu_s^2) over its steps, at the largest
 over the bins. The weights minimise sum_s Delta_s^2 (Cauchy-Schwarz, row by row):
@@ -61,7 +66,8 @@ import numpy as np
 
 from ..core.rounding import ulps_up
 from .matrix_strategies import DenseStrategy, Strategy
-from .participation import BallsInBins, CyclicPoisson, FixedBins, Participation
+from .participation import (BallsInBins, CyclicPoisson, FixedBins, MinSepSampling,
+                            Participation)
 
 __all__ = ["SplitPlan", "split_plan", "MAX_LEVELS"]
 
@@ -177,8 +183,9 @@ def split_plan(strategy: Strategy, participation: Participation) -> SplitPlan | 
     if not strategy.square_lower:
         return None
     n = strategy.n
-    if isinstance(participation, CyclicPoisson):
-        raw = _group_deltas(strategy, n, participation.partitions)
+    if isinstance(participation, (CyclicPoisson, MinSepSampling)):
+        period = getattr(participation, "partitions", 1)
+        raw = _group_deltas(strategy, n, period)
         deltas = _levels(raw)
         vals, counts = np.unique(deltas[deltas > 0], return_counts=True)
         return SplitPlan(tuple((float(v), 0, int(k)) for v, k in zip(vals[::-1], counts[::-1])),

@@ -13,6 +13,9 @@
 - :class:`BallsInBins`: the steps split into epochs of ``bins`` steps, and in each epoch every
   record joins one step drawn uniformly, a fresh draw every epoch (random allocation of one
   step per epoch; Feldman & Shenfeld 2025).
+- :class:`MinSepSampling`: b-min-separation sampling (Dong & Ganesh, arXiv 2602.09338;
+  jax_privacy's ``BMinSepSampling``): at each step a record not taken in the previous b - 1
+  steps is taken with probability p, independently.
 - :class:`FixedBins`: every record draws one of ``bins`` bins once and enters every step of
   it (steps j, j + bins, ...): balls in bins as Choquette-Choo, Ganesh, Haque, Steinke &
   Thakurta, "Near exact privacy amplification for matrix mechanisms", ICLR 2025, and
@@ -31,7 +34,7 @@ import math
 from ..core import validate as V
 
 __all__ = ["Participation", "SingleEpoch", "MinSeparation", "CyclicPoisson", "BallsInBins",
-           "FixedBins"]
+           "FixedBins", "MinSepSampling"]
 
 
 class Participation:
@@ -149,6 +152,31 @@ class FixedBins(Participation):
                 f"bins drawn uniformly (steps j, j + {self.bins}, ...)")
 
 
+@dataclasses.dataclass(frozen=True)
+class MinSepSampling(Participation):
+    """b-min-separation sampling: at each step, a record not taken in the previous
+    ``min_separation`` - 1 steps is taken with probability ``sampling_prob``, independently of
+    the others (no warm start: every record eligible at step 0; no batch truncation)."""
+
+    sampling_prob: float
+    min_separation: int
+    sampled = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "sampling_prob",
+                           V.probability("sampling_prob", self.sampling_prob, low_open=True))
+        object.__setattr__(self, "min_separation",
+                           V.integer("min_separation", self.min_separation, low=1))
+
+    def worst_case(self, n: int) -> tuple[int, int]:
+        return math.ceil(int(n) / self.min_separation), self.min_separation
+
+    def describe(self) -> str:
+        return (f"{self.min_separation}-min-separation sampling: each step takes a record not "
+                f"taken in the previous {self.min_separation - 1} with probability "
+                f"{self.sampling_prob:.6g}")
+
+
 def as_participation(p) -> Participation:
     """A schema as given; ``dp.Poisson(q)`` (add/remove) is :class:`CyclicPoisson` (q, 1)."""
     if isinstance(p, Participation):
@@ -162,4 +190,5 @@ def as_participation(p) -> Participation:
         return CyclicPoisson(p.rate, 1)
     raise ValueError(f"participation must be dp.SingleEpoch(), dp.MinSeparation(k, b), "
                      f"dp.CyclicPoisson(q, partitions), dp.BallsInBins(bins), "
-                     f"dp.FixedBins(bins) or dp.Poisson(q) (got {p!r})")
+                     f"dp.FixedBins(bins), dp.MinSepSampling(q, b) or dp.Poisson(q) "
+                     f"(got {p!r})")
