@@ -26,14 +26,16 @@ How it is accounted (``route``):
   ceil(n / p) steps, as jax_privacy's ``amplified_bandmf_event`` (which takes C with max column
   norm 1). :meth:`MatrixMechanism.reduction` is that plan.
 - **noise-split** (:mod:`.matrix_split`; Poisson, cyclic Poisson with more bands than
-  partitions, balls in bins, any square lower-triangular C): the noise of each row shared among
-  the record's possible steps in proportion to |C[t, s]| makes the release a post-processing
-  of independent Gaussian steps at sensitivities Delta_s: DP-SGD at per-step noise, or per
-  epoch random allocation. The route wherever its sum of Delta_s^2 is at most
-  no-amplification's Delta^2 (then it is dominated by that Gaussian at every epsilon); an
-  upper plan only (no lower end of its own).
-- **no-amplification** (balls in bins where the split is not dominated; a C that is not
-  square lower triangular): every pattern the schema can draw lies in a (k, b) set (``Participation.worst_case``), the
+  partitions, balls in bins, fixed bins, b-min-separation sampling; any square
+  lower-triangular C): the noise of each row shared among the record's possible steps in
+  proportion to |C[t, s]| makes the release a post-processing of independent Gaussian steps
+  at sensitivities Delta_s: DP-SGD at per-step noise, or random allocation. The route
+  wherever its sum of Delta_s^2 is at most no-amplification's Delta^2 (then it is dominated
+  by that Gaussian at every epsilon); an upper plan only (no lower end of its own), except
+  on a diagonal C with one |C[s, s]| (``split_attained``).
+- **no-amplification** (a sampled schema where the split is not dominated; a C that is not
+  square lower triangular): every pattern the schema can draw lies in a (k, b) set
+  (``Participation.worst_case``), the
   output is a mixture over patterns drawn independently of the data, and by joint convexity
   the mixture is no less private than its worst member: the Gaussian bound of that set is a
   proven upper bound, with no lower bound (amplification may make the truth smaller).
@@ -261,10 +263,11 @@ class MatrixMechanism(Mechanism):
         """The plan this mechanism is accounted as, at the sensitivity's upper end (``upper``)
         or its lower end: the Gaussian mechanism (routes gaussian and no-amplification),
         ``rounds`` Poisson-subsampled Gaussian steps (DP-SGD; route cyclic-poisson), or the
-        noise split's steps (route noise-split: an upper plan only; ``upper=False`` gives
-        the same plan, which bounds nothing from below)."""
+        noise split's steps (route noise-split: an upper plan, except where it is attained;
+        ``upper=False`` gives the attained plan, or the upper one, which bounds nothing from
+        below)."""
         if self.route == SPLIT:
-            return self.split_reduction()
+            return self.split_reduction(upper or self.split_attained is None)
         if self.route != CYCLIC:
             return self._gaussian(upper)
         up, low = self.group_mus
@@ -284,10 +287,12 @@ class MatrixMechanism(Mechanism):
         if not upper and self.split_attained is None:
             raise ValueError("the noise split of this C is an upper plan only (not attained)")
         out: list[tuple[Mechanism, int]] = []
+        # (attained: a bin's n / bins steps of |C[s, s]| = d each under fixed bins, one step
+        # of an epoch under balls in bins)
+        steps = self.n // plan.parts[0][1] if isinstance(self.participation, FixedBins) else 1
         for d, epoch, count in plan.parts:
             mu = float(ulps_up(d / z, 2)) if upper else float(ulps_down(
-                self.split_attained * math.sqrt(-(-self.n // epoch) if isinstance(  # type: ignore[operator]
-                    self.participation, FixedBins) else 1) / z, 4))
+                float(self.split_attained or 0.0) * math.sqrt(steps) / z, 4))
             g = Gaussian(1.0, mu, relation=self.relation)
             out.append((g.subsample(Poisson(plan.rate)) if epoch == 0 else
                         g.subsample(RandomAllocation(1, epoch)), count))
