@@ -15,8 +15,8 @@ bounds, so a bracket never leans on a sensitivity that is only an upper bound:
 Plan words (``mechanism = "matrix"``; docs/matrix-mechanisms.md): ``strategy`` (banded,
 toeplitz, blt, tree, dense), ``bands``, ``coeffs``, ``buffer_decays``, ``output_scales``,
 ``matrix_file`` (a .npy file), ``noise_multiplier``, ``participation`` (single-epoch,
-min-separation, cyclic-poisson, balls-in-bins, fixed-bins, min-sep-sampling), ``participations``, ``min_separation``,
-``partitions``, ``sampling_prob``, ``bins``; the stage's ``steps`` are the matrix's n, and
+min-separation, cyclic-poisson, balls-in-bins, fixed-bins, min-sep-sampling),
+``participations``, ``min_separation``, ``partitions``, ``sampling_prob``, ``bins``; the stage's ``steps`` are the matrix's n, and
 the stage runs it once (``whole_run``).
 """
 from __future__ import annotations
