@@ -54,8 +54,8 @@ import scipy.sparse as sp
 
 from ..core import validate as V
 from ..mechanisms.matrix import MatrixMechanism
-from ..mechanisms.participation import BallsInBins, CyclicPoisson
-from .matrix_mc_loss import log_ratio_bins, log_ratio_rates
+from ..mechanisms.participation import BallsInBins, CyclicPoisson, FixedBins
+from .matrix_mc_loss import log_ratio_bins, log_ratio_fixed_bins, log_ratio_rates
 
 __all__ = ["MonteCarloEstimate", "estimate_delta", "estimate_epsilon"]
 
@@ -118,7 +118,8 @@ class _Setup:
     j: Any                        # scipy.sparse CSR matrix (n, n): C^T C / s^2
     sigma: float
     rates: np.ndarray | None      # rate schemas: the target rates (0 off the group)
-    bins: int | None              # balls in bins
+    bins: int | None              # balls in bins (redrawn every epoch)
+    fixed_bins: int | None = None  # balls in bins drawn once (B = x_j, j uniform)
 
     @property
     def e(self) -> np.ndarray:
@@ -139,6 +140,8 @@ class _Setup:
         h = a * u - a * b * je[None, :] - 0.5 * a * a * self.j.diagonal()[None, :]
         if self.bins is not None:
             return out + log_ratio_bins(h, a * a * self.j, self.bins)
+        if self.fixed_bins is not None:
+            return out + log_ratio_fixed_bins(h, a * a * self.j, self.fixed_bins)
         assert self.rates is not None
         # only the steps the record may enter count (a cyclic group's steps, p apart): their
         # own bandwidth is what the recursion pays for (0 when p >= bands)
@@ -154,6 +157,9 @@ class _Setup:
                 k = min(self.bins, n - a)
                 b[np.arange(count), a + rng.integers(0, k, count)] = 1.0
             return b
+        if self.fixed_bins is not None:
+            pick = rng.integers(0, self.fixed_bins, count)
+            return (np.arange(n)[None, :] % self.fixed_bins == pick[:, None]).astype(float)
         assert self.rates is not None
         r = self.rates if rate is None else np.where(self.rates > 0, rate, 0.0)
         return (rng.random((count, n)) < r[None, :]).astype(float)
@@ -176,12 +182,17 @@ def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, _Setup]]:
     csr = _sparse(m.strategy)
     n, s = csr.shape[1], m.noise_multiplier
     j = sp.csr_matrix(csr.T @ csr) / (s * s)
-    if isinstance(p, BallsInBins):
+    if isinstance(p, (BallsInBins, FixedBins)):
+        if group not in (None, 0):
+            raise ValueError(f"group: only dp.CyclicPoisson has groups, got group={group!r} "
+                             f"for {p.describe()}")
+        if isinstance(p, FixedBins):
+            return [(0, _Setup(csr, j, s, None, None, p.bins))]
         return [(0, _Setup(csr, j, s, None, p.bins))]
     if not isinstance(p, CyclicPoisson):
         raise ValueError(f"the Monte Carlo check needs a sampled participation "
-                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins; not yet "
-                         f"dp.FixedBins), got {p.describe()}")
+                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins, dp.FixedBins), "
+                         f"got {p.describe()}")
     groups = range(min(p.partitions, n)) if group is None else \
         [V.integer("group", group, low=0, high=p.partitions - 1)]
     out = []
