@@ -2,18 +2,21 @@
 sum_j N(C x_j, z^2 I) against Q = N(0, z^2 I), x_j the indicator of bin j's steps. Its loss
 against brute force over the bins; the estimates against independent truths: C = I is random
 allocation (1 of bins) of the Gaussian at sqrt(cycles) / z, one bin is the Gaussian mechanism
-of sensitivity |C 1|, tiny overlapping cases against quadrature of the pair; and the proven
-upper bound above the interval's lower end."""
+of sensitivity |C 1|, tiny overlapping cases against quadrature of the pair; the proposals'
+density against the Gaussian mixture it is, their EM step's fixed point; and the proven upper
+bound above the interval's lower end."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.special import logsumexp
 from test_matrix_amplified import exact_delta
 
 import dpamp as dp
+from dpamp.accounting.matrix_mc_fixed_bins import FixedBinsSampler
 from dpamp.accounting.matrix_mc_loss import log_ratio_fixed_bins
 from dpamp.accounting.montecarlo_matrix import estimate_delta, estimate_epsilon
 from dpamp.families.matrix import bsr_coefficients
@@ -117,3 +120,53 @@ def test_same_seed_same_answer_and_inputs():
     assert a == b and a.estimate != other.estimate and "not a guarantee" in a.label
     with pytest.raises(ValueError, match="group"):
         estimate_epsilon(m, 1e-5, samples=200, group=1)
+
+
+def _sampler(c: np.ndarray, sigma: float, bins: int) -> FixedBinsSampler:
+    cs = sp.csr_matrix(c)
+    return FixedBinsSampler(cs, sp.csr_matrix(cs.T @ cs) / sigma ** 2, sigma, bins)
+
+
+@pytest.mark.parametrize("bins, bands, rings, with_all", [(6, 3, 2, True), (4, 3, 2, False), (3, 3, 1, False),
+                                                          (5, 1, 0, True), (1, 2, 0, False)])
+def test_proposal_density_is_the_gaussian_mixture(bins, bands, rings, with_all):
+    """log dR_theta/dQ against the mixture (1/B) sum_j N(C m_j, s^2 I) over N(0, s^2 I)
+    evaluated directly, m_j = sum_k theta_k (x_{j+k} + x_{j-k}, each bin once) (+ theta_e 1):
+    the rings reach as far as the bins' steps meet in C^T C."""
+    rng = np.random.default_rng(7)
+    n, sigma = 9, 0.8
+    c = np.zeros((n, n))
+    for t in range(n):
+        for k in range(bands):
+            if t + k < n:
+                c[t + k, t] = rng.uniform(0.2, 1.0)
+    st = _sampler(c, sigma, bins)
+    assert (st.rings, st.with_all) == (rings, with_all)
+    theta = tuple(rng.normal(size=st.size))
+    x = _bin_patterns(n, bins)
+    means = []
+    for j in range(bins):
+        m = sum(theta[k] * np.clip(x[(j + k) % bins] + x[(j - k) % bins], 0, 1)
+                for k in range(rings + 1))
+        means.append(m + (theta[-1] if with_all else 0.0))
+    y = 1.5 * rng.normal(size=(n, 5))
+    want = [logsumexp([(cm @ yi - 0.5 * cm @ cm) / sigma ** 2 for cm in (c @ m for m in means)])
+            - math.log(bins) for yi in y.T]
+    np.testing.assert_allclose(st.log_ratio(st.observe(y), theta), want, atol=1e-10)
+    # the target's own loss (the loss module's path) is the same mixture at ring 0 = 1
+    want_p = [logsumexp([(c @ xj @ yi - 0.5 * (c @ xj) @ (c @ xj)) / sigma ** 2 for xj in x])
+              - math.log(bins) for yi in y.T]
+    np.testing.assert_allclose(st.log_ratio(st.observe(y), st.target(True)), want_p,
+                               atol=1e-10)
+
+
+def test_em_step_keeps_the_sampling_proposal():
+    """With unit weights on draws of R_theta, the update is the maximum likelihood of theta:
+    it returns theta up to sampling noise (the EM fixed point)."""
+    c = np.eye(12) + 0.8 * np.eye(12, k=-1) + 0.5 * np.eye(12, k=-2)
+    st = _sampler(c, 1.0, 4)
+    theta = (2.0, 0.6, -0.4)                  # rings 0, 1, 2 cover the 4 bins: no theta_e
+    assert st.size == 3
+    _, stats = st.sample(theta, theta, 20000, np.random.default_rng(8))
+    got = st.ce_update(stats, np.ones(20000), st.start(True))
+    np.testing.assert_allclose(got, theta, atol=0.05)

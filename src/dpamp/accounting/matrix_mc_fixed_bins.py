@@ -173,15 +173,20 @@ class FixedBinsSampler:
         pick = rng.integers(0, self.bins, count)
         cm = np.asarray(self.c @ self._means(comp, pick).T)        # (m, count)
         y = cm + self.sigma * rng.standard_normal(cm.shape)
-        u = np.asarray(self.c.T @ y).T / (self.sigma ** 2)         # (count, n)
-        scores = self._scores(bin_sums(u, self.bins))
+        u, scores = data = self.observe(y)
         terms = self._terms(scores, tuned)
         rho = np.exp(terms - terms.max(axis=1)[:, None])
         rho /= rho.sum(axis=1)[:, None]
         p = self.size
         sbar = [np.sum(rho * sk, axis=1) for sk in scores]
         mbar = np.einsum("sj,jm->sm", rho, self._gram_blocks.reshape(self.bins, p * p))
-        return (u, scores), np.column_stack(sbar + [mbar])
+        return data, np.column_stack(sbar + [mbar])
+
+    def observe(self, y: np.ndarray) -> tuple:
+        """What log_ratio reads of releases y (m, S): u = C^T y / s^2 (S, n) and the
+        regressors' scores (bin sums of u summed over each ring)."""
+        u = np.asarray(self.c.T @ y).T / (self.sigma ** 2)
+        return u, self._scores(bin_sums(u, self.bins))
 
     def log_ratio(self, data: tuple, theta: tuple) -> np.ndarray:
         """log dR_theta/dQ at the samples: P's own (the loss) straight from the bins'
