@@ -12,6 +12,8 @@ argue it is the worst case. Under add/remove both orders count:
     add     delta_{Q||P}(eps) = E_P[(dQ/dP - e^eps)_+] = E_Q[(1 - e^{eps + L})_+]
 
 and delta(eps) = max of the two (and, for cyclic Poisson, of the p groups a record may be in).
+Under balls in bins drawn once (``dp.FixedBins``) B = x_j, the indicator of one uniformly drawn
+bin's steps j, j + bins, ...: the pair and its sampler are in :mod:`.matrix_mc_fixed_bins`.
 
 The estimator (importance sampling with a defensive mixture, Hesterberg 1995). Each direction
 draws y from R = alpha T + (1 - alpha) R_{r,a,b}, T its target (P for remove, Q for add) and
@@ -28,7 +30,10 @@ which the pilot's delta estimate equals the asked delta), 12 rounds; once the le
 target, the pilots of the last 3 such rounds are pooled (each weighted against its own
 proposal) for each update; the update is the weighted maximum
 likelihood of (B, y) under R_{r,a,b}, in closed form (r the weighted mean of B; (a, b) the
-weighted least squares of y on (C B, C e)).
+weighted least squares of y on (C B, C e)). (Fixed bins: R = (1/bins) sum_j N(C m_j, s^2 I),
+m_j tilting bin j and the rings of bins around it, the update an EM step; the same method.)
+The samplers (:class:`_Setup` for the rate schemas and balls in bins redrawn, the fixed-bins
+one) share the methods target, start, sample, log_ratio and ce_update.
 
 The interval. delta_hat +- z se with z = 4 (a central-limit interval, documented as such: it
 is not a bound, and heavy-tailed weights can make se optimistic, so ``ess`` (the effective
