@@ -20,7 +20,8 @@ nearest 1 / q: the same expected share of steps, whole epochs), beside the no-am
 ``--fixed-bins`` instead prints the table under balls in bins drawn once (``dp.FixedBins``:
 each record in every step of one of ``bins`` bins; n = 1000 by default, bins 10 and 100, z 1
 and 3): the MC estimate [interval], ess, its CPU and wall seconds, and dpamp's proven upper
-bound (``m.epsilon(delta)``: its value and method) with the ratio upper / MC.
+bound (``m.epsilon(delta)``: its value and method; its proven lower end where it has one) with
+the ratio upper / MC.
 
 ``--coverage SEEDS`` instead counts how often the interval holds the certified eps over that
 many seeds, on two cases where dpamp's bracket is exact.
@@ -86,10 +87,11 @@ def fixed_bins_row(bands: int, n: int, bins: int, z: float, samples: int) -> str
     c0, w0 = time.process_time(), time.perf_counter()
     g = m.epsilon(DELTA)
     c_dp, w_dp = time.process_time() - c0, time.perf_counter() - w0
+    low = "-" if g.lower is None else f"{g.lower:.4f}"
     return (f"| {bands} | {n} | {bins} | {z:g} | {r.estimate:.4f} [{r.lo:.4f}, {r.hi:.4f}] | "
             f"{r.ess:.0f}{'' if r.trusted else ' (!)'} | {r.max_share:.4f} | "
-            f"{c_mc:.1f} ({w_mc:.1f}) | {g.epsilon:.4f} {g.method} | {c_dp:.2f} ({w_dp:.2f}) | "
-            f"{g.epsilon / r.estimate:.2f} |")
+            f"{c_mc:.1f} ({w_mc:.1f}) | {g.epsilon:.4f} {g.method} | {low} | "
+            f"{c_dp:.2f} ({w_dp:.2f}) | {g.epsilon / r.estimate:.2f} |")
 
 
 def fixed_bins_table(ns: list[int], bands_list: list[int], bins_list: list[int],
@@ -98,8 +100,8 @@ def fixed_bins_table(ns: list[int], bands_list: list[int], bins_list: list[int],
           f"{samples} samples per direction) beside dpamp's proven upper bound; seconds are CPU "
           f"(process_time), wall in parentheses")
     print("| b | n | bins | z | MC eps [interval] | ess | max share | MC CPU s (wall) | "
-          "proven upper, method | dpamp CPU s (wall) | upper / MC |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "proven upper, method | proven lower | dpamp CPU s (wall) | upper / MC |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in ns:
         for bins in bins_list:
             for z in zs:

@@ -240,8 +240,8 @@ def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, Any]]:
         return [(0, _Setup(csr, j, s, None, p.bins))]
     if not isinstance(p, CyclicPoisson):
         raise ValueError(f"the Monte Carlo check needs a sampled participation "
-                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins, dp.FixedBins), "
-                         f"got {p.describe()}")
+                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins, dp.FixedBins; not "
+                         f"yet dp.MinSepSampling), got {p.describe()}")
     groups = range(min(p.partitions, n)) if group is None else \
         [V.integer("group", group, low=0, high=p.partitions - 1)]
     out = []
