@@ -17,11 +17,18 @@ certified bracket and the MC interval must overlap: the check of the estimator a
 ``--balls-in-bins`` adds rows with balls in bins of about 1 / q steps (the divisor of n
 nearest 1 / q: the same expected share of steps, whole epochs), beside the no-amplification bound (the only proven one dpamp has there today).
 
+``--fixed-bins`` instead prints the table under balls in bins drawn once (``dp.FixedBins``:
+each record in every step of one of ``bins`` bins; n = 1000 by default, bins 10 and 100, z 1
+and 3): the MC estimate [interval], ess, its CPU and wall seconds, and dpamp's proven upper
+bound (``m.epsilon(delta)``: its value and method; its proven lower end where it has one) with
+the ratio upper / MC.
+
 ``--coverage SEEDS`` instead counts how often the interval holds the certified eps over that
 many seeds, on two cases where dpamp's bracket is exact.
 
     python benchmarks/bench_matrix_mc.py [--n 100 1000] [--bands 1 2 4 8] [--samples 4000]
         [--rates 0.01 0.03 0.1] [--check] [--balls-in-bins]
+    python benchmarks/bench_matrix_mc.py --fixed-bins [--n 1000] [--bins 10 100] [--z 1 3]
     python benchmarks/bench_matrix_mc.py --coverage 40
 """
 from __future__ import annotations
@@ -70,6 +77,38 @@ def row(bands: int, n: int, q: float, samples: int, cyclic: bool, bins: int = 0)
             f"{t_mc:.1f} | {proven} | {t_dp:.2f} |{overlap}")
 
 
+def fixed_bins_row(bands: int, n: int, bins: int, z: float, samples: int) -> str:
+    """One row of the ``--fixed-bins`` table: the MC estimate (CPU and wall seconds) beside
+    dpamp's proven upper bound and the ratio upper / MC."""
+    m = dp.MatrixMechanism(strategy(bands, n), z, participation=dp.FixedBins(bins))
+    c0, w0 = time.process_time(), time.perf_counter()
+    r = estimate_epsilon(m, DELTA, samples=samples, seed=0)
+    c_mc, w_mc = time.process_time() - c0, time.perf_counter() - w0
+    c0, w0 = time.process_time(), time.perf_counter()
+    g = m.epsilon(DELTA)
+    c_dp, w_dp = time.process_time() - c0, time.perf_counter() - w0
+    low = "-" if g.lower is None else f"{g.lower:.4f}"
+    return (f"| {bands} | {n} | {bins} | {z:g} | {r.estimate:.4f} [{r.lo:.4f}, {r.hi:.4f}] | "
+            f"{r.ess:.0f}{'' if r.trusted else ' (!)'} | {r.max_share:.4f} | "
+            f"{c_mc:.1f} ({w_mc:.1f}) | {g.epsilon:.4f} {g.method} | {low} | "
+            f"{c_dp:.2f} ({w_dp:.2f}) | {g.epsilon / r.estimate:.2f} |")
+
+
+def fixed_bins_table(ns: list[int], bands_list: list[int], bins_list: list[int],
+                     zs: list[float], samples: int) -> None:
+    print(f"eps at delta {DELTA:g} under dp.FixedBins: MC estimate [4-se interval] (seed 0, "
+          f"{samples} samples per direction) beside dpamp's proven upper bound; seconds are CPU "
+          f"(process_time), wall in parentheses")
+    print("| b | n | bins | z | MC eps [interval] | ess | max share | MC CPU s (wall) | "
+          "proven upper, method | proven lower | dpamp CPU s (wall) | upper / MC |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in ns:
+        for bins in bins_list:
+            for z in zs:
+                for bands in bands_list:
+                    print(fixed_bins_row(bands, n, bins, z, samples), flush=True)
+
+
 def coverage(seeds: int, samples: int) -> None:
     """How often the interval holds the certified eps, over ``seeds`` seeds, where dpamp's
     bracket is exact: DP-SGD (100 steps, q 0.01, z 1) and cyclic Poisson (4 bands of the
@@ -102,11 +141,21 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="add the cyclic-Poisson rows")
     ap.add_argument("--balls-in-bins", action="store_true",
                     help="add balls-in-bins rows (bins: the divisor of n nearest 1 / q)")
+    ap.add_argument("--fixed-bins", action="store_true",
+                    help="only the table under dp.FixedBins (bins drawn once)")
+    ap.add_argument("--bins", type=int, nargs="+", default=[10, 100],
+                    help="--fixed-bins: the numbers of bins")
+    ap.add_argument("--z", type=float, nargs="+", default=[1.0, 3.0],
+                    help="--fixed-bins: the noise multipliers")
     ap.add_argument("--coverage", type=int, default=0, metavar="SEEDS",
                     help="only the coverage check over this many seeds")
     a = ap.parse_args()
     if a.coverage:
         coverage(a.coverage, a.samples)
+        return
+    if a.fixed_bins:
+        ns = a.n if a.n != [100, 1000] else [1000]
+        fixed_bins_table(ns, a.bands, a.bins, a.z, a.samples)
         return
     print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {a.samples} samples "
           f"per direction) beside dpamp's proven bound")

@@ -22,7 +22,11 @@ gives w), the sum over 2^n patterns is a hidden-Markov forward recursion:
 - independent rates r_t (Poisson, cyclic Poisson): the state is the last w bits, 2^w states,
   O(n 2^w) per sample (w = 0: Lambda = sum_t log(1 - r_t + r_t e^{h_t}));
 - balls in bins (one step per epoch, uniform in the epoch): the state is the step of the
-  current epoch, adjacent epochs only interacting when w <= bins, O(n bins) per sample.
+  current epoch, adjacent epochs only interacting when w <= bins, O(n bins) per sample;
+- fixed bins (one bin j of ``bins`` drawn once, B = x_j the indicator of steps j, j + bins,
+  ...): a finite mixture, no recursion and no bandwidth limit,
+  Lambda = log (1/bins) sum_j exp(sum_{t in j} h_t - sum_{u<t in j} J[u, t]); the in-bin
+  interactions once from J, the bins' sums of h in O(n) per sample.
 
 Both run in linear scale with a per-sample log offset, renormalised every step (exact up to
 rounding: each step's factors are shifted so the largest is 1, and entries below 2^-1022 of the
@@ -33,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["gram_bandwidth", "log_ratio_rates", "log_ratio_bins", "epochs_of", "MAX_STATE_BITS"]
+__all__ = ["gram_bandwidth", "log_ratio_rates", "log_ratio_bins", "log_ratio_fixed_bins",
+           "bin_sums", "in_bin_interactions", "epochs_of", "MAX_STATE_BITS"]
 
 #: the largest w the rate recursion takes (2^w states per sample)
 MAX_STATE_BITS = 12
@@ -163,3 +168,30 @@ def log_ratio_bins(h: np.ndarray, j, bins: int) -> np.ndarray:
         f = np.exp(alpha - m[:, None])
         logscale = logscale + m
     return logscale + np.log(f.sum(axis=1))
+
+
+def bin_sums(h: np.ndarray, bins: int) -> np.ndarray:
+    """(S, bins): the sums of the rows of h (S, n) over each bin's steps j, j + bins, ...
+    (0 for a bin with no step, bins > n). A reshape and one sum, no BLAS."""
+    s, n = h.shape
+    cycles = -(-n // bins)
+    pad = np.zeros((s, cycles * bins))
+    pad[:, :n] = h
+    return pad.reshape(s, cycles, bins).sum(axis=1)
+
+
+def in_bin_interactions(j, bins: int) -> np.ndarray:
+    """(bins,): sum_{u<t, u = t mod bins} J[u, t], from J's upper triangle (J dense or
+    sparse, symmetric)."""
+    c = sp.coo_matrix(j)
+    keep = (c.row < c.col) & (c.row % bins == c.col % bins)
+    return np.bincount(c.row[keep] % bins, weights=c.data[keep], minlength=bins)[:bins]
+
+
+def log_ratio_fixed_bins(h: np.ndarray, j, bins: int) -> np.ndarray:
+    """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]) with B = x_j, j uniform among
+    ``bins`` bins drawn once, x_j the indicator of steps j, j + bins, ... (a bin beyond the
+    last step is empty: its term is e^0). A mean of ``bins`` exponentials, in log space."""
+    terms = bin_sums(h, bins) - in_bin_interactions(j, bins)[None, :]
+    top = terms.max(axis=1)
+    return top + np.log(np.exp(terms - top[:, None]).sum(axis=1)) - np.log(bins)

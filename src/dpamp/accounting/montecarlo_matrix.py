@@ -12,6 +12,8 @@ argue it is the worst case. Under add/remove both orders count:
     add     delta_{Q||P}(eps) = E_P[(dQ/dP - e^eps)_+] = E_Q[(1 - e^{eps + L})_+]
 
 and delta(eps) = max of the two (and, for cyclic Poisson, of the p groups a record may be in).
+Under balls in bins drawn once (``dp.FixedBins``) B = x_j, the indicator of one uniformly drawn
+bin's steps j, j + bins, ...: the pair and its sampler are in :mod:`.matrix_mc_fixed_bins`.
 
 The estimator (importance sampling with a defensive mixture, Hesterberg 1995). Each direction
 draws y from R = alpha T + (1 - alpha) R_{r,a,b}, T its target (P for remove, Q for add) and
@@ -28,7 +30,10 @@ which the pilot's delta estimate equals the asked delta), 12 rounds; once the le
 target, the pilots of the last 3 such rounds are pooled (each weighted against its own
 proposal) for each update; the update is the weighted maximum
 likelihood of (B, y) under R_{r,a,b}, in closed form (r the weighted mean of B; (a, b) the
-weighted least squares of y on (C B, C e)).
+weighted least squares of y on (C B, C e)). (Fixed bins: R = (1/bins) sum_j N(C m_j, s^2 I),
+m_j tilting bin j and the rings of bins around it, the update an EM step; the same method.)
+The samplers (:class:`_Setup` for the rate schemas and balls in bins redrawn, the fixed-bins
+one) share the methods target, start, sample, log_ratio and ce_update.
 
 The interval. delta_hat +- z se with z = 4 (a central-limit interval, documented as such: it
 is not a bound, and heavy-tailed weights can make se optimistic, so ``ess`` (the effective
@@ -54,7 +59,8 @@ import scipy.sparse as sp
 
 from ..core import validate as V
 from ..mechanisms.matrix import MatrixMechanism
-from ..mechanisms.participation import BallsInBins, CyclicPoisson
+from ..mechanisms.participation import BallsInBins, CyclicPoisson, FixedBins
+from .matrix_mc_fixed_bins import FixedBinsSampler
 from .matrix_mc_loss import log_ratio_bins, log_ratio_rates
 
 __all__ = ["MonteCarloEstimate", "estimate_delta", "estimate_epsilon"]
@@ -67,6 +73,7 @@ Z = 4.0
 RHO, CE_ITERATIONS = 0.05, 12
 #: pilot rounds pooled once the level reaches the goal
 POOLED = 3
+PILOT_MIN = 1000
 _CHUNK = 2048
 REMOVE, ADD = "remove", "add"
 
@@ -118,7 +125,11 @@ class _Setup:
     j: Any                        # scipy.sparse CSR matrix (n, n): C^T C / s^2
     sigma: float
     rates: np.ndarray | None      # rate schemas: the target rates (0 off the group)
-    bins: int | None              # balls in bins
+    bins: int | None              # balls in bins (redrawn every epoch)
+
+    @property
+    def steps(self) -> int:
+        return self.j.shape[0]
 
     @property
     def e(self) -> np.ndarray:
@@ -158,6 +169,50 @@ class _Setup:
         r = self.rates if rate is None else np.where(self.rates > 0, rate, 0.0)
         return (rng.random((count, n)) < r[None, :]).astype(float)
 
+    def target(self, remove: bool) -> tuple:
+        """P (remove: a = 1 with the schema's law) or Q (add: a = 0)."""
+        return (None, 1.0, 0.0) if remove else (None, 0.0, 0.0)
+
+    def start(self, remove: bool) -> tuple:
+        """The cross-entropy method's first proposal: P, or the participations reversed."""
+        rate = None if self.rates is None else float(np.max(self.rates))
+        return (rate, 1.0, 0.0) if remove else (rate, -1.0, 0.0)
+
+    def sample(self, comp: tuple, tuned: tuple, count: int,
+               rng) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` draws (B, y) of R_comp: u = C^T y / s^2 (what log_ratio reads) and the
+        cross-entropy statistics of the complete data (B, y) (``tuned`` unused), per sample: the mean of B over the active steps; <C B, y>,
+        |C B|^2, <C B, C e>, <C e, y>, all over s^2."""
+        ce = np.asarray(self.c @ self.e)                            # (m,)
+        je = self.j @ self.e
+        b = self.patterns(comp[0], count, rng)
+        cb = np.asarray(self.c @ b.T)                               # (m, k)
+        y = comp[1] * cb + comp[2] * ce[:, None] + self.sigma * rng.standard_normal(cb.shape)
+        u = np.asarray(self.c.T @ y).T / (self.sigma ** 2)          # (k, n)
+        act = b[:, self.e > 0]
+        stats = np.column_stack([act.mean(axis=1), np.sum(b * u, axis=1),
+                                 np.sum(cb * cb, axis=0) / self.sigma ** 2, _mv(b, je),
+                                 _mv(u, self.e)])
+        return u, stats
+
+    def ce_update(self, stats: np.ndarray, v: np.ndarray, prop: tuple) -> tuple:
+        """The cross-entropy step: the v-weighted maximum likelihood of (B, y) under
+        R = E_B N(a C B + b C e, s^2 I) with B at rate r: r = weighted mean of B on the active
+        steps; (a, b) = the weighted least squares of y on (C B, C e), a 2 x 2 system."""
+        frac, by, bb, be, ey = stats.T
+        rate = None if prop[0] is None else \
+            float(np.clip(np.sum(v * frac) / np.sum(v), 1e-6, 1.0))
+        eje = float(np.sum(self.e * (self.j @ self.e)))
+        g = np.array([[np.sum(v * bb), np.sum(v * be)], [np.sum(v * be), np.sum(v) * eje]])
+        rhs = np.array([np.sum(v * by), np.sum(v * ey)])
+        if abs(np.linalg.det(g)) > 1e-12 * (abs(g[0, 0] * g[1, 1]) + 1e-300):
+            a, b = np.linalg.solve(g, rhs)
+        elif g[0, 0] > 0:                          # degenerate: scale alone
+            a, b = rhs[0] / g[0, 0], 0.0
+        else:
+            a, b = prop[1], prop[2]
+        return rate, float(a), float(b)
+
 
 def _sparse(strategy) -> Any:
     """C as a scipy.sparse CSR matrix; a banded Toeplitz C straight from its coefficients
@@ -170,18 +225,23 @@ def _sparse(strategy) -> Any:
     return sp.csr_matrix(strategy.dense())
 
 
-def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, _Setup]]:
+def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, Any]]:
     """One setup per cyclic group asked (all groups when ``group`` is None)."""
     p = m.participation
     csr = _sparse(m.strategy)
     n, s = csr.shape[1], m.noise_multiplier
     j = sp.csr_matrix(csr.T @ csr) / (s * s)
-    if isinstance(p, BallsInBins):
+    if isinstance(p, (BallsInBins, FixedBins)):
+        if group not in (None, 0):
+            raise ValueError(f"group: only dp.CyclicPoisson has groups, got group={group!r} "
+                             f"for {p.describe()}")
+        if isinstance(p, FixedBins):
+            return [(0, FixedBinsSampler(csr, j, s, p.bins))]
         return [(0, _Setup(csr, j, s, None, p.bins))]
     if not isinstance(p, CyclicPoisson):
         raise ValueError(f"the Monte Carlo check needs a sampled participation "
-                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins; not yet "
-                         f"dp.FixedBins, dp.MinSepSampling), got {p.describe()}")
+                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins, dp.FixedBins; not "
+                         f"yet dp.MinSepSampling), got {p.describe()}")
     groups = range(min(p.partitions, n)) if group is None else \
         [V.integer("group", group, low=0, high=p.partitions - 1)]
     out = []
@@ -194,17 +254,12 @@ def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, _Setup]]:
 
 @dataclasses.dataclass
 class _Draws:
-    """Per sample: the target's loss L = log dP/dQ, log w = log d(target)/dR, and the
-    cross-entropy statistics (mean of B over the active steps; <C B, y>, |C B|^2,
-    <C B, C e>, <C e, y>, all over s^2)."""
+    """Per sample: the target's loss L = log dP/dQ, log w = log d(target)/d(mixture), and the
+    sampler's cross-entropy statistics (one row per sample)."""
 
     loss: np.ndarray
     logw: np.ndarray
-    frac: np.ndarray
-    by: np.ndarray
-    bb: np.ndarray
-    be: np.ndarray
-    ey: np.ndarray
+    stats: np.ndarray
 
 
 def _stack(parts: list[_Draws]) -> _Draws:
@@ -213,41 +268,32 @@ def _stack(parts: list[_Draws]) -> _Draws:
                     for f in dataclasses.fields(_Draws)))
 
 
-def _draw_block(st: _Setup, direction: str, comp: tuple, tuned: tuple, alpha: float,
-                count: int, rng) -> _Draws:
-    """``count`` samples of component ``comp`` = (rate, a, b), weighted against the whole
-    mixture alpha target + (1 - alpha) ``tuned``."""
+def _draw_block(st, direction: str, comp: tuple, tuned: tuple, alpha: float, count: int,
+                rng) -> _Draws:
+    """``count`` samples of component ``comp``, weighted against the whole mixture alpha
+    target + (1 - alpha) ``tuned``. ``st``: a sampler (:class:`_Setup` or
+    :class:`.matrix_mc_fixed_bins.FixedBinsSampler`): target, sample, log_ratio."""
     parts = []
-    ce = np.asarray(st.c @ st.e)                                # (m,)
-    je = st.j @ st.e
-    chunk = max(64, min(_CHUNK, 2 ** 22 // st.j.shape[0]))    # ~32 MiB per (chunk, n) array
+    remove = direction == REMOVE
+    chunk = max(64, min(_CHUNK, 2 ** 22 // st.steps))       # ~32 MiB per (chunk, n) array
     for start in range(0, count, chunk):
         k = min(chunk, count - start)
-        b = st.patterns(comp[0], k, rng)
-        cb = np.asarray(st.c @ b.T)                             # (m, k)
-        y = comp[1] * cb + comp[2] * ce[:, None] + st.sigma * rng.standard_normal(cb.shape)
-        u = np.asarray(st.c.T @ y).T / (st.sigma ** 2)          # (k, n)
-        loss = st.log_ratio(u, _target(REMOVE))
-        log_t = loss if direction == REMOVE else np.zeros(k)
-        log_r = st.log_ratio(u, tuned) if tuned != _target(direction) else log_t
+        data, stats = st.sample(comp, tuned, k, rng)
+        loss = st.log_ratio(data, st.target(True))
+        log_t = loss if remove else np.zeros(k)
+        log_r = st.log_ratio(data, tuned) if tuned != st.target(remove) else log_t
         log_mix = np.logaddexp(math.log(alpha) + log_t, math.log1p(-alpha) + log_r)
-        act = b[:, st.e > 0]
-        parts.append(_Draws(loss, log_t - log_mix, act.mean(axis=1), np.sum(b * u, axis=1),
-                            np.sum(cb * cb, axis=0) / st.sigma ** 2, _mv(b, je), _mv(u, st.e)))
+        parts.append(_Draws(loss, log_t - log_mix, stats))
     return _stack(parts)
 
 
-def _target(direction: str) -> tuple:
-    return (None, 1.0, 0.0) if direction == REMOVE else (None, 0.0, 0.0)
-
-
-def _draw(st: _Setup, direction: str, tuned: tuple, count: int, rng) -> _Draws:
+def _draw(st, direction: str, tuned: tuple, count: int, rng) -> _Draws:
     """``count`` samples of the defensive mixture, stratified: n0 = ceil(alpha count) from
     the target, the rest from the tuned proposal, weighted against the mixture of the shares
     drawn (n0 / count), which keeps the stratified estimate unbiased."""
     n0 = math.ceil(DEFENSIVE * count)
     alpha = n0 / count
-    d0 = _draw_block(st, direction, _target(direction), tuned, alpha, n0, rng)
+    d0 = _draw_block(st, direction, st.target(direction == REMOVE), tuned, alpha, n0, rng)
     d1 = _draw_block(st, direction, tuned, tuned, alpha, count - n0, rng)
     return _stack([d0, d1])
 
@@ -343,25 +389,7 @@ def _level(d: _Draws, direction: str, goal: tuple[str, float]) -> tuple[float, b
     return (want, True) if want <= cap else (cap, False)
 
 
-def _ce_update(st: _Setup, d: _Draws, v: np.ndarray, prop: tuple) -> tuple:
-    """The cross-entropy step: the v-weighted maximum likelihood of (B, y) under
-    R = E_B N(a C B + b C e, s^2 I) with B at rate r: r = weighted mean of B on the active
-    steps; (a, b) = the weighted least squares of y on (C B, C e), a 2 x 2 system."""
-    rate = None if prop[0] is None else \
-        float(np.clip(np.sum(v * d.frac) / np.sum(v), 1e-6, 1.0))
-    eje = float(np.sum(st.e * (st.j @ st.e)))
-    g = np.array([[np.sum(v * d.bb), np.sum(v * d.be)], [np.sum(v * d.be), np.sum(v) * eje]])
-    rhs = np.array([np.sum(v * d.by), np.sum(v * d.ey)])
-    if abs(np.linalg.det(g)) > 1e-12 * (abs(g[0, 0] * g[1, 1]) + 1e-300):
-        a, b = np.linalg.solve(g, rhs)
-    elif g[0, 0] > 0:                          # degenerate: scale alone
-        a, b = rhs[0] / g[0, 0], 0.0
-    else:
-        a, b = prop[1], prop[2]
-    return rate, float(a), float(b)
-
-
-def _tune(st: _Setup, direction: str, goal, pilot: int, seq) -> tuple:
+def _tune(st, direction: str, goal, pilot: int, seq) -> tuple:
     """(rate, a, b) of the tuned proposal by the multilevel cross-entropy method, for
     ``CE_ITERATIONS`` rounds. Once the level reaches the goal, the update is taken from the
     pilots of the last ``POOLED`` such rounds together (each weighted against its own
@@ -369,8 +397,7 @@ def _tune(st: _Setup, direction: str, goal, pilot: int, seq) -> tuple:
     parameters wandering by ~10 % round to round, which cost up to 5x in effective sample
     size. (The rate creeps up for several rounds after the level is reached, an EM-like fixed
     point: stopping early cost as much.)"""
-    rate = None if st.rates is None else float(np.max(st.rates))
-    prop = (rate, 1.0, 0.0) if direction == REMOVE else (rate, -1.0, 0.0)
+    prop = st.start(direction == REMOVE)
     window: list[_Draws] = []
     for _ in range(CE_ITERATIONS):
         rng = np.random.default_rng(seq.spawn(1)[0])
@@ -383,7 +410,7 @@ def _tune(st: _Setup, direction: str, goal, pilot: int, seq) -> tuple:
         v = np.exp(d.logw - d.logw.max()) * _integrand(direction, d.loss, [level])[:, 0]
         if not np.any(v > 0):
             break
-        prop = _ce_update(st, d, v, prop)
+        prop = st.ce_update(d.stats, v, prop)
     return prop
 
 
@@ -393,7 +420,7 @@ def _sources(m: MatrixMechanism, goal, samples: int, seed: int, group):
         raise ValueError(f"mechanism must be a dp.MatrixMechanism, got {type(m).__name__}")
     samples = V.integer("samples", samples, low=100)
     seed = V.integer("seed", seed, low=0)
-    pilot = max(1000, samples // 5)
+    pilot = max(PILOT_MIN, samples // 5)
     out = []
     for g, st in _setups(m, group):
         for k, direction in enumerate((REMOVE, ADD)):
