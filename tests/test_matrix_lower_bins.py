@@ -88,3 +88,13 @@ def test_the_estimate_lies_above_the_lower_end():
     r = estimate_epsilon(m, 1e-5, samples=10000, seed=8)
     g = m.epsilon(1e-5)
     assert g.lower is not None and g.lower <= r.hi and r.lo <= g.epsilon
+
+
+def test_the_fixed_bins_estimate_lies_between_the_ends():
+    from dpamp.accounting.montecarlo_matrix import estimate_epsilon
+    co = np.array(bsr_coefficients(4))
+    m = dp.MatrixMechanism(dp.BandedToeplitz(tuple(co / np.linalg.norm(co)), 40), 2.0,
+                           participation=dp.FixedBins(10))
+    r = estimate_epsilon(m, 1e-5, samples=4000, seed=3)
+    g = m.epsilon(1e-5)
+    assert g.lower is not None and g.lower <= r.hi and r.lo <= g.epsilon
