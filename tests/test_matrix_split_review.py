@@ -404,3 +404,30 @@ def test_balls_in_bins_check_fails_at_the_epochs_smallest_step():
     shrunk = dp.Gaussian(1.0, float(low)).subsample(dp.RandomAllocation(1, 2))
     with pytest.raises(AssertionError):
         _assert_below(truth, [shrunk.delta(e).delta for e in _EPS])
+
+
+# --- edge cases -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("part", [dp.Poisson(0.2), dp.CyclicPoisson(0.2, 2),
+                                  dp.BallsInBins(2)])
+def test_all_zero_c_under_sampling_releases_nothing(part):
+    """C = 0 (a DenseStrategy allows it) releases pure noise: delta 0 at every epsilon, not a
+    crash (the split's plan has no steps; the cyclic route's none either)."""
+    from dpamp.families.matrix import amplified_delta, amplified_epsilon
+    m = dp.MatrixMechanism(np.zeros((4, 4)), 1.0, participation=part)
+    assert m.route == "no-amplification"
+    assert m.epsilon(1e-5).epsilon == 0.0
+    assert amplified_epsilon(m, 1e-5).epsilon == 0.0
+    assert amplified_delta(m, 0.5).delta <= 1e-300
+
+
+def test_amplified_answer_is_never_above_no_amplification():
+    """At q = 1 on C >= 0 the split's steps compose to exactly no-amplification's Gaussian;
+    the split's certified PLD (a composition of many parts) carries discretisation slack that
+    the closed-form profile does not: the amplified answer must take the smaller."""
+    from dpamp.families.matrix import amplified_delta, amplified_epsilon
+    m = dp.MatrixMechanism(dp.Toeplitz((1.0, 0.5, 0.3), 6), 1.0, participation=dp.Poisson(1.0))
+    assert m.route == "noise-split"
+    g = dp.Gaussian(1.0, m.mu[1])
+    assert amplified_epsilon(m, 1e-5).epsilon <= g.epsilon(1e-5, method="profile").epsilon
+    assert amplified_delta(m, 3.0).delta <= g.delta(3.0, method="profile").delta

@@ -409,7 +409,7 @@ def _candidates(m: MatrixMechanism, field: str, x: float) -> list[tuple[str, flo
         g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
         out.append((NO_AMPLIFICATION, getattr(g, field), "the Gaussian at the worst pattern's "
                                                          "sensitivity"))
-    if m.route == NO_AMPLIFICATION and m.split is not None:
+    if m.route == NO_AMPLIFICATION and m.split is not None and m.split.parts:
         try:
             g = getattr(m.split_reduction(), field)(x, method="pld")
         except OutOfReach as err:

@@ -155,10 +155,14 @@ class MatrixMechanism(Mechanism):
         by its Gaussian, so the split is dominated by the Gaussian at that sum, hence by
         no-amplification's, at every epsilon; the two sums are equal for C >= 0 in exact
         arithmetic, so a rounding margin of 1e-9 of it is allowed: the choice only decides
-        tightness, both bounds are proven); else no-amplification."""
+        tightness, both bounds are proven); else no-amplification (also for C = 0,
+        which releases pure noise: its Gaussian at mu = 0, delta 0; the sampled routes
+        would have no step)."""
         p = self.participation
         if not p.sampled:
             return GAUSSIAN
+        if self.sensitivity.upper == 0:
+            return NO_AMPLIFICATION
         s = self.strategy
         if isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
                 and s.bands <= p.partitions:
