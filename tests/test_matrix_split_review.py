@@ -431,3 +431,25 @@ def test_amplified_answer_is_never_above_no_amplification():
     g = dp.Gaussian(1.0, m.mu[1])
     assert amplified_epsilon(m, 1e-5).epsilon <= g.epsilon(1e-5, method="profile").epsilon
     assert amplified_delta(m, 3.0).delta <= g.delta(3.0, method="profile").delta
+
+
+@pytest.mark.parametrize("part", [dp.SingleEpoch(), dp.Poisson(0.5), dp.BallsInBins(2)])
+def test_scaled_c_and_noise_give_the_same_answer_or_an_error(part):
+    """C and z scaled together release the same thing (up to a known rescaling). At 1e-170
+    the squares of C's entries underflowed to 0: sensitivity 0, mu 0, delta 0 reported for a
+    mechanism of mu ~ 2.3. A scale where the sums are computed faithfully answers as the
+    unscaled mechanism; one where they would under/overflow is an error naming the strategy."""
+    c = np.array([[1.0, 0.0], [1.0, 1.0]])
+    ref = dp.MatrixMechanism(c, 1.0, participation=part).epsilon(1e-5).epsilon
+    scaled = dp.MatrixMechanism(c * 2.0 ** -200, 2.0 ** -200, participation=part)
+    assert scaled.epsilon(1e-5).epsilon == pytest.approx(ref, rel=1e-9)
+    for scale in (1e-170, 1e-300, 1e160):
+        with pytest.raises(ValueError, match="strategy"):
+            dp.MatrixMechanism(c * scale, scale, participation=part).epsilon(1e-5)
+
+
+def test_plan_words_name_the_strategy_for_a_scale_out_of_range():
+    from dpamp.io.plan import PlanError, parse_stage
+    with pytest.raises(PlanError, match="strategy"):
+        parse_stage({"mechanism": "matrix", "steps": 4, "noise_multiplier": 1e-170,
+                     "strategy": "toeplitz", "coeffs": [1e-170, 1e-170]}, cli=False)

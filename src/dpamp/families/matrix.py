@@ -255,7 +255,7 @@ def _words(words, relation):
     try:
         m = MatrixMechanism(strategy, z, part, relation=relation)
     except ValueError as e:
-        words.fail("participation", str(e))
+        words.fail("strategy" if str(e).startswith("strategy:") else "participation", str(e))
     s = m.sensitivity
     return m, {"noise_multiplier": z, "strategy": strategy.describe(),
                "participation": part.describe(), "sensitivity": s.upper,
