@@ -453,3 +453,37 @@ def test_plan_words_name_the_strategy_for_a_scale_out_of_range():
     with pytest.raises(PlanError, match="strategy"):
         parse_stage({"mechanism": "matrix", "steps": 4, "noise_multiplier": 1e-170,
                      "strategy": "toeplitz", "coeffs": [1e-170, 1e-170]}, cli=False)
+
+
+@pytest.mark.parametrize("bins", [1, 3])
+def test_one_step_is_the_gaussian(bins):
+    """n = 1 under balls in bins (bins >= n: the one step always taken): the split is the
+    Gaussian at |c_0| / z, exactly (random allocation of 1 of 1)."""
+    m = dp.MatrixMechanism(np.array([[0.8]]), 1.0, participation=dp.BallsInBins(bins))
+    assert m.split.parts == ((pytest.approx(0.8, rel=1e-15), 1, 1),)
+    assert m.split.parts[0][0] >= 0.8
+    g = dp.Gaussian(1.0, 0.8).delta(1.0, method="profile").delta
+    got = m.split_reduction().delta(1.0).delta
+    assert g <= got <= g * (1 + 1e-3)
+
+
+def test_bins_beyond_n_is_one_allocation_over_the_n_steps():
+    """bins > n: one epoch, random allocation of 1 of the n steps (at most the reading where
+    the record lands outside the run with probability 1 - n / bins)."""
+    c = np.array([[1.0, 0, 0], [0.5, 1, 0], [-0.3, 0.5, 1]])
+    plan = dp.MatrixMechanism(c, 1.0, participation=dp.BallsInBins(7)).split
+    assert [(e, k) for _, e, k in plan.parts] == [(3, 1)]
+    assert plan.parts[0][0] == max(MS._per_group(dp.DenseStrategy(c), 3, 1)[0])
+
+
+def test_split_out_of_reach_falls_back_to_no_amplification():
+    """Tiny noise: the split's losses leave the PLD's range; the own answer is
+    no-amplification's closed form, the route saying why."""
+    from dpamp.families.matrix import amplified_epsilon
+    m = dp.MatrixMechanism(dp.Toeplitz((1.0, 0.5, 0.3), 6), 1e-6,
+                           participation=dp.Poisson(0.1))
+    assert m.route == "noise-split"
+    r = amplified_epsilon(m, 1e-5)
+    assert "out of reach" in r.note
+    assert r.epsilon == dp.Gaussian(1.0, m.mu[1]).epsilon(1e-5, method="profile").epsilon
+    assert math.isfinite(r.epsilon)
