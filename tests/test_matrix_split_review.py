@@ -487,3 +487,23 @@ def test_split_out_of_reach_falls_back_to_no_amplification():
     assert "out of reach" in r.note
     assert r.epsilon == dp.Gaussian(1.0, m.mu[1]).epsilon(1e-5, method="profile").epsilon
     assert math.isfinite(r.epsilon)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_blts_with_cancellation_stay_above_the_exact(seed):
+    """BLTs drawn to cancel (omega_i of both signs and large, theta near each other or 0/1):
+    every step's computed Delta_s above the exact one of the BLT the floats name."""
+    rng = np.random.default_rng(300 + seed)
+    for _ in range(12):
+        d = int(rng.integers(2, 4))
+        th = rng.choice([0.0, 1.0, 0.5, 0.9], size=d) + rng.normal(0, 1e-7, d) * rng.integers(0, 2, d)
+        th = np.clip(th, 0.0, 1.0)
+        om = rng.choice([-1.0, 1.0], size=d) * 10.0 ** rng.uniform(-1, 3, size=d)
+        om[-1] = -om[:-1].sum() + rng.choice([0.0, 1e-14, 1e-9])   # c_1 near 0
+        n = int(rng.integers(2, 8))
+        s = dp.BLT(tuple(th), tuple(om), n)
+        c = _exact_matrix(s)
+        for p in (1, 2, 3):
+            for g, dd in zip(_groups(n, p), MS._per_group(s, n, p)):
+                for v, e in zip(dd, exact_delta_sq(c, g)):
+                    assert Fraction(float(v)) ** 2 >= e
