@@ -507,3 +507,19 @@ def test_random_blts_with_cancellation_stay_above_the_exact(seed):
             for g, dd in zip(_groups(n, p), MS._per_group(s, n, p)):
                 for v, e in zip(dd, exact_delta_sq(c, g)):
                     assert Fraction(float(v)) ** 2 >= e
+
+
+@pytest.mark.parametrize("part", [dp.Poisson(0.5), dp.BallsInBins(2),
+                                  dp.CyclicPoisson(0.5, 2)])
+def test_extreme_noise_answers_instead_of_raising(part, monkeypatch):
+    """z = 1e-300: mu ~ 1.7e300. The split's losses are beyond a PLD grid (its own answer
+    falls back to no-amplification's closed form, epsilon inf) and mu^2 overflows a float
+    (Python's ** raised OverflowError in the family's support check). Conditional
+    composition and the lower witnesses are left out: at this mu their numerics overflow with
+    RuntimeWarnings (amplification.matrix.tails, pld.moments; not the split's)."""
+    from dpamp.families import matrix as FM
+    monkeypatch.setattr(FM, "_conditional_applies", lambda m: False)
+    monkeypatch.setattr(FM, "lower_witnesses", lambda m, c=None: [])
+    m = dp.MatrixMechanism(np.array([[1.0, 0.0], [1.0, 1.0]]), 1e-300, participation=part)
+    assert m.epsilon(1e-5).epsilon == math.inf
+    assert m.delta(1.0).delta == 1.0
