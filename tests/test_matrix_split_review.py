@@ -523,3 +523,18 @@ def test_extreme_noise_answers_instead_of_raising(part, monkeypatch):
     m = dp.MatrixMechanism(np.array([[1.0, 0.0], [1.0, 1.0]]), 1e-300, participation=part)
     assert m.epsilon(1e-5).epsilon == math.inf
     assert m.delta(1.0).delta == 1.0
+
+
+@pytest.mark.parametrize("c,sigma,q", [
+    ([[1.0, 0.0], [1.0, 1.0]], 1.0, 0.5),
+    pytest.param([[1.0, 0, 0], [0.5, 1, 0], [0.3, 0.5, 1]], 1.2, 0.4,
+                 marks=pytest.mark.slow)])                  # (mpmath ~12 s at n = 3)
+def test_quadrature_agrees_with_the_mpmath_exact_delta(c, sigma, q):
+    """The grid's value against the 20-digit one of test_matrix_amplified_lower (C >= 0,
+    fixed direction): the quadrature error (measured ~2e-6 relative) is far inside _TOL."""
+    from test_matrix_amplified_lower import exact_delta_mp
+    n = len(c)
+    h, pad = (0.02, 8.5) if n == 2 else (0.12, 7.5)
+    grid = grid_delta(c, sigma, poisson_patterns(n, q), (1.0,), h=h, pad=pad)[0]
+    exact = float(exact_delta_mp(np.array(c), sigma, q, 1.0))
+    assert abs(grid - exact) <= _TOL / 10 * exact
