@@ -538,3 +538,19 @@ def test_quadrature_agrees_with_the_mpmath_exact_delta(c, sigma, q):
     grid = grid_delta(c, sigma, poisson_patterns(n, q), (1.0,), h=h, pad=pad)[0]
     exact = float(exact_delta_mp(np.array(c), sigma, q, 1.0))
     assert abs(grid - exact) <= _TOL / 10 * exact
+
+
+def test_an_all_zero_column_is_a_step_without_loss():
+    """Step 1 never reaches the output: no Poisson step for it; under balls in bins its
+    epoch keeps the other step's Delta (the record may land on the silent step)."""
+    c = np.array([[1.0, 0, 0], [0.5, 0, 0], [0.2, 0, 1]])
+    ex = exact_delta_sq(_exact_matrix(dp.DenseStrategy(c)), range(3))
+    assert ex[1] == 0
+    plan = dp.MatrixMechanism(c, 1.0, participation=dp.Poisson(0.3)).split
+    assert sum(k for _, _, k in plan.parts) == 2
+    assert _dominates([Fraction(d) ** 2 for d, _, k in plan.parts for _ in range(k)],
+                      [ex[0], ex[2]])
+    bins = dp.MatrixMechanism(c, 1.0, participation=dp.BallsInBins(2)).split
+    assert sorted((e, k) for _, e, k in bins.parts) == [(1, 1), (2, 1)]
+    m = dp.MatrixMechanism(c, 1.0, participation=dp.BallsInBins(2))
+    _assert_below(grid_delta(c, 1.0, bins_patterns(3, 2), _EPS, h=0.12, pad=7.5), _bound(m))
