@@ -554,3 +554,14 @@ def test_an_all_zero_column_is_a_step_without_loss():
     assert sorted((e, k) for _, e, k in bins.parts) == [(1, 1), (2, 1)]
     m = dp.MatrixMechanism(c, 1.0, participation=dp.BallsInBins(2))
     _assert_below(grid_delta(c, 1.0, bins_patterns(3, 2), _EPS, h=0.12, pad=7.5), _bound(m))
+
+
+def test_bins_lower_end_with_a_silent_epoch():
+    """Balls in bins on C >= 0 whose second epoch's columns are 0: that epoch's matched
+    filter has |w| = 0 (the lower end's shifts were 0 / 0, a RuntimeWarning): it carries no
+    witness, the first epoch's still does."""
+    from dpamp.families.matrix import amplified_epsilon
+    c = np.diag([1.0, 1.0, 0.0, 0.0])
+    m = dp.MatrixMechanism(c, 1.0, participation=dp.BallsInBins(2))
+    r = amplified_epsilon(m, 1e-5)
+    assert r.lower is not None and 0 < r.lower <= r.epsilon
