@@ -64,7 +64,8 @@ from .base import Mechanism
 from .gaussian import Gaussian
 from .matrix_sensitivity import SensitivityBracket, sensitivity
 from .matrix_split import SplitPlan, split_plan
-from .matrix_strategies import BinaryTree, DenseStrategy, Strategy, as_strategy
+from .matrix_strategies import (BLT, BinaryTree, DenseStrategy, Strategy, Toeplitz,
+                                 as_strategy)
 from .participation import (CyclicPoisson, FixedBins, Participation, SingleEpoch,
                             as_participation)
 from .subsampled import Subsampled
@@ -156,10 +157,16 @@ class MatrixMechanism(Mechanism):
 
     @functools.cached_property
     def _largest_entry(self) -> float:
-        """max |C[t, s]| (0 only for C = 0, which a DenseStrategy allows)."""
+        """max |C[t, s]| (0 only for C = 0, which a DenseStrategy allows), read from the
+        description; for a BLT the bound max(1, sum |omega_i|) (c_0 = 1, theta in [0, 1]),
+        not its n computed coefficients."""
         s = self.strategy
         if isinstance(s, BinaryTree):
             return 1.0
+        if isinstance(s, BLT):
+            return max(1.0, math.fsum(abs(w) for w in s.output_scales))
+        if isinstance(s, Toeplitz):
+            return max(abs(v) for v in s.coeffs)
         c = s.toeplitz()
         return float(np.max(np.abs(s.dense() if c is None else c)))
 
