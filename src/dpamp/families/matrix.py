@@ -119,15 +119,23 @@ def _has(m: MatrixMechanism, rep: Rep) -> Support | None:
     if rep is Rep.ZCDP and m.route in (CYCLIC, SPLIT):
         return Support.no("a subsampled Gaussian has no zCDP rho; use RDP or PLD")
     if rep is Rep.LOSS and m.route == SPLIT:
-        top = m.split.parts[0][0] / m.noise_multiplier  # type: ignore[union-attr]
-        if not math.isfinite(top * top):
-            return Support.no(f"MatrixMechanism with a split step of mu = {top:g}: its "
-                              "privacy losses exceed the double range of a PLD grid")
-        return None
-    if rep is Rep.LOSS and not math.isfinite(m.mu[1] ** 2):
+        why = _split_out_of_range(m)
+        return None if why is None else Support.no(why)
+    # (x * x, not x ** 2: a Python float's ** raises OverflowError where * gives inf)
+    if rep is Rep.LOSS and not math.isfinite(m.mu[1] * m.mu[1]):
         return Support.no(f"MatrixMechanism with mu = {m.mu[1]:g}: its privacy losses exceed "
                           "the double range of a PLD grid")
     return None
+
+
+def _split_out_of_range(m: MatrixMechanism) -> str | None:
+    """Why the noise split's steps leave a PLD grid's double range (its largest mu squared
+    is not finite), or None."""
+    top = m.split.parts[0][0] / m.noise_multiplier  # type: ignore[union-attr]
+    if math.isfinite(top * top):
+        return None
+    return (f"MatrixMechanism with a split step of mu = {top:g}: its privacy losses exceed "
+            "the double range of a PLD grid")
 
 
 # --- plan words ------------------------------------------------------------------------------
@@ -255,7 +263,7 @@ def _words(words, relation):
     try:
         m = MatrixMechanism(strategy, z, part, relation=relation)
     except ValueError as e:
-        words.fail("participation", str(e))
+        words.fail("strategy" if str(e).startswith("strategy:") else "participation", str(e))
     s = m.sensitivity
     return m, {"noise_multiplier": z, "strategy": strategy.describe(),
                "participation": part.describe(), "sensitivity": s.upper,
@@ -329,7 +337,8 @@ declare(MatrixMechanism, Family(
     profile=ProfileHooks(pair=_profile_pair, lower=_profile_lower, symmetric=lambda m: True,
                          source=("Balle, Barthe & Gaboardi 2018, Thm 4 at the matrix mechanism's "
                                  "sensitivity")),
-    zcdp=lambda m: None if m.route in (CYCLIC, SPLIT) else ulps_up(0.5 * m.mu[1] ** 2, 4),
+    zcdp=lambda m: None if m.route in (CYCLIC, SPLIT) else ulps_up(0.5 * m.mu[1] * m.mu[1],
+                                                                    4),
     has=_has, word="matrix", keys=_KEYS, from_words=_words, whole_run=True,
     to_event=_to_event, describe=_describe, own_samplers=lambda: _own_samplers()))
 
@@ -409,8 +418,11 @@ def _candidates(m: MatrixMechanism, field: str, x: float) -> list[tuple[str, flo
         g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
         out.append((NO_AMPLIFICATION, getattr(g, field), "the Gaussian at the worst pattern's "
                                                          "sensitivity"))
-    if m.route == NO_AMPLIFICATION and m.split is not None:
+    if m.route == NO_AMPLIFICATION and m.split is not None and m.split.parts:
+        why = _split_out_of_range(m)
         try:
+            if why is not None:
+                raise OutOfReach(why)
             g = getattr(m.split_reduction(), field)(x, method="pld")
         except OutOfReach as err:
             out.append((SPLIT, math.inf, f"out of reach ({err})"))
@@ -476,12 +488,15 @@ def _own(m: MatrixMechanism, field: str, x: float):
     (tiny noise), no-amplification's profile (a proven bound), the route saying so."""
     if m.route != SPLIT:
         return getattr(m, field)(x, method="profile"), NO_AMPLIFICATION
-    try:
-        return getattr(m, field)(x, method="pld"), SPLIT
-    except OutOfReach as err:
-        from ..mechanisms.gaussian import Gaussian
-        g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
-        return g, f"{NO_AMPLIFICATION} (route {SPLIT} out of reach: {err})"
+    why = _split_out_of_range(m)
+    if why is None:
+        try:
+            return getattr(m, field)(x, method="pld"), SPLIT
+        except OutOfReach as err:
+            why = str(err)
+    from ..mechanisms.gaussian import Gaussian
+    g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
+    return g, f"{NO_AMPLIFICATION} (route {SPLIT} out of reach: {why})"
 
 
 def _amplified(m: MatrixMechanism, field: str, x: float):

@@ -64,7 +64,8 @@ from .base import Mechanism
 from .gaussian import Gaussian
 from .matrix_sensitivity import SensitivityBracket, sensitivity
 from .matrix_split import SplitPlan, split_plan
-from .matrix_strategies import DenseStrategy, Strategy, as_strategy
+from .matrix_strategies import (BLT, BinaryTree, DenseStrategy, Strategy, Toeplitz,
+                                 as_strategy)
 from .participation import (CyclicPoisson, FixedBins, Participation, SingleEpoch,
                             as_participation)
 from .subsampled import Subsampled
@@ -85,6 +86,12 @@ CONDITIONAL = "conditional-composition"
 #: noise among the steps (:mod:`.matrix_split`)
 SPLIT = "noise-split"
 
+
+#: the range of the largest |entry| of C accepted: squares of entries (and their sums over n^2
+#: terms) stay normal doubles there, so the relative rounding pads hold (below it, the squares
+#: underflowed to 0: sensitivity 0 for a mechanism of any mu; scaling C and z by one factor
+#: changes nothing, so the user can always move C into it)
+_SCALE = (2.0 ** -250, 2.0 ** 250)
 
 #: distinct step values the cyclic-Poisson route keeps per end (each is one PLD part)
 MAX_LEVELS = 16
@@ -137,9 +144,31 @@ class MatrixMechanism(Mechanism):
                            V.positive("noise_multiplier", self.noise_multiplier))
         object.__setattr__(self, "participation", as_participation(self.participation))
         object.__setattr__(self, "relation", as_relation(self.relation))
+        top = self._largest_entry
+        if top != 0 and not _SCALE[0] <= top <= _SCALE[1]:
+            raise ValueError(
+                f"strategy: its largest |entry| is {top:g}, outside [2^-250, 2^250], where "
+                "the sensitivities' squares and sums are computed without underflow or "
+                "overflow; C G + Z scaled by one factor is the same mechanism, so scale C and "
+                "noise_multiplier together")
         if self.participation.sampled and self.relation is not ADD_REMOVE:
             raise ValueError(f"participation {self.participation.describe()} is accounted under "
                              "add/remove neighbours (relation='add_remove')")
+
+    @functools.cached_property
+    def _largest_entry(self) -> float:
+        """max |C[t, s]| (0 only for C = 0, which a DenseStrategy allows), read from the
+        description; for a BLT the bound max(1, sum |omega_i|) (c_0 = 1, theta in [0, 1]),
+        not its n computed coefficients."""
+        s = self.strategy
+        if isinstance(s, BinaryTree):
+            return 1.0
+        if isinstance(s, BLT):
+            return max(1.0, math.fsum(abs(w) for w in s.output_scales))
+        if isinstance(s, Toeplitz):
+            return max(abs(v) for v in s.coeffs)
+        c = s.toeplitz()
+        return float(np.max(np.abs(s.dense() if c is None else c)))
 
     # --- what the accounting uses -------------------------------------------------------
     @property
@@ -155,10 +184,14 @@ class MatrixMechanism(Mechanism):
         by its Gaussian, so the split is dominated by the Gaussian at that sum, hence by
         no-amplification's, at every epsilon; the two sums are equal for C >= 0 in exact
         arithmetic, so a rounding margin of 1e-9 of it is allowed: the choice only decides
-        tightness, both bounds are proven); else no-amplification."""
+        tightness, both bounds are proven); else no-amplification (also for C = 0,
+        which releases pure noise: its Gaussian at mu = 0, delta 0; the sampled routes
+        would have no step)."""
         p = self.participation
         if not p.sampled:
             return GAUSSIAN
+        if self._largest_entry == 0:
+            return NO_AMPLIFICATION
         s = self.strategy
         if isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
                 and s.bands <= p.partitions:

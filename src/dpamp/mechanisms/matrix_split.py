@@ -53,9 +53,15 @@ Computed here, in units of the clipping norm:
   S_r = sum_j |c_{r + j p}| (p the groups, 1 for Poisson and balls in bins; g the group), so
   Delta_s^2 <= sum_k |c_k| S_{k mod p} = sum_r S_r^2 for every step: one value, O(n).
 
-Rounding: sums of non-negative terms are padded by their gamma bound (Higham 2002, Sec. 3.1);
-a BLT's computed coefficients (l2 error e) add sqrt(ceil(n / p)) e (each S_r gains at most the
-l1 norm of its class's errors).
+Rounding: sums of non-negative terms are padded by their gamma bound (Higham 2002, Sec. 3.1).
+A BLT's computed coefficients c~ (l2 error e): Delta_s is not Lipschitz in the coefficients
+with a constant of order sqrt(n) (its gradient carries R_{s+k} / Delta_s, large for a late
+step with a small column reading heavy rows), so the squares are padded instead. With
+B(x, y) = sum_k x_k R_{s+k}(y) (Delta_s^2 = B(|c|, |c|), bilinear and monotone on x, y >= 0)
+and R_t(y) <= S_{(t - g) mod p}(y), B(x, y) <= <S(x), pi S(y)> <= |S(x)| |S(y)| (pi a cyclic
+shift); |c| <= |c~| + |err| entrywise and |S(|err|)| <= sqrt(ceil(n / p)) e =: k, so
+Delta_s^2 <= Delta~_s^2 + 2 U~ k + k^2, U~ = |S(|c~|)| the uniform bound of the computed
+coefficients. For the uniform bound itself this is (U~ + k)^2: the triangle inequality.
 """
 from __future__ import annotations
 
@@ -116,33 +122,46 @@ def _coefficients(strategy: Strategy) -> np.ndarray:
     return a[:int(nz[-1]) + 1] if nz.size else a[:1]
 
 
-def _pad(d: np.ndarray, terms: int, steps: int, coeff_error: float) -> np.ndarray:
-    """sqrt of squared sensitivities computed as sums of ``terms`` non-negative products of
-    sums of as many, rounded up; plus sqrt(steps) times a computed C's coefficient error."""
-    d = np.sqrt(d * (1 + (2 * terms + 8) * 2 * _U)) * (1 + 4 * _U)
-    return np.asarray(ulps_up(d + math.sqrt(steps) * coeff_error * (1 + 1e-12), 4), dtype=float)
+def _pad(d: np.ndarray, terms: int, steps: int, coeff_error: float,
+         top: float = 0.0) -> np.ndarray:
+    """sqrt of squared sensitivities ``d`` computed as sums of ``terms`` non-negative products
+    of sums of as many, rounded up; a computed C's coefficient error (l2 ``coeff_error``)
+    adds 2 top k + k^2 to each square, k = sqrt(steps) coeff_error and ``top`` >= the
+    uniform bound |S(|c~|)| of the computed coefficients (module docstring)."""
+    d = d * (1 + (2 * terms + 8) * 2 * _U)
+    if coeff_error > 0:
+        k = math.sqrt(steps) * coeff_error * (1 + 1e-12)
+        d = (d + (2 * top + k) * k * (1 + 4 * _U)) * (1 + 2 * _U)
+    return np.asarray(ulps_up(np.sqrt(d) * (1 + 4 * _U), 4), dtype=float)
+
+
+def _uniform_sq(a: np.ndarray, period: int) -> float:
+    """sum_r S_r^2, S_r = sum_j a_{r + j p}, as computed (unpadded)."""
+    m = -(-a.size // period)
+    pad = np.zeros(m * period)
+    pad[:a.size] = a
+    s = pad.reshape(m, period).sum(axis=0)
+    return float(np.sum(s * s))
 
 
 def _toeplitz_uniform(strategy: Strategy, n: int, period: int) -> float:
     """sqrt(sum_r S_r^2), S_r = sum_j |c_{r + j p}|: a bound on every step's Delta."""
     c = _coefficients(strategy)
-    m = -(-c.size // period)
-    pad = np.zeros(m * period)
-    pad[:c.size] = c
-    s = pad.reshape(m, period).sum(axis=0)
-    return float(_pad(np.array([np.sum(s * s)]), c.size, -(-n // period),
-                      strategy.coeff_error)[0])
+    u2 = _uniform_sq(c, period)
+    top = float(_pad(np.array([u2]), c.size, 1, 0.0)[0])
+    return float(_pad(np.array([u2]), c.size, -(-n // period), strategy.coeff_error, top)[0])
 
 
 def _toeplitz_group(a: np.ndarray, n: int, steps: np.ndarray, coeff_error: float,
-                    period: int) -> np.ndarray:
+                    period: int, top: float) -> np.ndarray:
     """Delta_s of a Toeplitz C with coefficients ``a`` = |c| for one group's steps: R the
-    group's row sums (a convolution), Delta_s^2 = sum_k a_k R_{s+k}."""
+    group's row sums (a convolution), Delta_s^2 = sum_k a_k R_{s+k}; ``top`` >= the uniform
+    bound of ``a`` (for the coefficient error's pad)."""
     e = np.zeros(n)
     e[steps] = 1.0
     r = np.convolve(a, e)[:n]
     d2 = np.convolve(r[::-1], a)[:n][::-1][steps]
-    return _pad(d2, a.size, -(-n // period), coeff_error)
+    return _pad(d2, a.size, -(-n // period), coeff_error, top)
 
 
 def _dense_group(c: np.ndarray, steps: np.ndarray) -> np.ndarray:
@@ -163,7 +182,8 @@ def _per_group(strategy: Strategy, n: int, period: int) -> list[np.ndarray]:
         if len(groups) * n * a.size > MAX_TOEPLITZ_WORK:
             top = _toeplitz_uniform(strategy, n, period)
             return [np.full(g.size, top) for g in groups]
-        return [_toeplitz_group(a, n, g, strategy.coeff_error, period) for g in groups]
+        top = float(_pad(np.array([_uniform_sq(a, period)]), a.size, 1, 0.0)[0])
+        return [_toeplitz_group(a, n, g, strategy.coeff_error, period, top) for g in groups]
     c = strategy.dense()
     return [_dense_group(c, g) for g in groups]
 

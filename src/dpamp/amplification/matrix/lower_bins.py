@@ -47,7 +47,10 @@ MAX_WORK = 1 << 27
 def _mixture(g: np.ndarray, norm_sq: float, terms: int, bins: int) -> tuple:
     """(shifts, probabilities) of (1/B) sum_j N(g_j / |m|, .) from the computed inner products
     g and |m|^2 (sums of ``terms`` non-negative products, each of sums of as many), rounded
-    so that the true mixture dominates it (module docstring)."""
+    so that the true mixture dominates it (module docstring). |m| = 0 (the filter's steps
+    never reach its rows): no shift, the trivial pair."""
+    if norm_sq <= 0:
+        return (0.0,), (1.0,)
     rel = (4 * terms + 32) * _U
     shifts = np.asarray(g, dtype=float) / math.sqrt(norm_sq * (1 + rel)) * (1 - rel)
     shifts = np.where(shifts > 0, shifts, 0.0)
