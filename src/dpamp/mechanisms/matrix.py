@@ -66,8 +66,8 @@ from .matrix_sensitivity import SensitivityBracket, sensitivity
 from .matrix_split import SplitPlan, split_plan
 from .matrix_strategies import (BLT, BinaryTree, DenseStrategy, Strategy, Toeplitz,
                                  as_strategy)
-from .participation import (CyclicPoisson, FixedBins, Participation, SingleEpoch,
-                            as_participation)
+from .participation import (BallsInBins, CyclicPoisson, FixedBins, Participation,
+                            SingleEpoch, as_participation)
 from .subsampled import Subsampled
 
 if TYPE_CHECKING:
@@ -342,9 +342,11 @@ class MatrixMechanism(Mechanism):
         """d where the noise split is attained by an actual pair of neighbours (a record
         whose gradient is one fixed unit vector): C diagonal with |C[s, s]| = d on every step,
         so every block is its step's own output at full noise and the split's steps are the
-        mechanism's (under fixed bins also every bin of n / bins steps); else None."""
+        mechanism's (under fixed bins and balls in bins also ``bins`` dividing n: every bin of
+        n / bins steps, no shorter last epoch, whose reading could differ); else None."""
         s, p = self.strategy, self.participation
-        if self.split is None or s.bands != 1 or (isinstance(p, FixedBins) and self.n % p.bins):
+        if self.split is None or s.bands != 1 or (
+                isinstance(p, (FixedBins, BallsInBins)) and self.n % p.bins):
             return None
         c = s.toeplitz()
         diag = np.abs(np.diag(s.dense())) if c is None or isinstance(s, DenseStrategy) \
