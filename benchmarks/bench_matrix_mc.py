@@ -33,13 +33,14 @@ many seeds, on two cases where dpamp's bracket is exact.
 
     python benchmarks/bench_matrix_mc.py [--n 100 1000] [--bands 1 2 4 8] [--samples 4000]
         [--rates 0.01 0.03 0.1] [--z Z ...] [--check] [--balls-in-bins]
-        [--sampling poisson cyclic bins] [--no-header]
+        [--sampling poisson cyclic bins] [--notes] [--no-header]
     python benchmarks/bench_matrix_mc.py --coverage 40
 """
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from _timing import clear_caches, clock
 
@@ -78,9 +79,11 @@ def check(r, g, exact: bool) -> str:
     return "ok"
 
 
-def row(bands: int, n: int, q: float, z: float, samples: int, kind: str, bins: int = 0) -> str:
+def row(bands: int, n: int, q: float, z: float, samples: int, kind: str, bins: int = 0,
+        notes: bool = False) -> str:
     """One table row; ``kind`` poisson, cyclic (``bands`` groups at rate q) or bins (balls in
-    bins of ``bins`` steps)."""
+    bins of ``bins`` steps); ``notes``: the answer's note (the other routes' values, the lower
+    end's witness) to stderr."""
     part = dp.BallsInBins(bins) if kind == "bins" else \
         dp.CyclicPoisson(q, bands) if kind == "cyclic" else dp.Poisson(q)
     m = dp.MatrixMechanism(strategy(bands, n), z, participation=part)
@@ -94,6 +97,8 @@ def row(bands: int, n: int, q: float, z: float, samples: int, kind: str, bins: i
     clear_caches()
     g, cpu, wall = clock(lambda: m.epsilon(DELTA))
     how = route(m, g)
+    if notes:
+        print(f"note ({kind} b {bands} n {n} q {q:g} z {z:g}): {g.note}", file=sys.stderr)
     low = f"{g.lower:.4f}" if g.lower is not None else "-"
     ratio = f"{g.epsilon / r.estimate:.3g}" if r is not None and r.estimate > 0 else "-"
     ok = check(r, g, how == m.route and how not in (SPLIT, NO_AMPLIFICATION)) \
@@ -147,6 +152,8 @@ def main() -> None:
     ap.add_argument("--sampling", nargs="+", choices=KINDS, default=None,
                     help="the row kinds (default: poisson, plus --check's and "
                          "--balls-in-bins')")
+    ap.add_argument("--notes", action="store_true",
+                    help="each answer's note (the other routes' values) to stderr")
     ap.add_argument("--no-header", action="store_true", help="rows only (runs in pieces)")
     ap.add_argument("--coverage", type=int, default=0, metavar="SEEDS",
                     help="only the coverage check over this many seeds")
@@ -158,8 +165,9 @@ def main() -> None:
         return
     kinds = a.sampling or (["poisson"] + ["cyclic"] * a.check + ["bins"] * a.balls_in_bins)
     if not a.no_header:
-        print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {a.samples} samples "
-              f"per direction) beside dpamp's proven answer m.epsilon(delta)")
+        mc = f"{a.samples} samples per direction" if a.samples else "not run"
+        print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {mc}) beside "
+              f"dpamp's proven answer m.epsilon(delta)")
         print("| sampling | b | n | q | z | MC eps | MC interval | ess | max share | MC CPU s | "
               "MC wall s | upper | route | lower | upper / MC | dpamp CPU s | dpamp wall s | "
               "check |")
@@ -172,7 +180,7 @@ def main() -> None:
                         if kind == "cyclic" and bands == 1:
                             continue     # the same as the Poisson row
                         print(row(bands, n, q, z, a.samples, kind,
-                                  nearest_bins(n, q) if kind == "bins" else 0), flush=True)
+                                  nearest_bins(n, q) if kind == "bins" else 0, a.notes), flush=True)
 
 
 if __name__ == "__main__":
