@@ -33,7 +33,7 @@ many seeds, on two cases where dpamp's bracket is exact.
 
     python benchmarks/bench_matrix_mc.py [--n 100 1000] [--bands 1 2 4 8] [--samples 4000]
         [--rates 0.01 0.03 0.1] [--z Z ...] [--check] [--balls-in-bins]
-        [--sampling poisson cyclic bins] [--notes] [--no-header]
+        [--sampling poisson cyclic bins] [--notes] [--split-alone] [--no-header]
     python benchmarks/bench_matrix_mc.py --coverage 40
 """
 from __future__ import annotations
@@ -79,11 +79,24 @@ def check(r, g, exact: bool) -> str:
     return "ok"
 
 
+def split_alone(bands: int, n: int, z: float, part) -> str:
+    """The noise split's epsilon alone (its plan by the certified PLD, cold caches, a fresh
+    mechanism) and its CPU seconds: what the route costs without the other candidates."""
+    m = dp.MatrixMechanism(strategy(bands, n), z, participation=part)
+    clear_caches()
+    try:
+        g, cpu, _ = clock(lambda: m.split_reduction().epsilon(DELTA, method="pld"))
+    except (ValueError, ArithmeticError) as err:      # not applicable, or out of reach
+        return f" - ({type(err).__name__}) | - |"
+    return f" {g.epsilon:.4f} | {cpu:.2f} |"
+
+
 def row(bands: int, n: int, q: float, z: float, samples: int, kind: str, bins: int = 0,
-        notes: bool = False) -> str:
+        notes: bool = False, split: bool = False) -> str:
     """One table row; ``kind`` poisson, cyclic (``bands`` groups at rate q) or bins (balls in
     bins of ``bins`` steps); ``notes``: the answer's note (the other routes' values, the lower
-    end's witness) to stderr."""
+    end's witness) to stderr; ``split``: two more columns, the noise split alone
+    (:func:`split_alone`)."""
     part = dp.BallsInBins(bins) if kind == "bins" else \
         dp.CyclicPoisson(q, bands) if kind == "cyclic" else dp.Poisson(q)
     m = dp.MatrixMechanism(strategy(bands, n), z, participation=part)
@@ -105,7 +118,8 @@ def row(bands: int, n: int, q: float, z: float, samples: int, kind: str, bins: i
         if r is not None else "-"
     label = f"bins {bins}" if kind == "bins" else kind
     return (f"| {label} | {bands} | {n} | {q:g} | {z:g} | {mc} | {g.epsilon:.4f} | {how} | "
-            f"{low} | {ratio} | {cpu:.2f} | {wall:.2f} | {ok} |")
+            f"{low} | {ratio} | {cpu:.2f} | {wall:.2f} | {ok} |"
+            + (split_alone(bands, n, z, part) if split else ""))
 
 
 def coverage(seeds: int, samples: int) -> None:
@@ -154,6 +168,8 @@ def main() -> None:
                          "--balls-in-bins')")
     ap.add_argument("--notes", action="store_true",
                     help="each answer's note (the other routes' values) to stderr")
+    ap.add_argument("--split-alone", action="store_true",
+                    help="two more columns: the noise split's epsilon alone and its CPU s")
     ap.add_argument("--no-header", action="store_true", help="rows only (runs in pieces)")
     ap.add_argument("--coverage", type=int, default=0, metavar="SEEDS",
                     help="only the coverage check over this many seeds")
@@ -168,10 +184,11 @@ def main() -> None:
         mc = f"{a.samples} samples per direction" if a.samples else "not run"
         print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {mc}) beside "
               f"dpamp's proven answer m.epsilon(delta)")
+        extra = " split alone | split CPU s |" if a.split_alone else ""
         print("| sampling | b | n | q | z | MC eps | MC interval | ess | max share | MC CPU s | "
               "MC wall s | upper | route | lower | upper / MC | dpamp CPU s | dpamp wall s | "
-              "check |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "check |" + extra)
+        print("|---" * (18 + 2 * a.split_alone) + "|")
     for n in a.n:
         for bands in a.bands:
             for q in a.rates:
@@ -180,7 +197,8 @@ def main() -> None:
                         if kind == "cyclic" and bands == 1:
                             continue     # the same as the Poisson row
                         print(row(bands, n, q, z, a.samples, kind,
-                                  nearest_bins(n, q) if kind == "bins" else 0, a.notes), flush=True)
+                                  nearest_bins(n, q) if kind == "bins" else 0, a.notes,
+                                  a.split_alone), flush=True)
 
 
 if __name__ == "__main__":
