@@ -1,21 +1,32 @@
 """Monte Carlo ESTIMATES of eps(delta) for banded matrix mechanisms under Poisson sampling, beside
-the proven no-amplification upper bound (and, where one exists, the certified bracket).
+dpamp's proven answer for the mechanism: its amplified upper bound (and the route that gave it)
+and its proven lower end.
 
 The strategy is the banded square root with b bands (b = 1: DP-SGD), scaled to column norm 1;
 every step Poisson-samples the whole data set at rate q; noise multiplier z. For each cell:
 the MC estimate of the fixed-direction pair's eps at delta = 1e-6 with its 4-standard-error
 interval (``dpamp.accounting.montecarlo_matrix.estimate_epsilon``: an estimate, not a
 guarantee), its effective sample size, largest single share (``(!)``: the diagnostics fail,
-``MonteCarloEstimate.trusted``) and wall time; beside it dpamp's
-proven bound for the mechanism: the certified bracket of DP-SGD for b = 1, and the
-no-amplification upper bound otherwise (the worst pattern: every step).
+``MonteCarloEstimate.trusted``), CPU (``time.process_time``, all threads) and wall seconds;
+beside it dpamp's answer ``m.epsilon(delta)`` (cold caches): the proven upper end and the route
+that gave it (``noise-split``, ``conditional-composition``, ``no-amplification``; for b = 1 and
+the cyclic rows the mechanism's own exact route), the proven lower end (``-``: none), the ratio
+upper / MC estimate, and its CPU and wall seconds. The check column: ``ok`` where the MC
+interval reaches below the upper end (the pair is an actual pair of neighbours, so its eps is
+at most the mechanism's) and, where the route is exact (b = 1, cyclic), above the lower end;
+``DISAGREE`` otherwise; ``MC<lower`` (not a disagreement) where the MC interval lies below a
+lower end that comes from another pair (the orthogonal witness).
 
 ``--check`` adds the cyclic-Poisson rows (b groups, each step sampling its group at rate q):
 there dpamp's reduction (Choquette-Choo et al. NeurIPS 2023) is exact when b divides n, so the
 certified bracket and the MC interval must overlap: the check of the estimator at scale.
 
 ``--balls-in-bins`` adds rows with balls in bins of about 1 / q steps (the divisor of n
-nearest 1 / q: the same expected share of steps, whole epochs), beside the no-amplification bound (the only proven one dpamp has there today).
+nearest 1 / q: the same expected share of steps, whole epochs); ``--sampling`` picks the row
+kinds directly (e.g. ``--sampling bins`` for balls-in-bins rows alone). ``--z`` replaces the
+noise multiplier of each rate (default 1, 1.5, 3 for q = 0.01, 0.03, 0.1) by each of the given
+ones; ``--samples 0`` skips the Monte Carlo estimate (its columns ``-``), e.g. where its
+recursion over 2^(b - 1) states is too slow (b = 8 at n = 10^4) or not taken (b > 13).
 
 ``--fixed-bins`` instead prints the table under balls in bins drawn once (``dp.FixedBins``:
 each record in every step of one of ``bins`` bins; n = 1000 by default, bins 10 and 100, z 1
@@ -27,7 +38,8 @@ the ratio upper / MC.
 many seeds, on two cases where dpamp's bracket is exact.
 
     python benchmarks/bench_matrix_mc.py [--n 100 1000] [--bands 1 2 4 8] [--samples 4000]
-        [--rates 0.01 0.03 0.1] [--check] [--balls-in-bins]
+        [--rates 0.01 0.03 0.1] [--z Z ...] [--check] [--balls-in-bins]
+        [--sampling poisson cyclic bins] [--notes] [--split-alone] [--no-header]
     python benchmarks/bench_matrix_mc.py --fixed-bins [--n 1000] [--bins 10 100] [--z 1 3]
     python benchmarks/bench_matrix_mc.py --coverage 40
 """
@@ -36,14 +48,19 @@ from __future__ import annotations
 import argparse
 import math
 import time
+import sys
+
+from _timing import clear_caches, clock
 
 import dpamp as dp
 from dpamp.accounting.montecarlo_matrix import estimate_epsilon
 from dpamp.families.matrix import bsr_coefficients
+from dpamp.mechanisms.matrix import CONDITIONAL, NO_AMPLIFICATION, SPLIT
 
 DELTA = 1e-6
 #: noise multiplier per sampling rate (DP-SGD over 1000 steps near eps 2 to 4)
 NOISE = {0.01: 1.0, 0.03: 1.5, 0.1: 3.0}
+KINDS = ("poisson", "cyclic", "bins")
 
 
 def strategy(bands: int, n: int):
@@ -53,28 +70,64 @@ def strategy(bands: int, n: int):
     return dp.BandedToeplitz([c / norm for c in co], n)
 
 
-def row(bands: int, n: int, q: float, samples: int, cyclic: bool, bins: int = 0) -> str:
-    """One table row; ``bins`` > 0: balls in bins of that many steps instead (rate 1 / bins,
-    the noise of the nearest listed rate)."""
-    z = NOISE.get(q, 1.0)
-    part = dp.BallsInBins(bins) if bins else \
-        dp.CyclicPoisson(q, bands) if cyclic else dp.Poisson(q)
+def route(m, g) -> str:
+    """The route that gave the upper end: an amplified route's name, no-amplification where
+    that (the mechanism's own profile) won, else the mechanism's own (exact) route."""
+    if g.method in (SPLIT, CONDITIONAL):
+        return g.method
+    return NO_AMPLIFICATION if m.route in (SPLIT, NO_AMPLIFICATION) else m.route
+
+
+def check(r, g, exact: bool) -> str:
+    """``ok``, ``DISAGREE`` or ``MC<lower`` (module docstring)."""
+    if r.lo > g.epsilon:
+        return "DISAGREE"
+    if g.lower is not None and r.hi < g.lower:
+        return "DISAGREE" if exact else "MC<lower"
+    return "ok"
+
+
+def split_alone(bands: int, n: int, z: float, part) -> str:
+    """The noise split's epsilon alone (its plan by the certified PLD, cold caches, a fresh
+    mechanism) and its CPU seconds: what the route costs without the other candidates."""
     m = dp.MatrixMechanism(strategy(bands, n), z, participation=part)
-    t0 = time.perf_counter()
-    r = estimate_epsilon(m, DELTA, samples=samples, seed=0)
-    t_mc = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    g = m.epsilon(DELTA)
-    t_dp = time.perf_counter() - t0
+    clear_caches()
+    try:
+        g, cpu, _ = clock(lambda: m.split_reduction().epsilon(DELTA, method="pld"))
+    except (ValueError, ArithmeticError) as err:      # not applicable, or out of reach
+        return f" - ({type(err).__name__}) | - |"
+    return f" {g.epsilon:.4f} | {cpu:.2f} |"
+
+
+def row(bands: int, n: int, q: float, z: float, samples: int, kind: str, bins: int = 0,
+        notes: bool = False, split: bool = False) -> str:
+    """One table row; ``kind`` poisson, cyclic (``bands`` groups at rate q) or bins (balls in
+    bins of ``bins`` steps); ``notes``: the answer's note (the other routes' values, the lower
+    end's witness) to stderr; ``split``: two more columns, the noise split alone
+    (:func:`split_alone`)."""
+    part = dp.BallsInBins(bins) if kind == "bins" else \
+        dp.CyclicPoisson(q, bands) if kind == "cyclic" else dp.Poisson(q)
+    m = dp.MatrixMechanism(strategy(bands, n), z, participation=part)
+    if samples:
+        r, mc_cpu, mc_wall = clock(lambda: estimate_epsilon(m, DELTA, samples=samples, seed=0))
+        mc = (f"{r.estimate:.4f} | [{r.lo:.4f}, {r.hi:.4f}] | "
+              f"{r.ess:.0f}{'' if r.trusted else ' (!)'} | {r.max_share:.4f} | "
+              f"{mc_cpu:.1f} | {mc_wall:.1f}")
+    else:
+        r, mc = None, "- | - | - | - | - | -"
+    clear_caches()
+    g, cpu, wall = clock(lambda: m.epsilon(DELTA))
+    how = route(m, g)
+    if notes:
+        print(f"note ({kind} b {bands} n {n} q {q:g} z {z:g}): {g.note}", file=sys.stderr)
     low = f"{g.lower:.4f}" if g.lower is not None else "-"
-    proven = f"[{low}, {g.epsilon:.4f}] {m.route}"
-    overlap = "" if g.lower is None else \
-        ("  ok" if r.lo <= g.epsilon and g.lower <= r.hi else "  DISAGREE")
-    kind = f"bins {bins}" if bins else "cyclic" if cyclic else "poisson"
-    return (f"| {kind} | {bands} | {n} | {q:g} | {z:g} | "
-            f"{r.estimate:.4f} | [{r.lo:.4f}, {r.hi:.4f}] | {r.ess:.0f}{'' if r.trusted else ' (!)'} | "
-            f"{r.max_share:.4f} | "
-            f"{t_mc:.1f} | {proven} | {t_dp:.2f} |{overlap}")
+    ratio = f"{g.epsilon / r.estimate:.3g}" if r is not None and r.estimate > 0 else "-"
+    ok = check(r, g, how == m.route and how not in (SPLIT, NO_AMPLIFICATION)) \
+        if r is not None else "-"
+    label = f"bins {bins}" if kind == "bins" else kind
+    return (f"| {label} | {bands} | {n} | {q:g} | {z:g} | {mc} | {g.epsilon:.4f} | {how} | "
+            f"{low} | {ratio} | {cpu:.2f} | {wall:.2f} | {ok} |"
+            + (split_alone(bands, n, z, part) if split else ""))
 
 
 def fixed_bins_row(bands: int, n: int, bins: int, z: float, samples: int) -> str:
@@ -132,12 +185,21 @@ def coverage(seeds: int, samples: int) -> None:
               f"; trusted {trusted}/{seeds}", flush=True)
 
 
+def nearest_bins(n: int, q: float) -> int:
+    """The divisor of n nearest 1 / q: whole epochs only (a shorter last epoch of one step
+    would be a certain, unamplified participation)."""
+    return min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - 1 / q))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--bands", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--rates", type=float, nargs="+", default=[0.01, 0.03, 0.1])
-    ap.add_argument("--samples", type=int, default=4000)
+    ap.add_argument("--z", type=float, nargs="+", default=None,
+                    help="noise multipliers for every rate (default: one per rate, NOISE)")
+    ap.add_argument("--samples", type=int, default=4000,
+                    help="MC samples per direction (0: no Monte Carlo estimate)")
     ap.add_argument("--check", action="store_true", help="add the cyclic-Poisson rows")
     ap.add_argument("--balls-in-bins", action="store_true",
                     help="add balls-in-bins rows (bins: the divisor of n nearest 1 / q)")
@@ -145,35 +207,46 @@ def main() -> None:
                     help="only the table under dp.FixedBins (bins drawn once)")
     ap.add_argument("--bins", type=int, nargs="+", default=[10, 100],
                     help="--fixed-bins: the numbers of bins")
-    ap.add_argument("--z", type=float, nargs="+", default=[1.0, 3.0],
-                    help="--fixed-bins: the noise multipliers")
+    ap.add_argument("--sampling", nargs="+", choices=KINDS, default=None,
+                    help="the row kinds (default: poisson, plus --check's and "
+                         "--balls-in-bins')")
+    ap.add_argument("--notes", action="store_true",
+                    help="each answer's note (the other routes' values) to stderr")
+    ap.add_argument("--split-alone", action="store_true",
+                    help="two more columns: the noise split's epsilon alone and its CPU s")
+    ap.add_argument("--no-header", action="store_true", help="rows only (runs in pieces)")
     ap.add_argument("--coverage", type=int, default=0, metavar="SEEDS",
                     help="only the coverage check over this many seeds")
     a = ap.parse_args()
+    if a.samples < 0 or (0 < a.samples < 100):
+        ap.error("--samples: 0 (no Monte Carlo) or at least 100")
     if a.coverage:
         coverage(a.coverage, a.samples)
         return
     if a.fixed_bins:
         ns = a.n if a.n != [100, 1000] else [1000]
-        fixed_bins_table(ns, a.bands, a.bins, a.z, a.samples)
+        fixed_bins_table(ns, a.bands, a.bins, a.z or [1.0, 3.0], a.samples)
         return
-    print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {a.samples} samples "
-          f"per direction) beside dpamp's proven bound")
-    print("| sampling | b | n | q | z | MC eps | MC interval | ess | max share | MC s | "
-          "proven [lower, upper] route | dpamp s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    kinds = a.sampling or (["poisson"] + ["cyclic"] * a.check + ["bins"] * a.balls_in_bins)
+    if not a.no_header:
+        mc = f"{a.samples} samples per direction" if a.samples else "not run"
+        print(f"eps at delta {DELTA:g}: MC estimate (4-se interval, seed 0, {mc}) beside "
+              f"dpamp's proven answer m.epsilon(delta)")
+        extra = " split alone | split CPU s |" if a.split_alone else ""
+        print("| sampling | b | n | q | z | MC eps | MC interval | ess | max share | MC CPU s | "
+              "MC wall s | upper | route | lower | upper / MC | dpamp CPU s | dpamp wall s | "
+              "check |" + extra)
+        print("|---" * (18 + 2 * a.split_alone) + "|")
     for n in a.n:
         for bands in a.bands:
             for q in a.rates:
-                print(row(bands, n, q, a.samples, False), flush=True)
-                if a.check and bands > 1:
-                    print(row(bands, n, q, a.samples, True), flush=True)
-                if a.balls_in_bins:
-                    # whole epochs only: a shorter last epoch of one step would be a
-                    # certain, unamplified participation
-                    bins = min((d for d in range(1, n + 1) if n % d == 0),
-                               key=lambda d: abs(d - 1 / q))
-                    print(row(bands, n, q, a.samples, False, bins), flush=True)
+                for z in a.z or [NOISE.get(q, 1.0)]:
+                    for kind in kinds:
+                        if kind == "cyclic" and bands == 1:
+                            continue     # the same as the Poisson row
+                        print(row(bands, n, q, z, a.samples, kind,
+                                  nearest_bins(n, q) if kind == "bins" else 0, a.notes,
+                                  a.split_alone), flush=True)
 
 
 if __name__ == "__main__":
