@@ -101,7 +101,8 @@ def test_cli_errors_name_the_flag_before_heavy_imports():
     lines = r.stderr.strip().splitlines()
     assert lines == ["dpamp epsilon: error: argument --delta: must be in [0, 1) (got -1e-5)",
                      "dpamp epsilon: error: argument --method: invalid choice: 'foo' (choose "
-                     "from 'auto', 'bounded-range', 'conditional-composition', 'mixing', "
+                     "from 'auto', 'bounded-range', 'noise-split', 'conditional-composition', "
+                     "'mixing', "
                      "'profile', 'pld', 'rdp', "
                      "'rdp-classic', 'zcdp', 'kov', 'advanced', 'basic')"]
 

@@ -253,16 +253,21 @@ def test_random_tiny_cases_stay_above_the_exact_pairs():
                 Q.delta_bins(c, z, n, eps).delta
 
 
-def test_auto_answers_by_conditional_composition_and_names_the_route():
-    """The registered method: auto takes it for one amplifiable matrix mechanism; a
-    composition of one, or a route it does not bound, is refused with the reason."""
+def test_auto_answers_by_the_noise_split_and_names_the_route():
+    """The registered methods: auto takes "noise-split" (no conditional composition) for one
+    amplifiable matrix mechanism, "conditional-composition" by name runs every route; a
+    composition of one, or a route they do not bound, is refused with the reason."""
     c = np.eye(20) + 0.5 * np.eye(20, k=-1)
     m = dp.MatrixMechanism(c, 4.0, participation=dp.Poisson(0.02))
     g = m.epsilon(1e-6)
     assert g.method == "noise-split" and 0 < g.lower <= g.epsilon
     assert g.epsilon < _plain(m).epsilon(1e-6, method="profile").epsilon
-    assert m.epsilon(1e-6, method="conditional-composition") == g
+    assert m.epsilon(1e-6, method="noise-split") == g
+    assert "conditional-composition" not in g.note
+    h = m.epsilon(1e-6, method="conditional-composition")
+    assert h.epsilon == g.epsilon and "route conditional-composition gave" in h.note
     assert not dp.supports(m * 2, "conditional-composition")
+    assert not dp.supports(m * 2, "noise-split")
     cyclic = dp.MatrixMechanism(np.eye(20), 4.0, participation=dp.CyclicPoisson(0.1, 2))
     assert cyclic.route == "cyclic-poisson"
     with pytest.raises(ValueError, match="does not apply"):

@@ -38,13 +38,16 @@ _REGISTRY: dict[str, Method] = {}
 
 #: the names of the methods the plugins register, known without importing them (the command
 #: line checks ``--method`` before any heavy import; tests/test_cli check they agree)
-METHOD_NAMES = ("auto", "bounded-range", "conditional-composition", "mixing", "profile", "pld",
-                "rdp", "rdp-classic", "zcdp", "kov", "advanced", "basic")
+METHOD_NAMES = ("auto", "bounded-range", "noise-split", "conditional-composition", "mixing",
+                "profile", "pld", "rdp", "rdp-classic", "zcdp", "kov", "advanced", "basic")
 
 #: one line on each method, known without importing it (``dpamp methods`` prints them)
 SUMMARIES = {
     "bounded-range": "adaptive compositions of eps-bounded-range mechanisms (exponential "
                      "mechanism): optimal, by dynamic programming (Dong, Durfee & Rogers 2020)",
+    "noise-split": ("matrix mechanisms under Poisson sampling or balls in bins: the smaller of "
+                    "the noise split (DP-SGD or random allocation at per-step sensitivities) "
+                    "and no-amplification, with a proven lower end"),
     "conditional-composition": ("matrix mechanisms under Poisson sampling or balls in bins: "
                                 "the smallest of conditional composition (Choquette-Choo, "
                                 "Ganesh, Steinke & Thakurta 2024), the noise split and "
@@ -310,7 +313,7 @@ def _witness_bound(w, g: Guarantee):
 
 _PLUGINS = tuple(f"dpamp.accounting.methods.{name}"
                  for name in ("rdp", "pld", "zcdp", "theorems", "profile", "mixing",
-                              "bounded_range", "conditional"))
+                              "bounded_range", "conditional", "noise_split"))
 _loaded = False
 #: held while the method modules are imported: a thread that finds the registry not yet loaded
 #: waits for the one loading it (marked loaded only once every module has registered; before,

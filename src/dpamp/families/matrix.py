@@ -408,10 +408,11 @@ _SOURCES = {CONDITIONAL: "Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (condi
                    "2023, Thm 4, is its case of disjoint rows)"}
 
 
-def _candidates(m: MatrixMechanism, field: str, x: float) -> list[tuple[str, float, str]]:
+def _candidates(m: MatrixMechanism, field: str, x: float,
+                conditional: bool = True) -> list[tuple[str, float, str]]:
     """(route, value, detail) of every route other than the mechanism's own that answers at
     ``x``: no-amplification's closed form or the noise split (whichever is not the route),
-    conditional composition within its reach."""
+    conditional composition within its reach (where ``conditional``)."""
     out = []
     if m.route == SPLIT:
         from ..mechanisms.gaussian import Gaussian
@@ -428,7 +429,7 @@ def _candidates(m: MatrixMechanism, field: str, x: float) -> list[tuple[str, flo
             out.append((SPLIT, math.inf, f"out of reach ({err})"))
         else:
             out.append((SPLIT, getattr(g, field), "the split's steps by the certified PLD"))
-    if _conditional_applies(m):
+    if conditional and _conditional_applies(m):
         from ..amplification.matrix import query
         p = m.participation
         try:
@@ -499,7 +500,7 @@ def _own(m: MatrixMechanism, field: str, x: float):
     return g, f"{NO_AMPLIFICATION} (route {SPLIT} out of reach: {why})"
 
 
-def _amplified(m: MatrixMechanism, field: str, x: float):
+def _amplified(m: MatrixMechanism, field: str, x: float, conditional: bool = True):
     """The smallest proven upper bound at ``x`` (delta for field "epsilon", epsilon for
     "delta") over the mechanism's own route (noise-split by the PLD, or no-amplification's
     closed-form profile) and :func:`_candidates`, where ``amplifiable``; else the mechanism's
@@ -521,7 +522,7 @@ def _amplified(m: MatrixMechanism, field: str, x: float):
     if route == SPLIT and own.lower is not None and (lower is None or own.lower > lower):
         # an attained split (a diagonal C): its own lower end is the truth's
         lower, lnote = own.lower, "; lower end: the split's steps, attained (a diagonal C)"
-    cands = _candidates(m, field, x)
+    cands = _candidates(m, field, x, conditional)
     best = min(cands, key=lambda c: c[1], default=None)
     if best is None or not best[1] < getattr(own, field):
         others = "".join(f"; route {r} gave {v:.6g} ({d})" for r, v, d in cands)
@@ -536,15 +537,16 @@ def _amplified(m: MatrixMechanism, field: str, x: float):
                            f"{getattr(own, field):.6g}{others}{lnote}")
 
 
-def amplified_epsilon(m: MatrixMechanism, delta: float):
-    """epsilon at ``delta``: the smaller of the two routes (:func:`_amplified`); the answer's
-    ``method`` names the route that gave it."""
-    return _amplified(m, "epsilon", delta)
+def amplified_epsilon(m: MatrixMechanism, delta: float, conditional: bool = True):
+    """epsilon at ``delta``: the smallest of the routes (:func:`_amplified`; conditional
+    composition only where ``conditional``); the answer's ``method`` names the route that
+    gave it."""
+    return _amplified(m, "epsilon", delta, conditional)
 
 
-def amplified_delta(m: MatrixMechanism, epsilon: float):
-    """delta at ``epsilon``: the smaller of the two routes (:func:`_amplified`)."""
-    return _amplified(m, "delta", epsilon)
+def amplified_delta(m: MatrixMechanism, epsilon: float, conditional: bool = True):
+    """delta at ``epsilon``: the smallest of the routes (:func:`_amplified`)."""
+    return _amplified(m, "delta", epsilon, conditional)
 
 
 __all__ = ["bsr_coefficients", "NO_AMPLIFICATION", "CONDITIONAL", "amplifiable",
