@@ -20,8 +20,10 @@ epochs use disjoint rows (independent noise) and depend on their own epoch's dra
 pair is the product over the full epochs of (1/B) sum_{s in epoch e} N(<w_s*, w_s> /
 (sigma |w_s*|), 1) against N(0, 1).
 
-**Rounding**: each shift is lowered by the relative error of its sums (non-negative terms,
-gamma bounds; Higham 2002, Sec. 3.1) and each positive shift's probability padded down, the
+**Rounding**: the means are scaled by a power of two (largest entry in [1/2, 1)), each shift
+is lowered by the relative error of its sums (non-negative terms, gamma bounds; Higham 2002,
+Sec. 3.1) and by an absolute bound on what was rounded in the subnormals (there the relative
+bounds fail), and each positive shift's probability padded down, the
 zero shift taking the rest; a stochastically smaller law of non-negative shifts gives a
 dominated mixture in both orders (:mod:`.lower`, module docstring). A computed C (a BLT's
 coefficients, ``coeff_error`` > 0) or one with negative entries gets no witness here.
@@ -44,23 +46,48 @@ _U = 2.0 ** -53
 MAX_WORK = 1 << 27
 
 
-def _mixture(g: np.ndarray, norm_sq: float, terms: int, bins: int) -> tuple:
-    """(shifts, probabilities) of (1/B) sum_j N(g_j / |m|, .) from the computed inner products
-    g and |m|^2 (sums of ``terms`` non-negative products, each of sums of as many), rounded
-    so that the true mixture dominates it (module docstring). |m| = 0 (the filter's steps
-    never reach its rows): no shift, the trivial pair."""
-    if norm_sq <= 0:
-        return (0.0,), (1.0,)
+def _matched(v: np.ndarray, sigma: float, terms: int, bins: int) -> tuple | None:
+    """(shifts, probabilities, j*) of the matched filter on the columns of ``v`` (one per
+    participation, each of probability 1/B; entries >= 0, each computed within a relative
+    gamma bound of its ``terms`` terms): the filter w = the column of largest computed norm,
+    the shifts <w, v_j> / |w| rounded down, each positive shift's probability padded down and
+    the zero shift taking the rest, so that the true mixture dominates it (module docstring);
+    None where the columns are 0 or not finite, or the shifts leave the double range.
+
+    The columns are first scaled by 2^-k (exact bar underflow) so that the largest entry lies
+    in [1/2, 1): then |w|^2 >= 1/4 (w's computed norm is the largest, at least that entry's
+    square) and what the relative bounds do not cover, products and scaled entries rounded in
+    the subnormals (each off by at most half the spacing 2^-1074), is bounded absolutely,
+    2^-1072 per term; without the scaling a C and sigma near 2^-538 (squares in the
+    subnormals) overestimated a shift by 35%."""
+    if not np.isfinite(v).all() or not v.any():
+        return None
+    k = math.frexp(float(v.max()))[1]
+    v = np.ldexp(v, -k)
+    norms = np.einsum("tj,tj->j", v, v)
+    top = int(np.argmax(norms))
+    g = np.einsum("t,tj->j", v[:, top], v)
     rel = (4 * terms + 32) * _U
-    shifts = np.asarray(g, dtype=float) / math.sqrt(norm_sq * (1 + rel)) * (1 - rel)
-    shifts = np.where(shifts > 0, shifts, 0.0)
+    tiny = v.shape[0] * 2.0 ** -1072
+    shifts = np.maximum(g - tiny, 0.0) * (1 - rel) / math.sqrt(
+        float(norms[top]) * (1 + rel) + tiny)
+    shifts = np.ldexp(shifts, k)
+    # a shift in the subnormals (its scaling rounded, maybe up) or whose mu = shift / sigma
+    # is (MixtureOfGaussians divides, within its rounding only for a normal mu): moved to 0
+    with np.errstate(over="ignore", under="ignore"):
+        mus = shifts / sigma
+    if not np.isfinite(shifts).all() or not np.isfinite(mus).all():
+        return None
+    shifts = np.where((shifts >= 2.0 ** -1000) & (mus >= 2.0 ** -1000), shifts, 0.0)
     u, inv = np.unique(shifts, return_inverse=True)
     pp = np.bincount(inv, minlength=u.size) * ((1.0 / bins) * (1 - 64 * _U))
     if u[0] > 0:                      # the rest of the mass at the zero shift
         u, pp = np.concatenate([[0.0], u]), np.concatenate([[0.0], pp])
     pos = u > 0
+    if not pos.any():
+        return None
     pp[~pos] = max(1.0 - math.fsum(pp[pos]), 0.0)
-    return tuple(u.tolist()), tuple(pp.tolist())
+    return tuple(u.tolist()), tuple(pp.tolist()), top
 
 
 def _toeplitz(strategy: Strategy) -> np.ndarray | None:
@@ -113,12 +140,10 @@ def fixed_bins_witness(strategy: Strategy, sigma: float, bins: int) -> Witness |
     means = _bin_means(strategy, bins)
     if means is None:
         return None
-    norms = np.einsum("tj,tj->j", means, means)
-    top = int(np.argmax(norms))
-    g = np.einsum("t,tj->j", means[:, top], means)
-    shifts, probs = _mixture(g, float(norms[top]), 2 * strategy.n, bins)
-    if not any(v > 0 for v in shifts):
+    mixture = _matched(means, sigma, 2 * strategy.n, bins)
+    if mixture is None:
         return None
+    shifts, probs, top = mixture
     return Witness(MATCHED, ((MixtureOfGaussians(sigma, shifts, probs), 1),), top, 1)
 
 
@@ -137,10 +162,9 @@ def epoch_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None
     for e in range(1 if same else epochs):
         steps = np.arange(e * bins, (e + 1) * bins)
         w = _block(strategy, np.arange(e * bins + b - 1, (e + 1) * bins), steps)
-        norms = np.einsum("ts,ts->s", w, w)
-        top = int(np.argmax(norms))
-        g = np.einsum("t,ts->s", w[:, top], w)
-        parts[_mixture(g, float(norms[top]), 2 * bins, bins)] += epochs if same else 1
+        mixture = _matched(w, sigma, 2 * bins, bins)
+        if mixture is not None:
+            parts[mixture[:2]] += epochs if same else 1
     out = tuple((MixtureOfGaussians(sigma, s, p), k) for (s, p), k in sorted(parts.items())
                 if any(v > 0 for v in s))
     return Witness(MATCHED, out, 0, 1) if out else None
