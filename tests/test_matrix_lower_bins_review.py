@@ -228,25 +228,23 @@ def _check(kind, n, vals, d, signs, z, fixed, bins, eps):
 
 
 _kinds = st.sampled_from(["dense", "toeplitz", "diag-toeplitz", "diag-signed"])
+#: the drawn configurations (the default run takes a few, the slow one many)
+_cases = given(kind=_kinds, n=st.integers(1, 3),
+               vals=st.lists(st.floats(0.0, 1.5), min_size=6, max_size=6),
+               d=st.floats(0.1, 2.0), signs=st.lists(st.booleans(), min_size=3, max_size=3),
+               z=st.floats(0.3, 3.0), fixed=st.booleans(), bins=st.integers(1, 4),
+               eps=st.sampled_from([0.05, 0.3, 1.0, 2.0]))
 
 
 @settings(max_examples=5, deadline=None)
-@given(kind=_kinds, n=st.integers(1, 3),
-       vals=st.lists(st.floats(0.0, 1.5), min_size=6, max_size=6),
-       d=st.floats(0.1, 2.0), signs=st.lists(st.booleans(), min_size=3, max_size=3),
-       z=st.floats(0.4, 3.0), fixed=st.booleans(), bins=st.integers(1, 4),
-       eps=st.sampled_from([0.05, 0.3, 1.0, 2.0]))
+@_cases
 def test_lower_ends_below_the_exact_pair(kind, n, vals, d, signs, z, fixed, bins, eps):
     _check(kind, n, vals, d, signs, z, fixed, bins, eps)
 
 
 @pytest.mark.slow
 @settings(max_examples=80, deadline=None)
-@given(kind=_kinds, n=st.integers(1, 3),
-       vals=st.lists(st.floats(0.0, 1.5), min_size=6, max_size=6),
-       d=st.floats(0.1, 2.0), signs=st.lists(st.booleans(), min_size=3, max_size=3),
-       z=st.floats(0.3, 3.0), fixed=st.booleans(), bins=st.integers(1, 4),
-       eps=st.sampled_from([0.05, 0.3, 1.0, 2.0]))
+@_cases
 def test_lower_ends_below_the_exact_pair_many(kind, n, vals, d, signs, z, fixed, bins, eps):
     _check(kind, n, vals, d, signs, z, fixed, bins, eps)
 
