@@ -124,7 +124,9 @@ def test_the_route_and_its_answer():
     assert m.route == "noise-split"
     g = m.epsilon(1e-6)
     assert g.method == "noise-split" and 0 < g.lower <= g.epsilon
-    assert "route conditional-composition gave" in g.note
+    assert "route no-amplification gave" in g.note
+    assert "route conditional-composition gave" in \
+        m.epsilon(1e-6, method="conditional-composition").note
     assert any("noise split" in line for line in m.explain())
     # inside a composition the split's steps compose as parts, with no lower end of their own
     both = dp.compose(m, dp.Gaussian(4.0))
