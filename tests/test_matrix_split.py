@@ -243,3 +243,16 @@ def test_min_sep_sampling_above_the_exact_pair(eps):
     truth = exact_delta(c, 1.0, None, eps, pats=pats, logw=np.log(probs))
     m = dp.MatrixMechanism(c, 1.0, participation=dp.MinSepSampling(p, 2))
     assert truth <= m.delta(eps).delta
+
+
+def test_calibration_narrows_on_the_upper_end():
+    """The amplified answer's lower end is a witness's (another pair): calibration narrows
+    the noise multiplier on the proven upper end to its rtol, not to the bracket's width."""
+    co = np.array(bsr_coefficients(4))
+    m = dp.MatrixMechanism(BandedToeplitz(tuple(co / np.linalg.norm(co)), 200), 1.0,
+                           participation=dp.Poisson(0.02))
+    cal = dp.calibrate.sigma(3.0, 1e-6, family=lambda z, **_: m.with_noise_multiplier(z),
+                             steps=1)
+    g = cal.guarantee
+    assert g.lower is not None and g.lower < 0.8 * g.epsilon      # a wide bracket
+    assert 3.0 * (1 - 2e-3) <= g.epsilon <= 3.0 and g.method == "noise-split"

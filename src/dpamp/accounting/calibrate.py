@@ -148,11 +148,15 @@ class _Oracle:
     def slack(self, *xs) -> float:
         """An eighth of the largest relative width (upper - lower) / upper of the brackets
         evaluated at xs: the resolution below which the search stops (``_search._narrow``);
-        0 where no lower bound is known. Within 1e-3 brackets this is below the usual rtol."""
+        0 where no lower bound is known. Within 1e-3 brackets this is below the usual rtol.
+        A lower end from a witness (``Guarantee.lower_assumes``: another pair's, as the
+        amplified matrix mechanism's) says nothing of how finely the upper bound resolves, and
+        is left out: the search then narrows on the upper bound to rtol."""
         w = 0.0
         for x in xs:
             g = self.seen[x][0] if x in self.seen else None
-            if g is not None and g.lower is not None and 0.0 < g.epsilon < math.inf:
+            if g is not None and g.lower is not None and not g.lower_assumes \
+                    and 0.0 < g.epsilon < math.inf:
                 w = max(w, (g.epsilon - max(g.lower, 0.0)) / g.epsilon)
         return 0.125 * w
 
