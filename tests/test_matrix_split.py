@@ -229,6 +229,11 @@ def test_min_sep_sampling_is_bounded_by_the_poisson_plan():
     assert split == po.epsilon(1e-6, method="pld").epsilon
     assert g.epsilon == min(split, plain) and g.method == "noise-split"
     assert "min-separation sampling" in ms.explain()[1]
+    # a warm start (any initial state) leaves the bound as it is
+    warm = dp.MatrixMechanism(s, 1.5, participation=dp.MinSepSampling(0.05, 3, warm_start=True))
+    assert warm.split == ms.split and "warm start" in warm.participation.describe()
+    with pytest.raises(ValueError, match="warm_start"):
+        dp.MinSepSampling(0.05, 3, warm_start=1)
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.5])

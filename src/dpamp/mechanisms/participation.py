@@ -156,10 +156,13 @@ class FixedBins(Participation):
 class MinSepSampling(Participation):
     """b-min-separation sampling: at each step, a record not taken in the previous
     ``min_separation`` - 1 steps is taken with probability ``sampling_prob``, independently of
-    the others (no warm start: every record eligible at step 0; no batch truncation)."""
+    the others; no batch truncation. ``warm_start``: each record's state at step 0 drawn from
+    the process's stationary law (jax_privacy's ``warm_start``) instead of every record
+    eligible; dpamp's bounds hold for any initial state, so they do not change."""
 
     sampling_prob: float
     min_separation: int
+    warm_start: bool = False
     sampled = True
 
     def __post_init__(self):
@@ -167,14 +170,17 @@ class MinSepSampling(Participation):
                            V.probability("sampling_prob", self.sampling_prob, low_open=True))
         object.__setattr__(self, "min_separation",
                            V.integer("min_separation", self.min_separation, low=1))
+        if not isinstance(self.warm_start, bool):
+            raise ValueError(f"warm_start must be True or False (got {self.warm_start!r})")
 
     def worst_case(self, n: int) -> tuple[int, int]:
         return math.ceil(int(n) / self.min_separation), self.min_separation
 
     def describe(self) -> str:
+        warm = ", warm start" if self.warm_start else ""
         return (f"{self.min_separation}-min-separation sampling: each step takes a record not "
                 f"taken in the previous {self.min_separation - 1} with probability "
-                f"{self.sampling_prob:.6g}")
+                f"{self.sampling_prob:.6g}{warm}")
 
 
 def as_participation(p) -> Participation:
