@@ -72,13 +72,15 @@ def test_below_the_proven_upper_ends(b, bins, z, fixed, eps):
     co = np.array(bsr_coefficients(b))
     s = dp.BandedToeplitz(tuple(co / np.linalg.norm(co)), 40)
     m = dp.MatrixMechanism(s, z, participation=(dp.FixedBins if fixed else dp.BallsInBins)(bins))
-    (w,) = lower_witnesses(m)
-    low = _low(w, eps)
+    ws = lower_witnesses(m)
+    assert ws
+    low = max(_low(w, eps) for w in ws)
     assert low <= dp.Gaussian(1.0, m.mu[1]).delta(eps).delta
     assert low <= m.split_reduction().delta(eps, method="pld").delta
     g = m.delta(eps)
     assert g.lower >= low * (1 - 1e-9) and g.lower <= g.delta
-    assert "matched-filter witness" in g.note or "attained" in g.note
+    assert "matched-filter witness" in g.note or "row-allocation witness" in g.note \
+        or "attained" in g.note
 
 
 def test_the_estimate_lies_above_the_lower_end():
@@ -98,3 +100,31 @@ def test_the_fixed_bins_estimate_lies_between_the_ends():
     r = estimate_epsilon(m, 1e-5, samples=4000, seed=3)
     g = m.epsilon(1e-5)
     assert g.lower is not None and g.lower <= r.hi and r.lo <= g.epsilon
+
+
+@pytest.mark.parametrize("eps", [0.2, 1.0])
+def test_row_allocation_witness_below_the_exact_pair(eps):
+    """One epoch of two steps, 2 bands: the kept row (step 1's) reads both positions, so the
+    witness is the mixture (1/2)(N(c_0) + N(c_1)) itself; one epoch of four steps: random
+    allocation (1 of 2) of it. Both at most the exact delta of the whole pair (quadrature)."""
+    from dpamp.amplification.matrix.lower_bins import allocation_witness
+    s2 = dp.BandedToeplitz((1.0, 0.6), 2)
+    w = allocation_witness(s2, 0.8, 2)
+    truth = exact_delta(s2.dense(), 0.8, None, eps, pats=np.eye(2), logw=np.full(2, -math.log(2)))
+    assert 0 < _low(w, eps) <= truth
+    s4 = dp.BandedToeplitz((1.0, 0.6), 4)
+    w4 = allocation_witness(s4, 0.8, 4)
+    truth4 = exact_delta(s4.dense(), 0.8, None, eps, nodes=24, pats=np.eye(4),
+                         logw=np.full(4, -math.log(4)))
+    assert 0 < _low(w4, eps) <= truth4
+    # the kept rows' pair is the random allocation exactly (C = I, b = 1: dpamp's bracket)
+    w1 = allocation_witness(dp.BandedToeplitz((1.0,), 8), 0.8, 4)
+    ra = (dp.Gaussian(0.8).subsample(dp.RandomAllocation(1, 4)) * 2).delta(eps)
+    assert _low(w1, eps) == pytest.approx(ra.lower, rel=1e-9)
+
+
+def test_row_allocation_needs_bands_dividing_the_bins():
+    from dpamp.amplification.matrix.lower_bins import allocation_witness
+    assert allocation_witness(dp.BandedToeplitz((1.0, 0.5, 0.2), 40), 1.0, 10) is None
+    assert allocation_witness(DenseStrategy(np.eye(4)), 1.0, 2) is None   # Toeplitz only
+    assert allocation_witness(dp.BandedToeplitz((1.0, 0.5), 40), 1.0, 10) is not None

@@ -174,7 +174,8 @@ def test_balls_in_bins_of_a_diagonal_c_is_random_allocation():
     g = m.epsilon(1e-6)
     assert m.route == "noise-split" and m.split_attained == 2.0
     assert g.epsilon == pytest.approx(ra.epsilon, rel=1e-9)
-    assert g.lower == pytest.approx(ra.lower, rel=1e-9) and "attained" in g.note
+    assert g.lower == pytest.approx(ra.lower, rel=1e-9)
+    assert "attained" in g.note or "row-allocation" in g.note   # (equal to rounding)
     # off the diagonal: no lower end of its own (the matched-filter witness gives one)
     m2 = dp.MatrixMechanism(dp.BandedToeplitz([2.0, 0.5], 100), 2.0, dp.BallsInBins(10))
     g2 = m2.epsilon(1e-6)

@@ -470,10 +470,12 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     bands = m.strategy.bands
     if isinstance(p, (FixedBins, BallsInBins)):
         from ..amplification.matrix import lower_bins as LB
-        w = LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins) if \
-            isinstance(p, FixedBins) else LB.epoch_witness(m.strategy, m.noise_multiplier,
-                                                           p.bins)
-        return [w] if w is not None else []
+        if isinstance(p, FixedBins):
+            ws = [LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins)]
+        else:
+            ws = [LB.epoch_witness(m.strategy, m.noise_multiplier, p.bins),
+                  LB.allocation_witness(m.strategy, m.noise_multiplier, p.bins)]
+        return [w for w in ws if w is not None]
     if not isinstance(p, CyclicPoisson) or bands is None:
         return []
     from ..amplification.matrix import lower as LW

@@ -89,7 +89,7 @@ MAX_ROW_PARTS = 32
 MAX_LEVELS = 16
 FIXED, ORTHOGONAL = "fixed-direction", "orthogonal"
 #: balls in bins' witnesses (:mod:`.lower_bins`)
-MATCHED = "matched-filter"
+MATCHED, ALLOCATED = "matched-filter", "row-allocation"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +107,10 @@ class Witness:
         if self.name == FIXED:
             return ("fixed-direction witness (a record whose clipped gradient is one unit "
                     "vector, signed as C; any model dimension), output rows with disjoint read sets kept")
+        if self.name == ALLOCATED:
+            return ("row-allocation witness (a record whose clipped gradient is one unit "
+                    "vector; any model dimension), per epoch the rows reading disjoint blocks "
+                    "of its steps: random allocation of a mixture over the coefficients")
         if self.name == MATCHED:
             return ("matched-filter witness (a record whose clipped gradient is one unit "
                     "vector; any model dimension), the outputs projected on one participation's "

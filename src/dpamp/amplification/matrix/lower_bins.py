@@ -37,9 +37,9 @@ import numpy as np
 
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from ...mechanisms.matrix_strategies import DenseStrategy, Strategy
-from .lower import MATCHED, Witness
+from .lower import ALLOCATED, MATCHED, Witness
 
-__all__ = ["fixed_bins_witness", "epoch_witness", "MAX_WORK"]
+__all__ = ["fixed_bins_witness", "epoch_witness", "allocation_witness", "MAX_WORK"]
 
 _U = 2.0 ** -53
 #: the most multiply-adds spent on a witness's means (beyond: no witness; it is optional)
@@ -168,3 +168,25 @@ def epoch_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None
     out = tuple((MixtureOfGaussians(sigma, s, p), k) for (s, p), k in sorted(parts.items())
                 if any(v > 0 for v in s))
     return Witness(MATCHED, out, 0, 1) if out else None
+
+
+def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
+    """The row-allocation witness of balls in bins redrawn every epoch (module docstring), or
+    None (not a Toeplitz C >= 0 given exactly, bands not dividing the bins, or no full
+    epoch). The coefficients are the given floats (exact), each positive one's probability
+    1/b padded down, the zero shift taking the rest."""
+    from ...core.sampling import RandomAllocation
+    c, b = _toeplitz(strategy), strategy.bands
+    epochs = strategy.n // bins
+    if c is None or not _usable(strategy) or b is None or bins % b or epochs == 0:
+        return None
+    a = np.zeros(b)
+    a[:c.size] = c[:b]
+    u, inv = np.unique(a, return_inverse=True)
+    pp = np.bincount(inv, minlength=u.size) * ((1.0 / b) * (1 - 64 * _U))
+    if u[0] > 0:
+        u, pp = np.concatenate([[0.0], u]), np.concatenate([[0.0], pp])
+    pos = u > 0
+    pp[~pos] = max(1.0 - math.fsum(pp[pos]), 0.0)
+    mog = MixtureOfGaussians(sigma, tuple(u.tolist()), tuple(pp.tolist()))
+    return Witness(ALLOCATED, ((mog.subsample(RandomAllocation(1, bins // b)), epochs),), 0, 1)
