@@ -172,8 +172,8 @@ def epoch_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None
 
 def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
     """The row-allocation witness of balls in bins redrawn every epoch (module docstring), or
-    None (not a Toeplitz C >= 0 given exactly, bands not dividing the bins, or no full
-    epoch). The coefficients are the given floats (exact), each positive one's probability
+    None (not a Toeplitz C >= 0 given exactly, bands not dividing the bins, no full epoch, or
+    a coefficient over sigma overflowing). The coefficients are the given floats (exact), each positive one's probability
     1/b padded down, the zero shift taking the rest."""
     from ...core.sampling import RandomAllocation
     c, b = _toeplitz(strategy), strategy.bands
@@ -182,6 +182,16 @@ def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness |
         return None
     a = np.zeros(b)
     a[:c.size] = c[:b]
+    # as in _matched: a coefficient whose mu = c / sigma leaves the double range gets no
+    # witness, one in the subnormals (its division rounded, maybe up; the PLD's root divided
+    # by it overflowed and warned) moves to the zero shift (stochastically smaller: dominated)
+    with np.errstate(over="ignore", under="ignore"):
+        mus = a / sigma
+    if not np.isfinite(mus).all():
+        return None
+    a = np.where((a >= 2.0 ** -1000) & (mus >= 2.0 ** -1000), a, 0.0)
+    if not a.any():
+        return None
     u, inv = np.unique(a, return_inverse=True)
     pp = np.bincount(inv, minlength=u.size) * ((1.0 / b) * (1 - 64 * _U))
     if u[0] > 0:
