@@ -151,3 +151,12 @@ def test_tiny_coefficients_neither_warn_nor_lose_the_witness():
     ref = (dp.MixtureOfGaussians(0.5, (0.0, 1.0), (0.5, 0.5)) * 2).delta(1.0).lower
     assert le is not None and le.value == pytest.approx(ref, rel=1e-9)
     assert rep is not None and rep >= le.value * (1 - 1e-12)
+
+
+def test_the_last_partial_epoch_is_left_out():
+    """n = 5, bins 2: the kept rows (at most row 3) read steps 0-3 only, so the witness is
+    two epochs of that of n = 4, whatever the partial epoch draws."""
+    for coeffs in [(1.0,), (1.0, 0.4)]:
+        w5 = allocation_witness(dp.BandedToeplitz(coeffs, 5), 0.9, 2)
+        w4 = allocation_witness(dp.BandedToeplitz(coeffs, 4), 0.9, 2)
+        assert w5 is not None and w5.parts == w4.parts and w5.parts[0][1] == 2

@@ -20,6 +20,16 @@ epochs use disjoint rows (independent noise) and depend on their own epoch's dra
 pair is the product over the full epochs of (1/B) sum_{s in epoch e} N(<w_s*, w_s> /
 (sigma |w_s*|), 1) against N(0, 1).
 
+**Row allocation** (balls in bins redrawn every epoch, a Toeplitz C >= 0 of b bands, b
+dividing B): row r reads steps r - b + 1 .. r, so the rows e B + b - 1 + i b (i < B / b) of
+full epoch e read the disjoint blocks e B + i b .. e B + i b + b - 1 of that epoch's steps and
+nothing else. The record's step e B + i b + k (i, k uniform and independent) puts c_{b-1-k} in
+row i of the epoch's kept rows and 0 in the others: projected on u, the kept rows' pair is
+exactly random allocation (1 of B / b) of (1/b) sum_k N(c_k, sigma^2) against N(0, sigma^2),
+independent across epochs (disjoint rows, fresh draws); the last partial epoch's steps are
+read by none of the kept rows (dropped: post-processing). Coefficients beyond the ones given
+are 0 (a zero shift).
+
 **Rounding**: the means are scaled by a power of two (largest entry in [1/2, 1)), each shift
 is lowered by the relative error of its sums (non-negative terms, gamma bounds; Higham 2002,
 Sec. 3.1) and by an absolute bound on what was rounded in the subnormals (there the relative
