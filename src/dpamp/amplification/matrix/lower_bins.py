@@ -20,6 +20,16 @@ epochs use disjoint rows (independent noise) and depend on their own epoch's dra
 pair is the product over the full epochs of (1/B) sum_{s in epoch e} N(<w_s*, w_s> /
 (sigma |w_s*|), 1) against N(0, 1).
 
+**Row allocation** (balls in bins redrawn every epoch, a Toeplitz C >= 0 of b bands, b
+dividing B): row r reads steps r - b + 1 .. r, so the rows e B + b - 1 + i b (i < B / b) of
+full epoch e read the disjoint blocks e B + i b .. e B + i b + b - 1 of that epoch's steps and
+nothing else. The record's step e B + i b + k (i, k uniform and independent) puts c_{b-1-k} in
+row i of the epoch's kept rows and 0 in the others: projected on u, the kept rows' pair is
+exactly random allocation (1 of B / b) of (1/b) sum_k N(c_k, sigma^2) against N(0, sigma^2),
+independent across epochs (disjoint rows, fresh draws); the last partial epoch's steps are
+read by none of the kept rows (dropped: post-processing). Coefficients beyond the ones given
+are 0 (a zero shift).
+
 **Rounding**: the means are scaled by a power of two (largest entry in [1/2, 1)), each shift
 is lowered by the relative error of its sums (non-negative terms, gamma bounds; Higham 2002,
 Sec. 3.1) and by an absolute bound on what was rounded in the subnormals (there the relative
@@ -172,8 +182,8 @@ def epoch_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None
 
 def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
     """The row-allocation witness of balls in bins redrawn every epoch (module docstring), or
-    None (not a Toeplitz C >= 0 given exactly, bands not dividing the bins, or no full
-    epoch). The coefficients are the given floats (exact), each positive one's probability
+    None (not a Toeplitz C >= 0 given exactly, bands not dividing the bins, no full epoch, or
+    a coefficient over sigma overflowing). The coefficients are the given floats (exact), each positive one's probability
     1/b padded down, the zero shift taking the rest."""
     from ...core.sampling import RandomAllocation
     c, b = _toeplitz(strategy), strategy.bands
@@ -182,6 +192,16 @@ def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness |
         return None
     a = np.zeros(b)
     a[:c.size] = c[:b]
+    # as in _matched: a coefficient whose mu = c / sigma leaves the double range gets no
+    # witness, one in the subnormals (its division rounded, maybe up; the PLD's root divided
+    # by it overflowed and warned) moves to the zero shift (stochastically smaller: dominated)
+    with np.errstate(over="ignore", under="ignore"):
+        mus = a / sigma
+    if not np.isfinite(mus).all():
+        return None
+    a = np.where((a >= 2.0 ** -1000) & (mus >= 2.0 ** -1000), a, 0.0)
+    if not a.any():
+        return None
     u, inv = np.unique(a, return_inverse=True)
     pp = np.bincount(inv, minlength=u.size) * ((1.0 / b) * (1 - 64 * _U))
     if u[0] > 0:
