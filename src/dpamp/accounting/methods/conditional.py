@@ -1,16 +1,17 @@
 """Registers the "conditional-composition" accounting method: one matrix mechanism whose records
-are Poisson-sampled (or cyclic-Poisson with more bands than groups, or balls in bins), accounted
-by conditional composition (Choquette-Choo, Ganesh, Steinke & Thakurta 2024;
-:mod:`dpamp.amplification.matrix`): per step a mixture of Gaussians whose weights are bounded
-given the past outputs, composed by the certified PLD, plus the probability that a posterior
-bound fails; and by the noise split (:mod:`dpamp.mechanisms.matrix_split`: DP-SGD or random
-allocation at per-step sensitivities). The answer is the smallest of those and the
-no-amplification one (the Gaussian at the worst pattern's sensitivity); all are proven upper
-bounds and the answer's ``method`` names the route that gave it. The lower end, for (cyclic) Poisson sampling on a
-banded C: the larger of two witnesses' PLD lower bounds (:mod:`dpamp.amplification.matrix.lower`;
-the note names it and what it assumed); for balls in bins on C >= 0, matched filters
-(:mod:`dpamp.amplification.matrix.lower_bins`). Rank 8: where it applies it is
-the tightest proven bound.
+are Poisson-sampled (or cyclic-Poisson with more bands than groups, balls in bins, fixed bins,
+b-min-separation sampling), accounted by conditional composition (Choquette-Choo, Ganesh,
+Steinke & Thakurta 2024; :mod:`dpamp.amplification.matrix`): per step a mixture of Gaussians
+whose weights are bounded given the past outputs, composed by the certified PLD, plus the
+probability that a posterior bound fails; and by the noise split
+(:mod:`dpamp.mechanisms.matrix_split`: DP-SGD or random allocation at per-step
+sensitivities). The answer is the smallest of those and the no-amplification one (the
+Gaussian at the worst pattern's sensitivity); all are proven upper bounds and the answer's
+``method`` names the route that gave it. The lower end: for (cyclic) Poisson sampling on a
+banded C the larger of two witnesses' PLD lower bounds (:mod:`dpamp.amplification.matrix.lower`;
+the note names it and what it assumed); for balls in bins on C >= 0, matched filters and row
+allocation (:mod:`dpamp.amplification.matrix.lower_bins`). Rank 8: ``auto`` takes
+"noise-split" (rank 7, the same without conditional composition) before it.
 """
 from __future__ import annotations
 
