@@ -464,7 +464,8 @@ def _lower_note(low, partitions: int) -> tuple[float | None, str]:
 def lower_witnesses(m: MatrixMechanism, c=None):
     """The witnesses of the amplified route's lower end: (cyclic) Poisson sampling on a banded
     C (:mod:`dpamp.amplification.matrix.lower`), balls in bins and fixed bins on C >= 0
-    (:mod:`dpamp.amplification.matrix.lower_bins`, matched filters); else [];
+    (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, and row allocation for a
+    Toeplitz C with bands dividing the bins); else [];
     ``c``: C as ``amplified_c`` reads it, if built."""
     p = m.participation
     bands = m.strategy.bands
@@ -511,7 +512,7 @@ def _amplified(m: MatrixMechanism, field: str, x: float, conditional: bool = Tru
     witnesses of :mod:`dpamp.amplification.matrix.lower` (a record whose gradient is one
     fixed unit vector, output rows with disjoint read sets kept; a record whose gradient
     cycles over orthogonal unit vectors, DP-SGD at the column norms), the note saying which
-    and what it assumed; for balls in bins on C >= 0, matched filters
+    and what it assumed; for balls in bins on C >= 0, matched filters and row allocation
     (:mod:`dpamp.amplification.matrix.lower_bins`); an attained split's own lower end where
     larger."""
     if not amplifiable(m):
