@@ -33,6 +33,21 @@ def ulps_down(x, ulps: int = 4):
     return float(out) if out.ndim == 0 else out
 
 
+def onto_levels(values, count: int, upper: bool):
+    """``values`` with at most ``count`` distinct entries: each moved up (``upper``) or down to
+    one of ``count`` of the distinct values themselves (spread evenly over their sorted list,
+    both extremes kept), so that a plan of steps at these values still dominates (up) or is
+    dominated by (down) the one it replaces, with at most ``count`` distinct parts."""
+    v = np.asarray(values, dtype=float)
+    distinct = np.unique(v)
+    if distinct.size <= count:
+        return v
+    levels = distinct[np.linspace(0, distinct.size - 1, count).round().astype(int)]
+    if upper:
+        return levels[np.searchsorted(levels, v, side="left")]
+    return levels[np.searchsorted(levels, v, side="right") - 1]
+
+
 def weighted_sum_up(pairs) -> float:
     """sum of count x value over (count, value) pairs, summed exactly (rationals) and rounded
     up to a float; inf if any value is inf. A float sum can fall just below the exact one

@@ -58,7 +58,7 @@ import numpy as np
 
 from ..core import validate as V
 from ..core.relations import ADD_REMOVE, Relation, as_relation
-from ..core.rounding import ulps_down, ulps_up
+from ..core.rounding import onto_levels, ulps_down, ulps_up
 from ..core.sampling import Poisson, clip_sensitivity
 from .base import Mechanism
 from .gaussian import Gaussian
@@ -95,19 +95,6 @@ _SCALE = (2.0 ** -250, 2.0 ** 250)
 
 #: distinct step values the cyclic-Poisson route keeps per end (each is one PLD part)
 MAX_LEVELS = 16
-
-
-def _levels(values: np.ndarray, upper: bool) -> np.ndarray:
-    """``values`` (sorted, largest first) with at most MAX_LEVELS distinct entries: each moved
-    up (``upper``) or down to one of MAX_LEVELS of the values themselves, so the steps still
-    dominate (upper) or are dominated by (lower) the ones they replace."""
-    distinct = np.unique(values)
-    if distinct.size <= MAX_LEVELS:
-        return values
-    levels = distinct[np.linspace(0, distinct.size - 1, MAX_LEVELS).round().astype(int)]
-    if upper:
-        return levels[np.searchsorted(levels, values, side="left")]
-    return levels[np.searchsorted(levels, values, side="right") - 1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,14 +179,20 @@ class MatrixMechanism(Mechanism):
             return GAUSSIAN
         if self._largest_entry == 0:
             return NO_AMPLIFICATION
-        s = self.strategy
-        if isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
-                and s.bands <= p.partitions:
+        if self._rows_disjoint:
             return CYCLIC
         plan = self.split
         if plan is not None and plan.raw_sq <= self.sensitivity.upper ** 2 * (1 + 1e-9):
             return SPLIT
         return NO_AMPLIFICATION
+
+    @property
+    def _rows_disjoint(self) -> bool:
+        """Cyclic Poisson on a lower-triangular C of at most p bands: no row reads two steps
+        of a group (the cyclic-Poisson reduction is exact)."""
+        p, s = self.participation, self.strategy
+        return isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
+            and s.bands <= p.partitions
 
     @functools.cached_property
     def split(self) -> SplitPlan | None:
@@ -215,9 +208,7 @@ class MatrixMechanism(Mechanism):
         factor c is applied in ``mu``): for the cyclic-Poisson route, of one step (max column
         norm); otherwise of the worst-case (k, b) set of the schema (no-amplification's; the
         noise split reports its own steps, ``split``)."""
-        p, s = self.participation, self.strategy
-        if isinstance(p, CyclicPoisson) and s.square_lower and s.bands is not None \
-                and s.bands <= p.partitions:
+        if self._rows_disjoint:
             return sensitivity(self.strategy, 1, self.n)
         k, b = self.participation.worst_case(self.n)
         return sensitivity(self.strategy, k, b)
@@ -264,7 +255,8 @@ class MatrixMechanism(Mechanism):
         up = ulps_up(c * (np.sqrt(norms.max(axis=0) * (1.0 + err)) + e), 4)
         low = np.sqrt(norms[int(np.argmax(norms.sum(axis=1)))] * (1.0 - err)) - e
         low = ulps_down(c * np.maximum(low, 0.0), 4)
-        up, low = _levels(up[up > 0], True), _levels(low[low > 0], False)
+        up = onto_levels(up[up > 0], MAX_LEVELS, True)
+        low = onto_levels(low[low > 0], MAX_LEVELS, False)
         return tuple(float(v) for v in up), tuple(float(v) for v in low)
 
     def _steps(self, mus) -> Mechanism:

@@ -70,7 +70,7 @@ import math
 
 import numpy as np
 
-from ..core.rounding import ulps_up
+from ..core.rounding import onto_levels, ulps_up
 from .matrix_strategies import DenseStrategy, Strategy
 from .participation import (BallsInBins, CyclicPoisson, FixedBins, MinSepSampling,
                             Participation)
@@ -101,15 +101,6 @@ class SplitPlan:
         return float(ulps_up(math.fsum(d * d * k for d, _, k in self.parts), 4))
 
 
-def _levels(values: np.ndarray) -> np.ndarray:
-    """``values`` with at most MAX_LEVELS distinct entries, each moved up to one of them."""
-    distinct = np.unique(values)
-    if distinct.size <= MAX_LEVELS:
-        return values
-    levels = distinct[np.linspace(0, distinct.size - 1, MAX_LEVELS).round().astype(int)]
-    return levels[np.searchsorted(levels, values, side="left")]
-
-
 #: the most multiply-adds (groups x n x coefficients) of the exact per-step split of a
 #: Toeplitz C; beyond, every step takes the uniform bound
 MAX_TOEPLITZ_WORK = 1 << 27
@@ -123,12 +114,15 @@ def _coefficients(strategy: Strategy) -> np.ndarray:
 
 
 def _pad(d: np.ndarray, terms: int, steps: int, coeff_error: float,
-         top: float = 0.0) -> np.ndarray:
+         top: float = 0.0, reads=True) -> np.ndarray:
     """sqrt of squared sensitivities ``d`` computed as sums of ``terms`` non-negative products
     of sums of as many, rounded up; a computed C's coefficient error (l2 ``coeff_error``)
     adds 2 top k + k^2 to each square, k = sqrt(steps) coeff_error and ``top`` >= the
-    uniform bound |S(|c~|)| of the computed coefficients (module docstring)."""
-    d = d * (1 + (2 * terms + 8) * 2 * _U)
+    uniform bound |S(|c~|)| of the computed coefficients (module docstring). A product that
+    underflows is off by up to 2^-1075 whatever its size, which no relative bound covers:
+    every square of a step whose column is not 0 (``reads``) gains terms 2^-1074 first, so a
+    step of entries far below the largest is never dropped as Delta_s = 0."""
+    d = (d + np.where(reads, terms * 2.0 ** -1074, 0.0)) * (1 + (2 * terms + 8) * 2 * _U)
     if coeff_error > 0:
         k = math.sqrt(steps) * coeff_error * (1 + 1e-12)
         d = (d + (2 * top + k) * k * (1 + 4 * _U)) * (1 + 2 * _U)
@@ -161,14 +155,16 @@ def _toeplitz_group(a: np.ndarray, n: int, steps: np.ndarray, coeff_error: float
     e[steps] = 1.0
     r = np.convolve(a, e)[:n]
     d2 = np.convolve(r[::-1], a)[:n][::-1][steps]
-    return _pad(d2, a.size, -(-n // period), coeff_error, top)
+    # step s's column holds a_0 .. a_{n-1-s}: not 0 where one of them is not
+    reads = (n - steps) > int(np.flatnonzero(a)[0]) if a.any() else False
+    return _pad(d2, a.size, -(-n // period), coeff_error, top, reads)
 
 
 def _dense_group(c: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """Delta_s for one group's steps: sqrt(sum_t |C[t, s]| R_t), rounded up."""
     a = np.abs(c[:, steps])
     r = a.sum(axis=1)
-    return _pad((a * r[:, None]).sum(axis=0), c.shape[0], 1, 0.0)
+    return _pad((a * r[:, None]).sum(axis=0), c.shape[0], 1, 0.0, reads=a.any(axis=0))
 
 
 def _per_group(strategy: Strategy, n: int, period: int) -> list[np.ndarray]:
@@ -206,7 +202,7 @@ def split_plan(strategy: Strategy, participation: Participation) -> SplitPlan | 
     if isinstance(participation, (CyclicPoisson, MinSepSampling)):
         period = getattr(participation, "partitions", 1)
         raw = _group_deltas(strategy, n, period)
-        deltas = _levels(raw)
+        deltas = onto_levels(raw, MAX_LEVELS, True)
         vals, counts = np.unique(deltas[deltas > 0], return_counts=True)
         return SplitPlan(tuple((float(v), 0, int(k)) for v, k in zip(vals[::-1], counts[::-1])),
                          participation.sampling_prob, _sum_sq(raw))
@@ -237,7 +233,7 @@ def _bins_plan(strategy: Strategy, n: int, bins: int) -> SplitPlan:
     per_step = _per_group(strategy, n, 1)[0]
     starts = np.arange(0, n, bins)
     raw = np.maximum.reduceat(per_step, starts)
-    tops = _levels(raw)
+    tops = onto_levels(raw, MAX_LEVELS, True)
     lengths = np.minimum(starts + bins, n) - starts
     out: dict[tuple[float, int], int] = {}
     for d, length in zip(tops.tolist(), lengths.tolist()):

@@ -67,7 +67,7 @@ import math
 import numpy as np
 
 from ...core.errors import OutOfReach
-from ...core.rounding import ulps_down
+from ...core.rounding import onto_levels, ulps_down
 from ...core.sampling import Poisson
 from ...mechanisms.composition import compose_counts
 from ...mechanisms.gaussian import Gaussian
@@ -303,10 +303,7 @@ def orthogonal(col_sq, bands: int, sigma: float, q: float, partitions: int = 1,
     mu = ulps_down(np.maximum(np.sqrt(sq * (1 - err)) * (1 - 2 * _U) - coeff_error, 0.0)
                    / sigma, 4)
     mu = np.sort(mu[mu > 0])
-    if mu.size > MAX_LEVELS:
-        levels = np.unique(mu)
-        levels = levels[np.linspace(0, levels.size - 1, MAX_LEVELS).round().astype(int)]
-        mu = levels[np.searchsorted(levels, mu, side="right") - 1]
+    mu = onto_levels(mu, MAX_LEVELS, False)
     vals, counts = np.unique(mu, return_counts=True)
     parts = tuple((Subsampled(Gaussian(1.0, float(m)), Poisson(q)), int(k))
                   for m, k in zip(vals, counts))

@@ -81,23 +81,32 @@ def _matched(v: np.ndarray, sigma: float, terms: int, bins: int) -> tuple | None
     tiny = v.shape[0] * 2.0 ** -1072
     shifts = np.maximum(g - tiny, 0.0) * (1 - rel) / math.sqrt(
         float(norms[top]) * (1 + rel) + tiny)
-    shifts = np.ldexp(shifts, k)
-    # a shift in the subnormals (its scaling rounded, maybe up) or whose mu = shift / sigma
-    # is (MixtureOfGaussians divides, within its rounding only for a normal mu): moved to 0
+    mixture = _uniform_mixture(np.ldexp(shifts, k), sigma, bins)
+    return None if mixture is None else (*mixture, top)
+
+
+def _uniform_mixture(shifts: np.ndarray, sigma: float, count: int) -> tuple | None:
+    """(shifts, probabilities) of (1/count) sum_i N(shifts_i, sigma^2) against N(0, sigma^2),
+    rounded so that the true mixture dominates it: a shift in the subnormals (a scaling
+    rounded, maybe up) or whose mu = shift / sigma is (MixtureOfGaussians divides, within its
+    rounding only for a normal mu) moved to 0, each positive shift's probability padded down
+    (MixtureOfGaussians' normalisation stays within the padding), the zero shift taking the
+    rest (stochastically smaller: dominated); None where a shift or mu is not finite or no
+    shift is positive."""
     with np.errstate(over="ignore", under="ignore"):
         mus = shifts / sigma
     if not np.isfinite(shifts).all() or not np.isfinite(mus).all():
         return None
     shifts = np.where((shifts >= 2.0 ** -1000) & (mus >= 2.0 ** -1000), shifts, 0.0)
     u, inv = np.unique(shifts, return_inverse=True)
-    pp = np.bincount(inv, minlength=u.size) * ((1.0 / bins) * (1 - 64 * _U))
-    if u[0] > 0:                      # the rest of the mass at the zero shift
+    pp = np.bincount(inv, minlength=u.size) * ((1.0 / count) * (1 - 64 * _U))
+    if u[0] > 0:
         u, pp = np.concatenate([[0.0], u]), np.concatenate([[0.0], pp])
     pos = u > 0
     if not pos.any():
         return None
     pp[~pos] = max(1.0 - math.fsum(pp[pos]), 0.0)
-    return tuple(u.tolist()), tuple(pp.tolist()), top
+    return tuple(u.tolist()), tuple(pp.tolist())
 
 
 def _toeplitz(strategy: Strategy) -> np.ndarray | None:
@@ -183,8 +192,8 @@ def epoch_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None
 def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
     """The row-allocation witness of balls in bins redrawn every epoch (module docstring), or
     None (not a Toeplitz C >= 0 given exactly, bands not dividing the bins, no full epoch, or
-    a coefficient over sigma overflowing). The coefficients are the given floats (exact), each positive one's probability
-    1/b padded down, the zero shift taking the rest."""
+    a coefficient over sigma overflowing). The coefficients are the given floats (exact),
+    each positive one's probability 1/b, as :func:`_uniform_mixture` rounds them."""
     from ...core.sampling import RandomAllocation
     c, b = _toeplitz(strategy), strategy.bands
     epochs = strategy.n // bins
@@ -192,21 +201,8 @@ def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness |
         return None
     a = np.zeros(b)
     a[:c.size] = c[:b]
-    # as in _matched: a coefficient whose mu = c / sigma leaves the double range gets no
-    # witness, one in the subnormals (its division rounded, maybe up; the PLD's root divided
-    # by it overflowed and warned) moves to the zero shift (stochastically smaller: dominated)
-    with np.errstate(over="ignore", under="ignore"):
-        mus = a / sigma
-    if not np.isfinite(mus).all():
+    mixture = _uniform_mixture(a, sigma, b)
+    if mixture is None:
         return None
-    a = np.where((a >= 2.0 ** -1000) & (mus >= 2.0 ** -1000), a, 0.0)
-    if not a.any():
-        return None
-    u, inv = np.unique(a, return_inverse=True)
-    pp = np.bincount(inv, minlength=u.size) * ((1.0 / b) * (1 - 64 * _U))
-    if u[0] > 0:
-        u, pp = np.concatenate([[0.0], u]), np.concatenate([[0.0], pp])
-    pos = u > 0
-    pp[~pos] = max(1.0 - math.fsum(pp[pos]), 0.0)
-    mog = MixtureOfGaussians(sigma, tuple(u.tolist()), tuple(pp.tolist()))
+    mog = MixtureOfGaussians(sigma, *mixture)
     return Witness(ALLOCATED, ((mog.subsample(RandomAllocation(1, bins // b)), epochs),), 0, 1)
