@@ -222,7 +222,8 @@ def _fixed_bins_plan(strategy: Strategy, n: int, bins: int) -> SplitPlan:
     m = -(-n // bins)
     pad = np.zeros(m * bins)
     pad[:n] = per_step * per_step
-    sums = pad.reshape(m, bins).sum(axis=0) * (1 + (m + 2) * 2 * _U)
+    # (each square off by at most 2^-1075 where it underflows: m of them per bin)
+    sums = (pad.reshape(m, bins).sum(axis=0) + m * 2.0 ** -1074) * (1 + (m + 2) * 2 * _U)
     top = float(ulps_up(math.sqrt(float(sums.max())) * (1 + 4 * _U), 4))
     return SplitPlan(((top, bins, 1),), raw_sq=float(ulps_up(top * top, 2)))
 
