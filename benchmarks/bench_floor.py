@@ -1,5 +1,6 @@
-"""The per-query floor: dpamp against dp-accounting 0.6.0 (and prv-accountant where it
-imports), in one process, cold, CPU (time.process_time, all threads) beside wall.
+"""The per-query floor: dpamp against dp-accounting 0.6.0 (and prv-accountant and
+opake-accounting where they import), in one process, cold, CPU (time.process_time, all
+threads) beside wall.
 
 Run: python benchmarks/bench_floor.py [--repeat N] [--only NAME] [--no-peers] [--parts N]
 
@@ -12,6 +13,8 @@ Rows (Poisson-subsampled Gaussians, add/remove):
                uniform on (0.8, 1.6) rounded to 4 digits, rate uniform on (0.002, 0.02)
                rounded to 5), delta 1e-5, dpamp's default method; per part CPU; also 100 parts
                (linearity). dp-accounting's PLD at 1e-3 on 100 parts with --peers-parts only
+  W3, W5       rate 1e-3, sigma 1, 1e5 steps, delta 1e-6; rate 1e-4, sigma 0.9, 1e6 steps,
+               delta 1e-7: dpamp's default method against opake-accounting and dp-accounting
   W9           calibrate sigma for epsilon 3 at delta 1e-5 on W1 (dpamp's default method and
                rtol; dp_accounting.calibrate_dp_mechanism with its PLD accountant, default
                discretisation and tol), then dpamp's bracket at both sigmas (is each one's
@@ -20,6 +23,9 @@ Rows (Poisson-subsampled Gaussians, add/remove):
 dpamp runs cold: every cache of dpamp's answers is cleared and the mechanism built afresh
 before each run (outside the timed region); the best CPU of --repeat runs is printed with its
 wall. Peers run from a fresh accountant each time (their imports are paid by a warm-up).
+opake-accounting (Rust, 0.16) runs at its default DiscretizationConfig (grid 1e-4), as
+poisson_pld(gaussian_pld(sigma), rate).self_compose(steps).epsilon_at(delta), imported through
+tools/opake_compat.py (on CPython 3.11).
 dpamp prints its proven bracket [lower, upper] where it has one; the peers one number.
 """
 from __future__ import annotations
@@ -126,6 +132,33 @@ def theirs_w9():
     return s, acc.get_epsilon(DELTA)
 
 
+def _opake():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    from opake_compat import import_opake
+    if import_opake() is None:
+        return None
+    from opake.api.accounting.core import opake_accounting
+    return opake_accounting
+
+
+def opake_plan(native, q=Q, s=SIGMA, steps=STEPS, delta=DELTA):
+    pld = native.gaussian_pld(s, native.DiscretizationConfig())
+    return native.poisson_pld(pld, q).self_compose(steps).epsilon_at(delta)
+
+
+def ours_plan(q, s, steps, delta):
+    import dpamp as dp
+    g = (dp.Gaussian(s).subsample(dp.Poisson(q)) * steps).epsilon(delta)
+    return g.epsilon, g.lower, g.method
+
+
+def theirs_plan(q, s, steps, delta, interval=1e-4):
+    from dp_accounting.pld import pld_privacy_accountant
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
+    acc.compose(_event(s, q, steps))
+    return acc.get_epsilon(delta)
+
+
 def prv_w1():
     from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
     prv = PoissonSubsampledGaussianMechanism(noise_multiplier=SIGMA, sampling_probability=Q)
@@ -163,8 +196,13 @@ def main(argv):
     peers = not a.no_peers
     r = a.repeat
     ours_default(), ours_rdp(), ours_parts(parts_plan(3))        # imports, first calls
+    opake = _opake() if peers else None
     if peers:
         theirs_rdp(), theirs_pld(1e-2)
+        if opake is not None:
+            opake_plan(opake, 0.01, 1.0, 10)
+        else:
+            print("opake-accounting: not installed or does not import")
     print(f"{'':34s} {'CPU ms':>9s} {'wall ms':>9s}  peer CPU / dpamp CPU, answer")
     if "W1" in a.only or not a.only:
         print("W1 sigma 1.1, q 256/60000, 14062 steps, delta 1e-5")
@@ -173,6 +211,9 @@ def main(argv):
         ref = cpu
         if peers:
             row("dp-accounting PLD 1e-4", best(theirs_pld, (), max(1, r // 2), cold=False), ref)
+            if opake is not None:
+                row("opake-accounting (grid 1e-4)", best(opake_plan, (opake,), r, cold=False),
+                    ref)
             try:
                 row("prv-accountant eps_error 0.01", best(prv_w1, (), 1, cold=False), ref)
             except ImportError as e:
@@ -181,6 +222,16 @@ def main(argv):
         row("dpamp rdp", (_bracket((eps, low, m)), cpu, wall))
         if peers:
             row("dp-accounting RdpAccountant", best(theirs_rdp, (), 4 * r, cold=False), cpu)
+    if "W3" in a.only or "W5" in a.only or not a.only:
+        for name, plan in (("W3", (1e-3, 1.0, 100000, 1e-6)), ("W5", (1e-4, 0.9, 10**6, 1e-7))):
+            print(f"{name} sigma {plan[1]}, q {plan[0]:g}, {plan[2]} steps, delta {plan[3]:g}")
+            out, cpu, wall = best(ours_plan, plan, r)
+            row("dpamp default", (_bracket(out), cpu, wall))
+            if opake is not None:
+                row("opake-accounting (grid 1e-4)",
+                    best(opake_plan, (opake, *plan), max(1, r // 2), cold=False), cpu)
+            if peers:
+                row("dp-accounting PLD 1e-4", best(theirs_plan, plan, 1, cold=False), cpu)
     if "parts" in a.only or not a.only:
         for n in sorted({100, a.parts}):
             stages = parts_plan(n)
