@@ -131,6 +131,8 @@ def discretize_many(losses, grids, h: float, optimistic: bool = True) -> list[Di
     out = [_combine(done[2 * k], done[2 * k + 1], h, jlo, jhi, p_tot, q_tot, loss.inf_mass,
                     cancel=False)
            for k, (loss, (jlo, jhi), (p_tot, q_tot)) in enumerate(zip(losses, grids, totals))]
+    for d, loss in zip(out, losses):
+        d.upper_inf = _above_grid_floor(loss, d)
     for d, loss, b, (m, slack) in zip(out, losses, below,
                                       cancel_negatives_many([d.lower for d in out])):
         # (a truncated pair's mass at +-inf, charged to the lower bound: LossDistribution)
@@ -178,6 +180,25 @@ def lower_total(d: Discretized, h: float) -> float | None:
         return None
     # the exact masses a query dropped are at most the computed ones / (1 - r)
     return bound - dropped / (1.0 - r)
+
+
+#: the smallest positive double: the pessimistic mass at +inf where the true one is positive
+#: but its computed value underflowed to 0
+_TINIEST = math.ulp(0.0)
+
+
+def _above_grid_floor(loss: LossDistribution, d: Discretized) -> float:
+    """The pessimistic mass at +inf, F(x_jhi), raised to the smallest positive double where it
+    computed 0 while the pair has P-mass above the grid's last loss: F(x_jhi) = E_P[(1 -
+    e^{t_jhi - L})_+] is then positive, and a computed 0 means it underflowed, i.e. it lies below
+    the smallest subnormal (a Gaussian at mu 1e-8 has P[L > 1] ~ e^{-5e15}). Without the floor
+    delta(eps) of such a pair would read 0, which is not an upper bound in exact arithmetic."""
+    if d.upper_inf > 0.0:
+        return d.upper_inf
+    top = d.jhi * d.h
+    above = loss.sf is not None and loss.support[1] > top
+    above = above or bool(np.any((loss.atom_loss > top) & (loss.atom_p > 0.0)))
+    return _TINIEST if above else d.upper_inf
 
 
 def discretize_cells(c: Cells | dict, h: float, jlo: int, jhi: int, p_inf: float,
