@@ -109,3 +109,76 @@ def test_profile_rdp_at_order_infinity():
     got = profile_rdp(dp.Laplace(2.0), [2.0, math.inf])
     assert np.isfinite(got).all() and got[1] == dp.Laplace(2.0).pure_epsilon()
     assert got[0] >= dp.Laplace(2.0).rdp(2.0) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("plan", ["alone", "composed", "subsampled"])
+def test_pld_delta_below_the_doubles_is_not_zero(plan):
+    """A Gaussian at mu 1e-8 has delta(1) ~ e^{-5e15}: positive, below the smallest double. The
+    PLD's pessimistic mass at +inf underflowed to 0 and delta read 0, not an upper bound in
+    exact arithmetic; the mass is now raised to the smallest positive double where the pair has
+    mass above the grid."""
+    g = dp.Gaussian(1e8)
+    mech = {"alone": g, "composed": g * 1000,
+            "subsampled": g.subsample(dp.Poisson(0.5)) * 10}[plan]
+    mu = mp.mpf(1e-8)
+    # log of the exact delta(1) of one step (Balle & Wang 2018): far below log(5e-324) = -744
+    log_true = mp.log(mp.ncdf(-1 / mu + mu / 2) - mp.e * mp.ncdf(-1 / mu - mu / 2))
+    assert log_true < -1e15
+    b = mech.delta(1.0, method="pld")
+    assert b.delta > 0.0
+    assert b.lower == 0.0
+
+
+def test_pld_delta_of_bounded_losses_stays_zero():
+    """The floor applies only where the pair has mass above the grid: a pure-DP part at an
+    epsilon above its losses keeps delta exactly 0."""
+    assert dp.Laplace(1.0).delta(1.0, method="pld").delta == 0.0
+    assert (dp.RandomizedResponse(0.75) * 3).delta(3 * math.log(3) + 1e-9,
+                                                   method="pld").delta == 0.0
+
+
+def test_pld_refuses_a_grid_past_the_doubles_without_warnings():
+    """A Gaussian at sigma 1e-150 (mu 1e150, epsilon ~ 5e299) asked a grid step of ~1e149
+    while its quantile scan was clipped to +-420: the range check passed and e^{t_j}
+    overflowed, leaking RuntimeWarnings before the query failed. The grid's ends are checked
+    now: a clean OutOfReach naming the methods that answer."""
+    import warnings
+    from dpamp.core.errors import OutOfReach
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(OutOfReach, match="rdp"):
+            dp.Gaussian(1e-150).epsilon(1e-5, method="pld")
+
+
+def test_auto_improves_on_an_infinite_upper_bound():
+    """The closed-form profile overflows to an infinite epsilon at sigma 1e-150 where RDP
+    still proves a finite one (mu^2 / 2 + mu sqrt(2 log(1/delta)) ~ 5e299, Mironov 2017):
+    auto took the infinite answer; it now asks the next method, as it does for a missed tol."""
+    g = dp.Gaussian(1e-150).epsilon(1e-5)
+    mu = mp.mpf(10) ** 150
+    assert math.isfinite(g.epsilon)
+    assert mu ** 2 / 2 <= g.epsilon <= mu ** 2 / 2 * (1 + 1e-2)
+    assert g.method == "rdp"
+    assert not g.note.startswith(";")
+
+
+@pytest.mark.parametrize("plan", ["subsampled", "matrix-poisson", "matrix-bins"])
+def test_no_warnings_at_sigma_1e_150(plan):
+    """The sizing moments (subsampled pair, mixture of Gaussians) squared losses ~1e300 to inf
+    and warned ("overflow encountered in square / multiply"). They are for sizing only: an
+    infinite variance now, and the answer (auto) or a clean OutOfReach (pld), silently."""
+    import warnings
+    from dpamp.core.errors import OutOfReach
+    s = 1e-150
+    mech = {"subsampled": lambda: dp.Gaussian(s).subsample(dp.Poisson(0.01)),
+            "matrix-poisson": lambda: dp.MatrixMechanism(np.tril(np.ones((3, 3))), s,
+                                                         participation=dp.Poisson(0.1)),
+            "matrix-bins": lambda: dp.MatrixMechanism(np.tril(np.ones((4, 4))), s,
+                                                      participation=dp.BallsInBins(2))}[plan]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mech.epsilon(1e-5).epsilon > 1e100
+        try:
+            mech.epsilon(1e-5, method="pld")
+        except (OutOfReach, ValueError):
+            pass

@@ -209,7 +209,9 @@ def _run(mechanism, method: str, query) -> Guarantee:
         if skipped:
             g = dataclasses.replace(g, note="; ".join(
                 [g.note] * bool(g.note) + [f"auto: {s}; answered by {name}" for s in skipped]))
-        if g.tol_met is False:
+        if g.tol_met is False or g.value == math.inf:
+            # (an infinite upper bound, e.g. a closed form overflowing at sigma 1e-150, is an
+            # answer that another method may improve on: RDP's stays finite there)
             g = _best_upper(mechanism, g, name, query)
         return g
     assert refused is not None      # a method applies, and every one was out of reach
@@ -234,9 +236,10 @@ def _best_upper(mechanism, g: Guarantee, name: str, query) -> Guarantee:
             g = dataclasses.replace(
                 g, **{field: h.value}, lower=max(lows) if lows else None, method=other,  # type: ignore[arg-type]  # epsilon or delta: a float
                 source=f"{h.source}; lower bound: {g.source}",
-                note=f"{g.note}; auto: the upper bound is {other}'s ({round_up(h.value, 6)}), "
-                     f"smaller than {name}'s ({round_up(g.value, 6)}); the lower bound is the "
-                     "larger of both")
+                note="; ".join([g.note] * bool(g.note) + [
+                    f"auto: the upper bound is {other}'s ({round_up(h.value, 6)}), smaller "
+                    f"than {name}'s ({round_up(g.value, 6)}); the lower bound is the larger of "
+                    "both"]))
         return g
     return g
 

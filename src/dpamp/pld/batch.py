@@ -23,6 +23,9 @@ from .sources import discretize_source
 _U = 2.0 ** -53
 #: largest |loss| on a grid: the discretisation works with x = e^loss (e^709 overflows)
 MAX_LOSS = 650.0
+#: largest |t_j| of a grid point: the losses' range up to MAX_LOSS, plus the two steps of
+#: rounding out (e^700 is still a double)
+_GRID_END = 700.0
 
 
 def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
@@ -40,6 +43,13 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
                              "(epsilon in the hundreds): use method='rdp'")
         jlo = min(-1, math.floor(lo / h) - 1)
         jhi = max(1, math.ceil(hi / h) + 1)
+        if not max(-jlo, jhi) * h <= _GRID_END:
+            # a step past the losses the grid can hold (a Gaussian at mu 1e150 asks for h ~
+            # 1e149 from a tol relative to its epsilon ~ 1e299, while its quantile scan is
+            # clipped): e^{t_j} would overflow
+            raise OutOfReach(f"the PLD grid would reach losses of {max(-jlo, jhi) * h:.4g} "
+                             f"(step {h:.4g}), past the {_GRID_END:g} it handles in floating "
+                             "point: use method='rdp' or 'profile'")
         if jhi - jlo > MAX_N:
             raise MemoryError(jhi - jlo)
         grids.append((jlo, jhi))

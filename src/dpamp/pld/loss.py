@@ -317,8 +317,11 @@ def _moments(w, z):
     s = w.sum()
     if s <= 0:
         return 0.0, 0.0
-    m = float(np.sum(w * z) / s)
-    return m, float(np.sum(w * (z - m) ** 2) / s)
+    # (losses past 1e154, a Gaussian at sigma 1e-150, square to inf: an infinite variance,
+    # which the grid sizing then refuses cleanly, rather than a warning)
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = float(np.sum(w * z) / s)
+        return m, float(np.sum(w * (z - m) ** 2) / s)
 
 
 # --- base pairs --------------------------------------------------------------------------------

@@ -68,10 +68,13 @@ def _moments(mus, ps):
         top = e.max(axis=-1)
         return np.log(np.exp(e - top[..., None]).sum(axis=-1)) + top
 
-    lp = g(mus[:, None] + x[None, :])                 # component i, node k
-    m1 = float(np.sum(ps[:, None] * w * lp))
-    m2 = float(np.sum(ps[:, None] * w * lp * lp))
-    lq = -g(x)
-    q1 = float(np.sum(w * lq))
-    q2 = float(np.sum(w * lq * lq))
-    return m1, max(m2 - m1 * m1, 0.0), (q1, max(q2 - q1 * q1, 0.0))
+    # (means past 1e154 square to inf: an infinite variance, which the grid sizing refuses,
+    # rather than a warning)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lp = g(mus[:, None] + x[None, :])                 # component i, node k
+        m1 = float(np.sum(ps[:, None] * w * lp))
+        m2 = float(np.sum(ps[:, None] * w * lp * lp))
+        lq = -g(x)
+        q1 = float(np.sum(w * lq))
+        q2 = float(np.sum(w * lq * lq))
+        return m1, max(m2 - m1 * m1, 0.0), (q1, max(q2 - q1 * q1, 0.0))

@@ -58,6 +58,8 @@ def _nodes(q, t, cp, cq):
 def _moments(w, z):
     s = w.sum(axis=1)
     safe = np.where(s > 0, s, 1.0)
-    m = np.sum(w * z, axis=1) / safe
-    v = np.sum(w * (z - m[:, None]) ** 2, axis=1) / safe
+    # (losses past 1e154 square to inf: an infinite variance, refused by the grid sizing)
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = np.sum(w * z, axis=1) / safe
+        v = np.sum(w * (z - m[:, None]) ** 2, axis=1) / safe
     return [(float(a), float(b)) if ok else (0.0, 0.0) for a, b, ok in zip(m, v, s > 0)]
