@@ -253,8 +253,8 @@ def test_fixed_epochs(n, seed, positive):
 
 def test_fixed_epochs_how_close():
     """How much dpamp's (k, b)-superset costs under fixed bins: nothing for a monotone
-    Toeplitz C (the earliest pattern is bin 0's), within 6 % on the binary tree (n = 64,
-    2 and 4 epochs) and within 25 % on random C >= 0 (n = 12)."""
+    Toeplitz C (the earliest pattern is bin 0's) and on the binary tree (n = 64, 2 to 16
+    epochs), up to 16 % on random C >= 0 (n = 12, 20 draws; asserted within 25 %)."""
     for strategy, bins in ((dp.BandedToeplitz(bsr_coefficients(8), 1000), 10),
                            (dp.Toeplitz(bsr_coefficients(200), 200), 20)):
         k, b = dp.FixedBins(bins).worst_case(strategy.n)
@@ -264,11 +264,11 @@ def test_fixed_epochs_how_close():
         f = oa.fixed_epoch_sensitivity(_gram(x), strategy.n, strategy.n // bins)
         assert _in_bracket(s, f) and _in_bracket(s, o, squared=True)
     tree = dp.BinaryTree(64)
-    for epochs in (2, 4):
+    for epochs in (2, 4, 8, 16):
         k, b = dp.FixedBins(64 // epochs).worst_case(64)
         s = sensitivity(tree, k, b)
         f = oa.fixed_epoch_sensitivity(_gram(tree.dense()), 64, epochs)
-        assert f * (1 - REL) <= s.upper <= 1.06 * f
+        assert _in_bracket(s, f)
     rng = np.random.default_rng(5)
     for _ in range(20):
         c = np.abs(np.tril(rng.normal(size=(12, 12))))
