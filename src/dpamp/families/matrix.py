@@ -463,7 +463,8 @@ def _lower_note(low, partitions: int) -> tuple[float | None, str]:
 
 def lower_witnesses(m: MatrixMechanism, c=None):
     """The witnesses of the amplified route's lower end: (cyclic) Poisson sampling on a banded
-    C (:mod:`dpamp.amplification.matrix.lower`), balls in bins and fixed bins on C >= 0
+    C (:mod:`dpamp.amplification.matrix.lower`; on C >= 0 also the windowed witnesses of
+    :mod:`dpamp.amplification.matrix.lower_block`), balls in bins and fixed bins on C >= 0
     (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, and row allocation for a
     Toeplitz C with bands dividing the bins); else [];
     ``c``: C as ``amplified_c`` reads it, if built."""
@@ -480,10 +481,14 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     if not isinstance(p, CyclicPoisson) or bands is None:
         return []
     from ..amplification.matrix import lower as LW
-    if bands <= LW.MAX_BANDS and c is None:
+    from ..amplification.matrix.lower_block import block_witnesses
+    col_sq = m.strategy.column_norms_sq()
+    blocks = block_witnesses(m.strategy, m.noise_multiplier, p.sampling_prob, p.partitions,
+                             col_sq)
+    if bands <= LW.MAX_BANDS and c is None and not blocks:
         c = amplified_c(m)
-    return LW.witnesses(c, m.strategy.column_norms_sq(), bands, m.noise_multiplier,
-                        p.sampling_prob, p.partitions, m.strategy.coeff_error)
+    return LW.witnesses(c, col_sq, bands, m.noise_multiplier, p.sampling_prob, p.partitions,
+                        m.strategy.coeff_error, fixed=not blocks) + blocks
 
 
 def _own(m: MatrixMechanism, field: str, x: float):
