@@ -284,11 +284,11 @@ def test_the_family_answers_with_the_lower_end_and_says_what_it_assumed():
     m = dp.MatrixMechanism(s, 3.0, participation=dp.Poisson(0.05))
     g = amplified_epsilon(m, 1e-6)
     assert g.lower is not None and 0 < g.lower <= g.epsilon
-    assert "lower end: the orthogonal witness" in g.note and "4 parameters" in g.note
-    assert "fixed-direction" in g.note
+    assert "lower end: the alternating-windows witness" in g.note and "2 parameters" in g.note
+    assert "orthogonal" in g.note and "windowed" in g.note
     # every text output prints what the lower bound assumed under the numbers
-    assert "lower bound from the orthogonal witness" in str(g)
-    assert "a model of at least 4 parameters" in g.lower_assumes
+    assert "lower bound from the alternating-windows witness" in str(g)
+    assert "a model of at least 2 parameters" in g.lower_assumes
     d = amplified_delta(m, 1.0)
     assert d.lower is not None and 0 < d.lower <= d.delta
     assert amplified_epsilon(m, 1e-6) == g                   # same question, same answer

@@ -455,10 +455,10 @@ def _lower_note(low, partitions: int) -> tuple[float | None, str]:
     """(the lower end, the words saying what it assumed) of a LowerEnd, or (None, "")."""
     if low is None:
         return None, ""
-    others = ", ".join(f"{name} {v:.6g}" for name, v in low.values if name != low.witness.name)
+    rest = [f"{name} {v:.6g}" for name, v in low.values if name != low.witness.name]
     group = f", a record of group {low.witness.group}" if partitions > 1 else ""
-    return low.value, (f"; lower end: the {low.witness.describe()}{group}"
-                       + (f" (the other witness gave {others})" if others else ""))
+    gave = f" (the other witness{'es' if len(rest) > 1 else ''} gave {', '.join(rest)})"
+    return low.value, f"; lower end: the {low.witness.describe()}{group}" + (gave if rest else "")
 
 
 def lower_witnesses(m: MatrixMechanism, c=None):

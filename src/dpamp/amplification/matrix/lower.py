@@ -357,21 +357,23 @@ def lower_end(ws: list[Witness], field: str, x: float) -> LowerEnd | None:
     counts: both are proven). ``values`` holds the best value of each witness name. A witness
     whose losses the PLD cannot take (``OutOfReach``) is left out: the lower end is optional,
     and the upper routes answer without it."""
-    scored = []
+    vals: list[float] = []
+    kept: list[Witness] = []
     for w in ws:
         v = _value(w.parts, field, x)
         if v is not None:
-            scored.append([v, w])
-    fine = [s for s in scored if s[1].refined]
+            vals.append(v)
+            kept.append(w)
+    fine = [i for i, w in enumerate(kept) if w.refined]
     if fine:
-        top = max(fine, key=lambda s: s[0])
-        v = _value(top[1].refined, field, x)
-        if v is not None and v > top[0]:
-            top[0] = v
-    if not scored:
+        top = max(fine, key=lambda i: vals[i])                   # ties: the first
+        v = _value(kept[top].refined, field, x)
+        if v is not None and v > vals[top]:
+            vals[top] = v
+    if not vals:
         return None
     best: dict[str, float] = {}
-    for v, w in scored:
+    for v, w in zip(vals, kept):
         best[w.name] = max(v, best.get(w.name, -math.inf))
-    value, witness = max(scored, key=lambda s: s[0])
-    return LowerEnd(value, witness, tuple(best.items()))
+    i = max(range(len(vals)), key=lambda i: vals[i])
+    return LowerEnd(vals[i], kept[i], tuple(best.items()))

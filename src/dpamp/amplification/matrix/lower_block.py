@@ -102,7 +102,8 @@ def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: 
     """M (windows x rows x steps): the window blocks C[R_j, W_j] of the module docstring, each
     on the rows j L + r (r < length + b - 1) and steps j L + k (k < length), entries outside
     R_j, W_j ∩ E or the matrix set to 0."""
-    n, b = strategy.n, int(strategy.bands)
+    n = strategy.n
+    b = int(strategy.bands or n)
     w = -(-n // length)
     rows = np.arange(length + b - 1)
     steps = np.arange(length)
