@@ -135,8 +135,8 @@ def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: 
 
 def window_shifts(strategy: Strategy, joinable, length: int, alternating: bool) -> np.ndarray:
     """a (windows x steps): each window's shifts a_{j,s} = <v_j, M_j[:, s]> / |v_j| with v_j
-    = M_j 1, rounded down (module docstring: scaled to [1/2, 1), gamma bounds, subnormals);
-    a window without rows or steps has shifts 0."""
+    = M_j 1, rounded down (module docstring: scaled to [1/2, 1), gamma bounds, subnormals;
+    a shift below 2^-1000 moved to 0); a window without rows or steps has shifts 0."""
     m = _blocks(strategy, np.asarray(joinable, dtype=bool), length, alternating)
     top = m.max(axis=(1, 2))
     e = np.frexp(np.where(top > 0, top, 1.0))[1]                  # top in [2^(e-1), 2^e)
@@ -156,8 +156,9 @@ def window_shifts(strategy: Strategy, joinable, length: int, alternating: bool) 
     tiny = rows * (length + 2) * 2.0 ** -1070
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.maximum(dot * (1 - g) - tiny, 0.0) / np.sqrt(sq * (1 + g) + tiny)[:, None]
-    a = np.where(top[:, None] > 0, a * (1 - 8 * _U), 0.0)
-    return np.ldexp(a, e[:, None])
+    a = np.ldexp(np.where(top[:, None] > 0, a * (1 - 8 * _U), 0.0), e[:, None])
+    # scaled back into the subnormals, a shift may round up: moved to 0 (dominated)
+    return np.where(a >= 2.0 ** -1000, a, 0.0)
 
 
 def sum_law(shifts, q: float, count: int = MAX_COMPONENTS) -> tuple[np.ndarray, np.ndarray]:
