@@ -40,9 +40,13 @@ independence:
   u_2; Z u_1 and Z u_2 are independent N(0, sigma^2 I) (orthonormal directions, i.i.d.
   entries). No row is dropped: each window's columns are whole.
 
-**Choice of L** (any choice is valid): candidates b, 2 b, 4 b, 8 b (at most MAX_WINDOW, n,
-and >= b - 1); :func:`.lower.lower_end` composes every candidate's coarse mixtures (COARSE
-components) and then the best one's fine mixtures (MAX_COMPONENTS), keeping the largest.
+**Choice of L** (any choice is valid): candidates b (alternating only), 2 b, 4 b, 8 b (at
+most MAX_WINDOW and n, at least b - 1). Each candidate's ``parts`` are the windows sharing
+the most common law alone (dropping the other windows' statistics is a post-processing), with
+COARSE components; its ``refined`` parts every window, that law with MAX_COMPONENTS.
+:func:`.lower.lower_end` composes every candidate's parts and then the best one's refined
+parts, and keeps the largest value (each is proven): the PLD's cost grows with the
+components and the distinct parts.
 
 **Rounding** (every step moves the pair to one the true one dominates: a stochastically
 smaller law of non-negative shifts, or probability moved to the zero shift; :mod:`.lower`,
@@ -237,9 +241,9 @@ def _window_keys(a: np.ndarray) -> dict[tuple, int]:
 def block_witness(strategy: Strategy, sigma: float, q: float, joinable, length: int,
                   alternating: bool, group: int = 0) -> Witness | None:
     """The windowed (``alternating`` False) or alternating witness with windows of ``length``
-    steps on the ``joinable`` steps (module docstring): parts with COARSE components, and as
-    ``refined`` the same with MAX_COMPONENTS for the law shared by most windows (the
-    interior of a Toeplitz C; the cost of the PLD grows with the components); None where no
+    steps on the ``joinable`` steps (module docstring): as ``parts`` the windows of the most
+    common law alone (the interior of a Toeplitz C) with COARSE components, as ``refined``
+    every window, that law with MAX_COMPONENTS and the others with COARSE; None where no
     window has a shift."""
     a = window_shifts(strategy, joinable, length, alternating)
     keys = sorted(_window_keys(a).items())
@@ -249,15 +253,14 @@ def block_witness(strategy: Strategy, sigma: float, q: float, joinable, length: 
     coarse, fine = [], []
     for i, (key, count) in enumerate(keys):
         mog = _mixture(*sum_law(key, q, COARSE), sigma)
-        if mog is not None:
+        if mog is not None and i == most:
             coarse.append((mog, count))
-            if i != most:
-                fine.append((mog, count))
-        if i == most:
-            mog = _mixture(*sum_law(key, q, MAX_COMPONENTS), sigma)
-            if mog is not None:
-                fine.append((mog, count))
-    if not coarse:
+        elif mog is not None:
+            fine.append((mog, count))
+    mog = _mixture(*sum_law(keys[most][0], q, MAX_COMPONENTS), sigma)
+    if mog is not None:
+        fine.append((mog, keys[most][1]))
+    if not coarse or not fine:
         return None
     name = ALTERNATING if alternating else WINDOWED
     return Witness(name, tuple(coarse), group, 2 if alternating else 1, length, tuple(fine))
