@@ -57,7 +57,7 @@ most m = |R_j| non-negative products, are within gamma_m = m u / (1 - m u) relat
 the shifts are lowered by both. The law of S_j = sum_s B_s a_{j,s} is computed on a lattice
 h Z (h = sum_s a_{j,s} / LATTICE): each a_{j,s} is rounded down to h k_s (integer k_s), the
 probabilities of S' = h sum_s B_s k_s <= S_j by the recursion p <- (1 - q) p + q p(. - k_s)
-(non-negative terms: relative error within gamma_{3 L}; an absolute 2^-1070 covers the
+(non-negative terms: relative error within gamma_{4 L}; an absolute 2^-1030 covers the
 subnormals), each positive value's probability padded down by that and by the merge sums'
 bound, the zero shift taking the rest. Then the shifts are rounded down onto at most
 MAX_COMPONENTS (COARSE) kept values (:func:`.lower._reduce`), scaled back by 2^k and moved to 0
@@ -189,11 +189,14 @@ def sum_law(shifts, q: float, count: int = MAX_COMPONENTS) -> tuple[np.ndarray, 
     vals = np.ldexp(np.arange(p.size) * h, e)                     # exact: integers times 2^j
     nz = p > 0
     vals, p = vals[nz], p[nz]
+    # relative error: 4 roundings a step (1 - q, two products, a sum) and the merge of at
+    # most p.size terms below; absolute: 2^-1075 a rounding in the subnormals, times at most
+    # 4 L steps and p.size merged terms (< 2^-1030)
+    rel = (4 * k.size + p.size + 16) * 2 * _U
     if vals.size > count:
         vals, p = _reduce(vals, p, count, 64 if count >= MAX_COMPONENTS else count // 2 - 1)
-    rel = (3 * k.size + 2 * p.size + 16) * 2 * _U
     pos = vals > 0
-    p = np.where(pos, np.maximum(p * (1 - rel) - 2.0 ** -1060, 0.0), 0.0)
+    p = np.where(pos, np.maximum(p * (1 - rel) - 2.0 ** -1030, 0.0), 0.0)
     p = np.where(p < 2.0 ** -1000, 0.0, p)
     if vals[0] > 0:
         vals, p = np.concatenate([[0.0], vals]), np.concatenate([[0.0], p])
