@@ -320,3 +320,20 @@ def test_same_question_same_answer_and_dimensions():
     assert LB.block_witnesses(dp.DenseStrategy(c), 1.0, 0.1) == []
     blt = dp.BLT((0.9,), (0.3,), 50)
     assert LB.block_witnesses(blt, 1.0, 0.1) == []
+
+
+@pytest.mark.parametrize("n, b, length, p, g", [(50, 3, 4, 2, 1), (61, 4, 6, 4, 2),
+                                                 (40, 2, 3, 1, 0), (23, 5, 5, 3, 0)])
+def test_toeplitz_representatives_stand_for_every_window(n, b, length, p, g):
+    """A Toeplitz C with the joinable steps of one cyclic-Poisson group: the laws of the
+    representative windows, counted, are those of every window computed one by one."""
+    co = tuple(np.linspace(1.0, 0.3, b))
+    s = dp.BandedToeplitz(co, n)
+    join = np.arange(n) % p == g
+    for alternating in (False, True):
+        js, counts = LB.representatives(s, length, p)
+        assert counts.sum() == -(-n // length)
+        every = LB._window_keys(LB.window_shifts(s, join, length, alternating),
+                                np.ones(-(-n // length), dtype=np.int64))
+        some = LB._window_keys(LB.window_shifts(s, join, length, alternating, js), counts)
+        assert some == every

@@ -79,6 +79,7 @@ from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from .lower import ALTERNATING, MAX_COMPONENTS, WINDOWED, Witness, _reduce
 
 __all__ = ["WINDOWED", "ALTERNATING", "window_shifts", "sum_law", "block_witness",
+           "representatives",
            "block_witnesses", "MAX_WINDOW", "LATTICE", "COARSE", "MAX_PARTS"]
 
 _U = 2.0 ** -53
@@ -90,8 +91,8 @@ LATTICE = 4096
 COARSE = 32
 #: distinct window laws (PLD parts) at most (beyond: buckets)
 MAX_PARTS = 16
-#: the most entries of the window blocks (beyond: no witness; it is optional)
-MAX_WORK = 1 << 24
+#: the most entries of the window blocks computed (beyond: no witness; it is optional)
+MAX_WORK = 1 << 23
 
 
 def _coefficients(strategy: Strategy) -> np.ndarray | None:
@@ -102,18 +103,41 @@ def _coefficients(strategy: Strategy) -> np.ndarray | None:
     return np.asarray(c, dtype=float)
 
 
-def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: bool):
+def representatives(strategy: Strategy, length: int, period: int | None = None):
+    """(windows to compute, how many windows each stands for): every window, or for a
+    Toeplitz C whose joinable steps repeat with ``period`` (cyclic Poisson: its groups) the
+    first window, the windows reaching the last b - 1 rows, and one interior window per
+    residue of j L mod period (an interior window j >= 1 with (j + 1) L + b - 1 <= n reads
+    the same entries and the same pattern of joinable steps as any other of its residue)."""
+    n = strategy.n
+    w = -(-n // length)
+    if period is None or _coefficients(strategy) is None:
+        return np.arange(w), np.ones(w, dtype=np.int64)
+    b = int(strategy.bands or n)
+    last = (n - b + 1) // length - 1                 # interior windows: 1 .. last
+    if last < 1:
+        return np.arange(w), np.ones(w, dtype=np.int64)
+    res = (np.arange(1, last + 1) * length) % period
+    first = np.unique(res, return_index=True)[1] + 1
+    counts = np.bincount(res, minlength=period)[res[first - 1]]
+    edge = np.arange(last + 1, w)
+    return (np.concatenate([[0], first, edge]),
+            np.concatenate([[1], counts, np.ones(edge.size, dtype=np.int64)]))
+
+
+def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: bool,
+            js=None):
     """M (windows x rows x steps): the window blocks C[R_j, W_j] of the module docstring, each
     on the rows j L + r (r < length + b - 1) and steps j L + k (k < length), entries outside
-    R_j, W_j ∩ E or the matrix set to 0."""
+    R_j, W_j ∩ E or the matrix set to 0; for the windows ``js`` (default: every one)."""
     n = strategy.n
     b = int(strategy.bands or n)
-    w = -(-n // length)
+    js = np.arange(-(-n // length)) if js is None else np.asarray(js, dtype=np.int64)
     rows = np.arange(length + b - 1)
     steps = np.arange(length)
-    t = np.arange(w)[:, None] * length + rows[None, :]            # (windows, rows)
-    s = np.arange(w)[:, None] * length + steps[None, :]           # (windows, steps)
-    start = np.arange(w)[:, None] * length
+    t = js[:, None] * length + rows[None, :]                      # (windows, rows)
+    s = js[:, None] * length + steps[None, :]                     # (windows, steps)
+    start = js[:, None] * length
     if alternating:
         keep_row = t < n
     else:
@@ -137,11 +161,13 @@ def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: 
     return np.where(keep_row[:, :, None] & keep_step[:, None, :], vals, 0.0)
 
 
-def window_shifts(strategy: Strategy, joinable, length: int, alternating: bool) -> np.ndarray:
+def window_shifts(strategy: Strategy, joinable, length: int, alternating: bool,
+                  js=None) -> np.ndarray:
     """a (windows x steps): each window's shifts a_{j,s} = <v_j, M_j[:, s]> / |v_j| with v_j
     = M_j 1, rounded down (module docstring: scaled to [1/2, 1), gamma bounds, subnormals;
-    a shift below 2^-1000 moved to 0); a window without rows or steps has shifts 0."""
-    m = _blocks(strategy, np.asarray(joinable, dtype=bool), length, alternating)
+    a shift below 2^-1000 moved to 0), for the windows ``js`` (default: every one); a window
+    without rows or steps has shifts 0."""
+    m = _blocks(strategy, np.asarray(joinable, dtype=bool), length, alternating, js)
     top = m.max(axis=(1, 2))
     e = np.frexp(np.where(top > 0, top, 1.0))[1]                  # top in [2^(e-1), 2^e)
     m = np.ldexp(m, -e[:, None, None])
@@ -224,32 +250,36 @@ def _mixture(vals: np.ndarray, probs: np.ndarray, sigma: float) -> MixtureOfGaus
     return MixtureOfGaussians(sigma, tuple(u.tolist()), tuple(pp.tolist()))
 
 
-def _window_keys(a: np.ndarray) -> dict[tuple, int]:
-    """{sorted positive shifts: count} over the windows; beyond MAX_PARTS distinct ones, the
-    windows sorted by total shift split into MAX_PARTS buckets, each replaced by the
-    entrywise minimum of its windows' sorted shifts (module docstring)."""
+def _window_keys(a: np.ndarray, counts: np.ndarray) -> dict[tuple, int]:
+    """{sorted positive shifts: windows} over the windows (row i of ``a`` standing for
+    ``counts[i]`` windows); beyond MAX_PARTS distinct ones, the rows sorted by their shifts
+    split into MAX_PARTS buckets, each replaced by the entrywise minimum of its rows' sorted
+    shifts (module docstring)."""
     vals = -np.sort(-a, axis=1)
     if np.unique(vals, axis=0).shape[0] > MAX_PARTS:
         order = np.lexsort(tuple(vals.T[::-1]))
         for chunk in np.array_split(order, MAX_PARTS):
             vals[chunk] = vals[chunk].min(axis=0)
     keys: dict[tuple, int] = {}
-    for row in vals:
+    for row, count in zip(vals, counts.tolist()):
         key = tuple(float(x) for x in row if x > 0)
         if key:
-            keys[key] = keys.get(key, 0) + 1
+            keys[key] = keys.get(key, 0) + count
     return keys
 
 
 def block_witness(strategy: Strategy, sigma: float, q: float, joinable, length: int,
-                  alternating: bool, group: int = 0) -> Witness | None:
+                  alternating: bool, group: int = 0, period: int | None = None
+                  ) -> Witness | None:
     """The windowed (``alternating`` False) or alternating witness with windows of ``length``
-    steps on the ``joinable`` steps (module docstring): as ``parts`` the windows of the most
+    steps on the ``joinable`` steps (repeating with ``period``, if given: see
+    :func:`representatives`) (module docstring): as ``parts`` the windows of the most
     common law alone (the interior of a Toeplitz C) with COARSE components, as ``refined``
     every window, that law with MAX_COMPONENTS and the others with COARSE; None where no
     window has a shift."""
-    a = window_shifts(strategy, joinable, length, alternating)
-    keys = sorted(_window_keys(a).items())
+    js, counts = representatives(strategy, length, period)
+    a = window_shifts(strategy, joinable, length, alternating, js)
+    keys = sorted(_window_keys(a, counts).items())
     if not keys:
         return None
     most = max(range(len(keys)), key=lambda i: keys[i][1])       # ties: the first
@@ -293,9 +323,11 @@ def block_witnesses(strategy: Strategy, sigma: float, q: float, partitions: int 
     out = []
     for alternating in (False, True):
         for length in _lengths(n, int(b), alternating):
-            if n * (length + b) > MAX_WORK:
+            js, _ = representatives(strategy, length, partitions)
+            if js.size * length * (length + b) > MAX_WORK:
                 continue
-            w = block_witness(strategy, sigma, q, groups[g], length, alternating, g)
+            w = block_witness(strategy, sigma, q, groups[g], length, alternating, g,
+                              partitions)
             if w is not None:
                 out.append(w)
     return out
