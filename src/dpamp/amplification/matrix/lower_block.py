@@ -19,11 +19,12 @@ only on (B_s)_{s in W_j}, then
     T_j ~ sum_{B in {0,1}^{W_j}} pi(B) N(sum_s B_s a_{j,s}, sigma^2) under P, N(0, sigma^2)
     under Q,   a_{j,s} = <v_j, M_j[:, s]> / |v_j| >= 0 (C >= 0),
 
-pi(B) = q^|B| (1 - q)^(|W_j ∩ E| - |B|): a mixture of Gaussians (dpamp's
-``MixtureOfGaussians``, the remove order; its swap is the add order, and the engine composes
-both), and the pair of (T_j)_j is the product of these pairs: composed by dpamp's PLD
-(optimistic discretisation: a proven lower bound on its delta(eps)). Two ways to get the
-independence:
+B over the joinable steps of W_j, pi(B) = q^|B| (1 - q)^(|W_j ∩ E| - |B|): a mixture of
+Gaussians (dpamp's ``MixtureOfGaussians``: (P, Q) is its remove order, and (Q, P), the same
+two inputs with the record added instead of removed, its add order; both are actual pairs of
+add/remove neighbours, and the engine answers for the worse of the two), and the pair of
+(T_j)_j is the product of these pairs: composed by dpamp's PLD (optimistic discretisation: a
+proven lower bound on its delta(eps)). Two ways to get the independence:
 
 - **windowed** (any model dimension): the gradient is one unit vector u in every step and
   R_j are the rows t in W_j whose read steps {s in E : t - b < s <= t} all lie in W_j (for
@@ -55,7 +56,8 @@ module docstring). The block is scaled by 2^-k so that its largest entry lies in
 most m = |R_j| non-negative products, are within gamma_m = m u / (1 - m u) relative (Higham
 2002, Sec. 3.1), plus an absolute 2^-1070 per term for what was rounded in the subnormals;
 the shifts are lowered by both. The law of S_j = sum_s B_s a_{j,s} is computed on a lattice
-h Z (h = sum_s a_{j,s} / LATTICE): each a_{j,s} is rounded down to h k_s (integer k_s), the
+h Z (h = 2^(e - 12), 2^(e - 1) <= sum_s a_{j,s} < 2^e, LATTICE = 2^12 points): each a_{j,s}
+is rounded down to h k_s (integer k_s, exactly: h is a power of two), the
 probabilities of S' = h sum_s B_s k_s <= S_j by the recursion p <- (1 - q) p + q p(. - k_s)
 (non-negative terms: relative error within gamma_{4 L}; an absolute 2^-1030 covers the
 subnormals), each positive value's probability padded down by that and by the merge sums'
@@ -65,8 +67,12 @@ where they or their ratio to sigma fall below 2^-1000 (MixtureOfGaussians' divis
 its rounding only for normal numbers). Windows with equal shifts share one part; beyond
 MAX_PARTS distinct ones, the windows sorted by total shift are split into MAX_PARTS buckets,
 each replaced by the entrywise minimum of its windows' sorted shifts (S of the minimum is
-stochastically smaller than each member's: couple the sorted steps). C with a negative entry,
-or computed (a BLT, ``coeff_error`` > 0), gets no witness here.
+stochastically smaller than each member's: couple the sorted steps). For a Toeplitz C the
+interior windows (j >= 1, (j + 1) L + b - 1 <= n) of one residue of j L modulo the groups'
+period read the same entries and the same joinable pattern: one is computed and counted for
+all (:func:`representatives`), so the cost does not grow with n. C with a negative entry, or
+computed (a BLT, ``coeff_error`` > 0), gets no witness here, nor a candidate whose blocks
+pass MAX_WORK entries.
 """
 from __future__ import annotations
 
