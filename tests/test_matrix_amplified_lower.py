@@ -37,7 +37,7 @@ def _lower(ws, name, field, x):
 
 # --- the exact delta of a witness's full pair, by mpmath --------------------------------------
 
-def exact_delta_mp(c, sigma, q, eps):
+def exact_delta_mp(c, sigma, q, eps, nodes=32):
     """max over both orders of H_{e^eps}(P || Q) for P = sum_B pi_B N(C B, sigma^2 I), Q =
     N(0, sigma^2 I), B ~ Bernoulli(q)^n, C >= 0 lower triangular (n <= 3), at 20 digits: the
     last coordinate in closed form at any threshold t (the loss increases in it, so the value
@@ -105,15 +105,15 @@ def exact_delta_mp(c, sigma, q, eps):
                 return inner([x], remove) * mp.npdf(x)
             out.append(mp.quad(g, [-mp.inf, 0, mp.inf]))
         else:
-            out.append(_two_outer(inner_t, pats, logw, means, e, remove))
+            out.append(_two_outer(inner_t, pats, logw, means, e, remove, nodes))
     return float(max(out))
 
 
-def _two_outer(inner_t, pats, logw, means, e, remove):
-    """n = 3: the outer two coordinates by Gauss-Hermite, 32 nodes each, after the change of
+def _two_outer(inner_t, pats, logw, means, e, remove, nodes=32):
+    """n = 3: the outer two coordinates by Gauss-Hermite, ``nodes`` each, after the change of
     measure that makes every integrand bounded: E_Q[e^{a_B + b_B^2/2} h] = pi_B E_{N(m_B)}[h]
     (m_B the pattern's first two means), h a Gaussian CDF at the root."""
-    x, w = np.polynomial.hermite_e.hermegauss(32)
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
     w = w / w.sum()
     grid = [(mp.mpf(w[i] * w[j]), (x[i], x[j])) for i in range(x.size) for j in range(x.size)]
 
@@ -284,11 +284,11 @@ def test_the_family_answers_with_the_lower_end_and_says_what_it_assumed():
     m = dp.MatrixMechanism(s, 3.0, participation=dp.Poisson(0.05))
     g = amplified_epsilon(m, 1e-6)
     assert g.lower is not None and 0 < g.lower <= g.epsilon
-    assert "lower end: the orthogonal witness" in g.note and "4 parameters" in g.note
-    assert "fixed-direction" in g.note
+    assert "lower end: the alternating-windows witness" in g.note and "2 parameters" in g.note
+    assert "orthogonal" in g.note and "windowed" in g.note
     # every text output prints what the lower bound assumed under the numbers
-    assert "lower bound from the orthogonal witness" in str(g)
-    assert "a model of at least 4 parameters" in g.lower_assumes
+    assert "lower bound from the alternating-windows witness" in str(g)
+    assert "a model of at least 2 parameters" in g.lower_assumes
     d = amplified_delta(m, 1.0)
     assert d.lower is not None and 0 < d.lower <= d.delta
     assert amplified_epsilon(m, 1e-6) == g                   # same question, same answer

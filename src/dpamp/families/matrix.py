@@ -455,15 +455,16 @@ def _lower_note(low, partitions: int) -> tuple[float | None, str]:
     """(the lower end, the words saying what it assumed) of a LowerEnd, or (None, "")."""
     if low is None:
         return None, ""
-    others = ", ".join(f"{name} {v:.6g}" for name, v in low.values if name != low.witness.name)
+    rest = [f"{name} {v:.6g}" for name, v in low.values if name != low.witness.name]
     group = f", a record of group {low.witness.group}" if partitions > 1 else ""
-    return low.value, (f"; lower end: the {low.witness.describe()}{group}"
-                       + (f" (the other witness gave {others})" if others else ""))
+    gave = f" (the other witness{'es' if len(rest) > 1 else ''} gave {', '.join(rest)})"
+    return low.value, f"; lower end: the {low.witness.describe()}{group}" + (gave if rest else "")
 
 
 def lower_witnesses(m: MatrixMechanism, c=None):
     """The witnesses of the amplified route's lower end: (cyclic) Poisson sampling on a banded
-    C (:mod:`dpamp.amplification.matrix.lower`), balls in bins and fixed bins on C >= 0
+    C (:mod:`dpamp.amplification.matrix.lower`; on C >= 0 also the windowed witnesses of
+    :mod:`dpamp.amplification.matrix.lower_block`), balls in bins and fixed bins on C >= 0
     (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, and row allocation for a
     Toeplitz C with bands dividing the bins); else [];
     ``c``: C as ``amplified_c`` reads it, if built."""
@@ -480,10 +481,14 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     if not isinstance(p, CyclicPoisson) or bands is None:
         return []
     from ..amplification.matrix import lower as LW
-    if bands <= LW.MAX_BANDS and c is None:
+    from ..amplification.matrix.lower_block import block_witnesses
+    col_sq = m.strategy.column_norms_sq()
+    blocks = block_witnesses(m.strategy, m.noise_multiplier, p.sampling_prob, p.partitions,
+                             col_sq)
+    if bands <= LW.MAX_BANDS and c is None and not blocks:
         c = amplified_c(m)
-    return LW.witnesses(c, m.strategy.column_norms_sq(), bands, m.noise_multiplier,
-                        p.sampling_prob, p.partitions, m.strategy.coeff_error)
+    return LW.witnesses(c, col_sq, bands, m.noise_multiplier, p.sampling_prob, p.partitions,
+                        m.strategy.coeff_error, fixed=not blocks) + blocks
 
 
 def _own(m: MatrixMechanism, field: str, x: float):

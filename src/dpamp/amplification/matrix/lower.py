@@ -76,7 +76,7 @@ from ...mechanisms.subsampled import Subsampled
 from .toeplitz_view import LowerToeplitzAbs
 
 __all__ = ["Witness", "witnesses", "lower_end", "LowerEnd", "offset_rows", "select_rows",
-           "row_mixture", "MAX_BANDS", "FIXED", "ORTHOGONAL"]
+           "row_mixture", "MAX_BANDS", "FIXED", "ORTHOGONAL", "WINDOWED", "ALTERNATING"]
 
 _U = 2.0 ** -53
 #: most bands the fixed-direction witness takes (2^b participation patterns per row)
@@ -90,18 +90,25 @@ MAX_LEVELS = 16
 FIXED, ORTHOGONAL = "fixed-direction", "orthogonal"
 #: balls in bins' witnesses (:mod:`.lower_bins`)
 MATCHED, ALLOCATED = "matched-filter", "row-allocation"
+#: the windowed witnesses of Poisson sampling (:mod:`.lower_block`)
+WINDOWED, ALTERNATING = "windowed", "alternating-windows"
 
 
 @dataclasses.dataclass(frozen=True)
 class Witness:
     """A pair of neighbours of the mechanism (or a pair it dominates), as a product of
     one-dimensional parts ((mechanism, count), ...); ``group`` the cyclic-Poisson group of the
-    record, ``dimensions`` the gradient dimensions it needs."""
+    record, ``dimensions`` the gradient dimensions it needs; ``window`` the steps per window
+    of the windowed witnesses (:mod:`.lower_block`; else 0), ``refined`` a finer product of
+    the same pair's parts (dominated by it as well; () if none), which :func:`lower_end`
+    composes for the best candidate only."""
 
     name: str
     parts: tuple
     group: int
     dimensions: int
+    window: int = 0
+    refined: tuple = ()
 
     def describe(self) -> str:
         if self.name == FIXED:
@@ -111,6 +118,15 @@ class Witness:
             return ("row-allocation witness (a record whose clipped gradient is one unit "
                     "vector; any model dimension), per epoch the rows reading disjoint blocks "
                     "of its steps: random allocation of a mixture over the coefficients")
+        if self.name == WINDOWED:
+            return (f"windowed witness (a record whose clipped gradient is one unit vector; any "
+                    f"model dimension), windows of {self.window} steps, the output rows reading "
+                    "one window only projected on the window's matched filter")
+        if self.name == ALTERNATING:
+            return (f"alternating-windows witness (the record's gradient alternates between two "
+                    f"orthogonal unit vectors every {self.window} steps; a model of at least 2 "
+                    "parameters), every output row reading a window projected on the "
+                    "window's matched filter")
         if self.name == MATCHED:
             return ("matched-filter witness (a record whose clipped gradient is one unit "
                     "vector; any model dimension), the outputs projected on one participation's "
@@ -240,13 +256,14 @@ def row_mixture(values, q: float) -> tuple[np.ndarray, np.ndarray]:
     return u, pp
 
 
-def _reduce(u: np.ndarray, pp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each shift rounded down onto the kept values: 0, the MAX_COMPONENTS - 65 shifts of
-    largest probability, and 64 geometric points between the smallest positive shift and the
-    largest (a smaller shift: dominated)."""
-    top = u[np.argsort(-pp, kind="stable")[:MAX_COMPONENTS - 65]]
+def _reduce(u: np.ndarray, pp: np.ndarray, count: int = MAX_COMPONENTS,
+            points: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Each shift rounded down onto the kept values: 0, the ``count`` - ``points`` - 1 shifts
+    of largest probability, and ``points`` geometric points between the smallest positive
+    shift and the largest (a smaller shift: dominated)."""
+    top = u[np.argsort(-pp, kind="stable")[:count - points - 1]]
     pos = u[u > 0]
-    grid = np.geomspace(pos[0], pos[-1], 64) if pos.size else np.zeros(0)
+    grid = np.geomspace(pos[0], pos[-1], points) if pos.size else np.zeros(0)
     kept = np.unique(np.concatenate([[0.0], top, np.minimum(grid, pos[-1] if pos.size else 0)]))
     idx = np.searchsorted(kept, u, side="right") - 1
     return kept, np.bincount(idx, weights=pp, minlength=kept.size)
@@ -312,34 +329,53 @@ def orthogonal(col_sq, bands: int, sigma: float, q: float, partitions: int = 1,
 
 
 def witnesses(c, col_sq, bands: int, sigma: float, q: float, partitions: int = 1,
-              coeff_error: float = 0.0) -> list[Witness]:
+              coeff_error: float = 0.0, fixed: bool = True) -> list[Witness]:
     """The witnesses that apply: the orthogonal one always, the fixed-direction one for at
-    most MAX_BANDS bands."""
+    most MAX_BANDS bands where ``fixed`` (the family leaves it out where the windowed
+    witnesses of :mod:`.lower_block` apply: their windows of 2 b steps and more keep its rows,
+    though projected on one direction per window, and they were above it on every case
+    measured, tests/test_matrix_lower_block.py)."""
     out = [orthogonal(col_sq, bands, sigma, q, partitions, coeff_error)]
-    if bands <= MAX_BANDS:
+    if bands <= MAX_BANDS and fixed:
         out.append(fixed_direction(c, bands, sigma, q, partitions, coeff_error))
     return [w for w in out if w.parts]
+
+
+def _value(parts, field: str, x: float) -> float | None:
+    """The PLD's lower end of the product of ``parts`` at ``x`` (None: out of its reach, or
+    no finite value)."""
+    try:
+        v = getattr(compose_counts(list(parts)), field)(x, method="pld").lower
+    except OutOfReach:
+        return None
+    return float(v) if v is not None and math.isfinite(v) else None
 
 
 def lower_end(ws: list[Witness], field: str, x: float) -> LowerEnd | None:
     """The largest proven lower bound over the witnesses ``ws`` of epsilon at delta = x
     (``field`` "epsilon") or of delta at epsilon = x ("delta"): each witness's product
-    composed by the PLD engine, its lower end (optimistic discretisation). A witness whose
-    losses the PLD cannot take (``OutOfReach``) is left out: the lower end is optional, and
-    the upper routes answer without it."""
-    best, values = None, []
+    composed by the PLD engine, its lower end (optimistic discretisation); then the
+    ``refined`` product of the best witness that has one (the larger of its two values
+    counts: both are proven). ``values`` holds the best value of each witness name. A witness
+    whose losses the PLD cannot take (``OutOfReach``) is left out: the lower end is optional,
+    and the upper routes answer without it."""
+    vals: list[float] = []
+    kept: list[Witness] = []
     for w in ws:
-        comp = compose_counts(list(w.parts))
-        try:
-            g = getattr(comp, field)(x, method="pld")
-        except OutOfReach:
-            continue
-        v = g.lower
-        if v is None or not math.isfinite(v):
-            continue
-        values.append((w.name, float(v)))
-        if best is None or v > best[0]:
-            best = (float(v), w)
-    if best is None:
+        v = _value(w.parts, field, x)
+        if v is not None:
+            vals.append(v)
+            kept.append(w)
+    fine = [i for i, w in enumerate(kept) if w.refined]
+    if fine:
+        top = max(fine, key=lambda i: vals[i])                   # ties: the first
+        v = _value(kept[top].refined, field, x)
+        if v is not None and v > vals[top]:
+            vals[top] = v
+    if not vals:
         return None
-    return LowerEnd(best[0], best[1], tuple(values))
+    best: dict[str, float] = {}
+    for v, w in zip(vals, kept):
+        best[w.name] = max(v, best.get(w.name, -math.inf))
+    i = max(range(len(vals)), key=lambda i: vals[i])
+    return LowerEnd(vals[i], kept[i], tuple(best.items()))
