@@ -91,7 +91,8 @@ class QueryState:
     dirs: list[Direction]
     #: the (upper, lower) bracket of the last evaluation (lower None: none proven)
     last: tuple[float, float | None] = (math.inf, None)
-    #: whether the floating-point budgets rather than the grid made that bracket wide
+    #: whether the floating-point budgets rather than the grid made that bracket wide (decided
+    #: where it missed tol: only a refinement reads it)
     error_bound: bool = False
 
 
@@ -540,8 +541,8 @@ def _evaluate(state, tol, bound, at, floor=0.0):
         lower = job.result() if job is not None else dd.compose_lower()
         dd.pmf = dataclasses.replace(dd.pmf, lower=lower)
     low = bound(dd.pmf.lower, dom)
-    state.last = (up, low)
-    state.error_bound = _error_dominated(dd.pmf, at(up))
+    # (whether the budgets limit is read only by a refinement, after a miss: decided there)
+    state.last, state.error_bound = (up, low), False
     if up == 0.0 or low == math.inf:
         # exact either way: no loss at all, or (for epsilon) the lower bound's mass at +inf
         # alone exceeds delta, so no finite epsilon exists
@@ -549,6 +550,7 @@ def _evaluate(state, tol, bound, at, floor=0.0):
     target = tol if tol is not None else 1e-3 * max(up, floor)
     if math.isfinite(up) and up - low <= target:
         return Bracket(up, low, state.h, 0)
+    state.error_bound = _error_dominated(dd.pmf, at(up))
     return None
 
 
