@@ -587,7 +587,9 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     # window bins: loss index iA + i  <->  circular index (iA + i) mod N
     start = max(iA, 0) if iA + N > 0 else iA
     nkeep = iA + N - start
-    t = h * (start + np.arange(nkeep))
+    # (the losses h (start + i): the integers as floats, exact, times h in place)
+    t = np.arange(start, start + nkeep, dtype=float)
+    t *= h
     log_scale = prod.log_scale
     factor = _factors(log_scale, lam, t)
     # (circular index (start + i) mod N: at most two slices, as nkeep <= N)

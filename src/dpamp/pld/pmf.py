@@ -281,16 +281,19 @@ def _discounted_suffix(m: np.ndarray, h: float, out: np.ndarray | None = None) -
     out = np.empty(n) if out is None else out
     block = max(1, int(30.0 / max(h, 1e-300)))
     carry = 0.0
+    # (in place on w and on out: the same operations as on new arrays, without them; a fresh
+    # array of a long grid costs page faults, which cost more than the arithmetic)
     for end in range(n, 0, -block):
         start = max(0, end - block)
-        seg = m[start:end]
-        j = np.arange(seg.size)
-        w = np.exp(-h * j)                                   # e^{-(j) h}, j from block start
-        s = seg * w
+        seg, s = m[start:end], out[start:end]
+        w = np.arange(seg.size, dtype=float)                 # j from block start (exact)
+        np.multiply(w, -h, out=w)
+        np.exp(w, out=w)                                     # e^{-(j) h}
+        np.multiply(seg, w, out=s)
         np.cumsum(s[::-1], out=s[::-1])                      # sum_{i>=j} m_i e^{-i h}
-        np.divide(s, w, out=out[start:end])
+        np.divide(s, w, out=s)
         if carry:
-            out[start:end] += carry * np.exp(-h * (seg.size - j))
+            s += carry * np.exp(-h * (seg.size - np.arange(seg.size)))
         carry = out[start]
     return out
 
