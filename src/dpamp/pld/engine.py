@@ -179,7 +179,9 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
         if part.size == 0:
             continue
         # (np.outer's products, by broadcasting)
-        E = np.exp(sg[:, None] * (h * np.arange(B))[None, :])  # e^{s h i}, |s h i| <= 30
+        # e^{s h i}, |s h i| <= 30 (the exponentials in place on the products)
+        E = np.multiply(sg[:, None], (h * np.arange(B))[None, :])
+        np.exp(E, out=E)
         logs = (np.log(np.einsum("bi,si->bs", mm, E)) + log_scale
                 + (h * start)[:, None] * sg[None, :])
         # blocks are grouped by part (in order): a log-sum-exp per group; terms below e^-700

@@ -384,7 +384,7 @@ class _Kinks:
         near1 += floors[1][1][None]
         floor_near = np.minimum(near0, near1, out=near0)
         hr, hi = np.nonzero((floor_near < vals).any(axis=0) & rows.V)
-        need_c = np.maximum(vals, 0.0)
+        need_c = np.maximum(vals, 0.0, out=vals)          # (vals is not read again)
         G = need_c.max(axis=0)
         lam_h = need_h = hpos = None
         if hr.size:
