@@ -137,7 +137,10 @@ def mgf_layout(ms, jlos):
     jl = np.asarray(jlos, dtype=np.int64)
     # block size -> its blocks (:func:`_blocks`), filled as the sizes are first needed
     blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-    return lambda h, s: _mgf_blocks(flat, offs, jl, P, h, np.asarray(s, dtype=float), blocks)
+    # (block size, h) -> the losses h i within a block and h start of each block
+    losses: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
+    return lambda h, s: _mgf_blocks(flat, offs, jl, P, h, np.asarray(s, dtype=float), blocks,
+                                    losses)
 
 
 def _blocks(flat, offs, jl, B):
@@ -162,7 +165,7 @@ _BLOCKS = np.array([1, 16, 128, 1024], dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)
 
 
-def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
+def _mgf_blocks(flat, offs, jl, P, h, s, blocks, losses):
     out = np.full((P, s.size), -np.inf)
     with np.errstate(divide="ignore"):
         fit = 30.0 / np.maximum(np.abs(s) * h, 1e-300)
@@ -170,20 +173,28 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
     # size is one more pass over all the parts' padded masses: 17 sizes cost W4's pessimistic
     # pass, of ~30 points a part, a third of its time)
     Bs = _BLOCKS[np.searchsorted(_BLOCKS, np.maximum(fit, 1.0), side="right") - 1]
-    for B in sorted(set(Bs.tolist())):
-        cols = np.nonzero(Bs == B)[0]
+    sizes = sorted(set(Bs.tolist()))
+    for B in sizes:
+        # (one part and one size: every column, as a slice)
+        cols = np.nonzero(Bs == B)[0] if len(sizes) > 1 or P > 1 else slice(None)
         sg = s[cols]
-        if int(B) not in blocks:                 # (kept for the layout's next s)
-            blocks[int(B)] = _blocks(flat, offs, jl, int(B))
-        part, start, mm, log_scale = blocks[int(B)]
+        if B not in blocks:                      # (kept for the layout's next s)
+            blocks[B] = _blocks(flat, offs, jl, B)
+        part, start, mm, log_scale = blocks[B]
         if part.size == 0:
             continue
+        # the losses h i within a block and h start of each block (kept for the next s)
+        if (B, h) not in losses:
+            losses[(B, h)] = ((h * np.arange(B))[None, :], (h * start)[:, None])
+        h_i, h_start = losses[(B, h)]
         # (np.outer's products, by broadcasting)
         # e^{s h i}, |s h i| <= 30 (the exponentials in place on the products)
-        E = np.multiply(sg[:, None], (h * np.arange(B))[None, :])
+        E = np.multiply(sg[:, None], h_i)
         np.exp(E, out=E)
-        logs = (np.log(np.einsum("bi,si->bs", mm, E)) + log_scale
-                + (h * start)[:, None] * sg[None, :])
+        # (in place: log(sum), then + log of the scale, then + h start s, as before)
+        logs = np.log(np.einsum("bi,si->bs", mm, E))
+        logs += log_scale
+        logs += h_start * sg[None, :]
         # blocks are grouped by part (in order): a log-sum-exp per group; terms below e^-700
         # of their part's largest are raised to it (no subnormal arithmetic, ten times
         # slower; the sum only grows, and a larger MGF still gives Chernoff bounds)
@@ -191,13 +202,16 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
             # one part, one group: the same maximum (exact in any order) and the same sums
             # (reduceat's, whose order np.sum does not keep), without the bookkeeping
             top = logs.max(axis=0)
-            sums = np.add.reduceat(np.exp(np.maximum(logs - top, -700.0)), _FIRST, axis=0)
+            x = np.subtract(logs, top, out=logs)
+            np.maximum(x, -700.0, out=x)
+            sums = np.add.reduceat(np.exp(x, out=x), _FIRST, axis=0)
             out[0, cols] = np.log(sums[0]) + top
             continue
         first = np.concatenate([[0], np.nonzero(np.diff(part))[0] + 1])
         top = np.maximum.reduceat(logs, first, axis=0)
         rep = np.repeat(top, np.diff(np.concatenate([first, [part.size]])), axis=0)
         sums = np.add.reduceat(np.exp(np.maximum(logs - rep, -700.0)), first, axis=0)
+        assert not isinstance(cols, slice)          # (several parts: the indices)
         out[np.ix_(part[first], cols)] = np.log(sums) + top
     return out
 
