@@ -661,7 +661,8 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
     """The error budget of each suffix k of the bins: the FFT's per-bin error times the
     untilting factors, and for the lower PMF the mass that may have wrapped around into the
     window (for a suffix: a total, which weighs at most the largest factor of the suffix, the
-    first, the factor falling with t) and the parts' clipped ``slack``."""
+    first, the factor falling with t) and the parts' clipped ``slack``. (For the lower PMF
+    ``factor`` is overwritten: the caller reads it no more.)"""
     # (in place on one array: the same operations, the empty suffix's entry included)
     with np.errstate(over="ignore", invalid="ignore"):
         err = suffix_sums(factor)
@@ -672,7 +673,7 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
             # rounding need not be monotone), else the running maximum
             top = factor if (factor.size < 2 or bool(np.all(factor[1:] <= factor[:-1]))) \
                 else np.maximum.accumulate(factor[::-1])[::-1]
-            err[:-1] += alias * top
+            err[:-1] += np.multiply(top, alias, out=top)
             err[-1] += alias * 0.0
     err[np.isnan(err)] = np.inf
     if not upper:
