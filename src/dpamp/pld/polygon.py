@@ -145,6 +145,12 @@ def _halves_of(args: list[HalfArgs]) -> list[Half]:
 
 
 def _pad(rows, Km):
+    """The rows as one (R, Km) array, zeros after each row's end (read only: one full,
+    contiguous row of doubles is returned as a view of itself)."""
+    if len(rows) == 1:
+        v = rows[0]
+        if v.size == Km and v.dtype == np.float64 and v.flags.c_contiguous:
+            return v[None, :]
     out = np.zeros((len(rows), Km))
     for r, v in enumerate(rows):
         out[r, :v.size] = v
