@@ -34,6 +34,9 @@ FAR_KINK = 0.9
 _SPREAD = 1.6
 #: and hold at most this many cells (beyond, the arrays leave the caches: slower)
 _CELLS = 1 << 15
+#: rows of a batch whose padded cells are at most this many in all are batched whatever
+#: their lengths (a batch's own cost, ~150 numpy calls, then outweighs the padding's)
+_SMALL = 1 << 11
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
@@ -122,12 +125,13 @@ def halves(args_list: list[HalfArgs]) -> list[Half]:
 
 def _batches(sizes: list[int]):
     """Consecutive runs of the (sorted) row sizes within _SPREAD of the first and _CELLS
-    cells in all: lists of positions."""
+    cells in all, or _SMALL cells in all: lists of positions."""
     start = 0
     while start < len(sizes):
         stop = start + 1
-        while (stop < len(sizes) and sizes[stop] <= _SPREAD * sizes[start]
-               and (stop - start + 1) * sizes[stop] <= _CELLS):
+        while (stop < len(sizes) and ((stop - start + 1) * sizes[stop] <= _SMALL or (
+                sizes[stop] <= _SPREAD * sizes[start]
+                and (stop - start + 1) * sizes[stop] <= _CELLS))):
             stop += 1
         yield list(range(start, stop))
         start = stop
@@ -303,8 +307,7 @@ def _pair_crossings(lines):
     """The pairwise intersections (cv - cu) / (su - sv) of lines (slope, value at 0), -1 where
     parallel, unclipped: one row per pair, (pairs, *cells) (the lines' arrays of one shape)."""
     n = len(lines)
-    lam = np.empty((n * (n - 1) // 2,) + np.broadcast_shapes(*(np.shape(a) for line in lines
-                                                                for a in line)))
+    lam = np.empty((n * (n - 1) // 2,) + np.broadcast(*(a for line in lines for a in line)).shape)
     p = 0
     with np.errstate(divide="ignore", invalid="ignore"):
         for u in range(n):
