@@ -232,7 +232,13 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
     # the composed variance (sizing only: it centres the grid of nus), all parts at once
     sizes = np.array([w.size for w in ws], dtype=np.int64)
     var = 0.0
-    if sizes.sum():
+    if len(ws) == 1 and sizes[0]:
+        # (one part: its own arrays, its mean broadcast: the same values)
+        w, t = ws[0], ts[0]
+        m1 = np.add.reduceat(w * t, _FIRST)
+        v = np.add.reduceat(w * (t - m1) ** 2, _FIRST)
+        var = float(np.sum(np.asarray(counts, dtype=float) * v))
+    elif sizes.sum():
         live = np.nonzero(sizes)[0]
         starts = np.concatenate([[0], np.cumsum(sizes[live])[:-1]])
         w, t = np.concatenate(ws), np.concatenate(ts)
@@ -321,20 +327,26 @@ def _tilted(parts, h, lam, bound):
     losses t: for all parts in one pass over their concatenated masses."""
     ms = [p.mass(bound) for p in parts]
     sizes = np.array([m.size for m in ms], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    flat = np.concatenate(ms)
+    # (one part: its own masses, and each per-part value broadcast rather than repeated over
+    # its points: the same values)
+    one = len(ms) == 1
+    starts = _FIRST if one else np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    flat = ms[0] if one else np.concatenate(ms)
+
+    def rep(v):
+        return v if one else np.repeat(v, sizes)
     jl = np.array([p.d.jlo for p in parts], dtype=np.int64)
-    t = h * (np.repeat(jl - starts, sizes) + np.arange(flat.size))
+    t = h * (rep(jl - starts) + np.arange(flat.size))
     with np.errstate(divide="ignore"):
         lw = np.log(np.maximum(flat, 0.0)) + lam * t
     # a log-sum-exp per part (every part has at least one grid point)
     top = np.maximum.reduceat(lw, starts)
     safe = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(under="ignore", divide="ignore"):
-        lM = np.log(np.add.reduceat(np.exp(lw - np.repeat(safe, sizes)), starts)) + safe
+        lM = np.log(np.add.reduceat(np.exp(lw - rep(safe)), starts)) + safe
     lM = np.where(np.isfinite(top), lM, -np.inf)
     with np.errstate(invalid="ignore"):
-        w = np.where(np.repeat(np.isfinite(lM), sizes), np.exp(lw - np.repeat(lM, sizes)), 0.0)
+        w = np.where(rep(np.isfinite(lM)), np.exp(lw - rep(lM)), 0.0)
     cut = starts[1:]
     if not cut.size:                      # one part (np.split's one view, without its cost)
         return [w], [t], [float(v) for v in lM]
