@@ -287,7 +287,8 @@ def test_heterogeneous_plan_with_plain_gaussians_brackets_the_oracle():
     (_mixed, 1e-6, 4.0),
 ])
 def test_saddle_searches_find_the_full_grid_minimum(mech, delta, eps):
-    """The coarse-then-near saddle searches pick the same grid point as a scan of all of _S."""
+    """The coarse-then-near saddle searches, and those from a guess, pick the same grid point
+    as a scan of all of _S."""
     pp = Qy._discretize(S.parts_of(mech()), 0.01, 1e-12)
     K = Qy._log_mgf(pp, s=Qy._S)
     e = (K - math.log(delta)) / Qy._S
@@ -296,6 +297,15 @@ def test_saddle_searches_find_the_full_grid_minimum(mech, delta, eps):
     v = K - Qy._S * eps
     j = int(np.argmin(v))
     assert Qy.saddle_for_epsilon(pp, eps) == (float(Qy._S[j]), min(float(v[j]), 0.0))
+    # from a guess (another direction's saddle): near it, at the ends of _S and far from it,
+    # the same point (the window moves towards it, or the search starts from scratch)
+    n = Qy._S.size
+    for k in sorted({0, 1, n - 1, max(0, i - 2), min(n - 1, i + 3), max(0, i - 12),
+                     min(n - 1, i + 40), max(0, j - 5), min(n - 1, j + 9)}):
+        near = float(Qy._S[k])
+        assert Qy.saddle_for_delta(pp, delta, near) == (float(e[i]), float(Qy._S[i]))
+        assert Qy.saddle_for_epsilon(pp, eps, near) == (float(Qy._S[j]),
+                                                        min(float(v[j]), 0.0))
 
 
 @pytest.mark.parametrize("mech, delta", [

@@ -573,6 +573,78 @@ def test_scalar_and_grid_readings_are_the_vectorised_bits(upper):
         assert np.array_equal(got.view(np.int64), want.view(np.int64))
 
 
+def _epsilon_by_envelope(pmf, delta):
+    """GridPMF.epsilon as it read the whole running envelope (the reference of the test
+    below): the first grid point t_k > 0 whose envelope value is <= delta, then the same
+    closed form and steps."""
+    from dpamp.pld.pmf import GridPMF
+    fresh = GridPMF(pmf.h, pmf.jlo, pmf.mass, pmf.inf, pmf.err, pmf.upper)
+    env = fresh._grid_envelope()
+    n = fresh.mass.size
+    if fresh._delta1(0.0) <= delta:
+        return 0.0, None
+    i0 = int(np.searchsorted(fresh.t, 0.0, side="right"))
+    ok = env[i0:] <= delta
+    k = i0 + int(np.argmax(ok)) if ok.size else n
+    return (math.inf, None) if k >= n or not ok[k - i0] else (None, k)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+def test_point_readings_without_the_running_envelope_are_its_bits(upper):
+    """A fresh PMF's point readings (_delta1, _env_at: reductions over the raw values) and
+    the first grid point its epsilon reads (_first_below: from the raw values) are those of
+    the running envelope (np.minimum / np.maximum.accumulate over the grid), bit for bit: on
+    signed, tiny and zero masses, grids across 0 and above it, a mass at +inf, error budgets
+    large enough to make the raw values non-monotone, and deltas across the whole range."""
+    from dpamp.pld.pmf import GridPMF
+    rng = np.random.default_rng(11)
+    for n, jlo, h in ((1, 0, 0.3), (2, -1, 0.01), (57, 3, 0.05), (900, -40, 1e-2),
+                      (4000, -7, 1e-3)):
+        m = rng.exponential(size=n) * np.exp(-rng.uniform(0, 40, n))
+        m[rng.random(n) < 0.1] = 0.0
+        if not upper:
+            m[rng.random(n) < 0.2] *= -1e-3
+        m = m / m.sum()
+        err = np.abs(rng.normal(size=n + 1)) * 10.0 ** rng.uniform(-16, -3, n + 1)
+        inf = 1e-9 * rng.random()
+        if n > 2:
+            # signed zeros: raw values -0.0 and 0.0 both, whose order decides the envelope's
+            m[-n // 3:] = -0.0
+            m[-n // 6:] = 0.0
+            err[-n // 3:] = 0.0
+            inf = 0.0 if upper else -0.0
+        args = (h, jlo, m, inf, err, upper)
+        ref = GridPMF(*args)
+        env = ref._grid_envelope()
+        t = ref.t
+        mids = np.concatenate([t, t + 0.5 * h, t - 1e-15, [t[0] - 1.0, t[-1] + 3 * h, 0.0]])
+        want = ref.delta(mids)
+        lazy = GridPMF(*args)
+        got = np.array([lazy._delta1(float(e)) for e in mids])
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+        assert getattr(lazy, "_env", None) is None      # (read without the running envelope)
+        assert all(lazy._env_at(j) == env[j] for j in range(n))
+        for delta in np.concatenate([[0.0, 1.0], np.sort(rng.choice(want, 25))]):
+            early, k = _epsilon_by_envelope(ref, float(delta))
+            pmf = GridPMF(*args)
+            if pmf._delta1(0.0) <= delta:
+                assert early == 0.0
+                continue
+            i0 = int(np.searchsorted(t, 0.0, side="right"))
+            got_k = pmf._first_below(i0, float(delta))
+            assert (got_k >= n and early == math.inf) or got_k == k
+    # raw values with zeros of both signs (the running pass keeps one of them by its order)
+    g = np.array([0.5, -0.0, 0.3, 0.0, -0.0, 0.2, 0.0, 0.0, -0.0, 0.1])
+    for lay in (g, -g[::-1] + 0.0, np.abs(g) * 0.0, -(np.abs(g) * 0.0)):
+        pmf = GridPMF(0.1, 0, np.zeros(lay.size), 0.0, np.zeros(lay.size + 1), upper)
+        pmf._graw = lay.copy()
+        x = lay.copy()
+        env = np.minimum.accumulate(x, out=x) if upper else \
+            np.maximum.accumulate(x[::-1], out=x[::-1])[::-1]
+        got = np.array([pmf._env_at(j) for j in range(lay.size)])
+        assert np.array_equal(got.view(np.int64), env.view(np.int64))
+
+
 def test_atom_just_above_a_grid_point_is_not_moved_down():
     """An atom at 5h (1 + 4e-10) is above the grid point 5h: the pessimistic PMF must not
     put it on 5h (it did, within a 1e-9 snap), so delta(5h) stays >= the exact value."""

@@ -74,9 +74,16 @@ def register(method: Method) -> Method:
 
 
 def available(mechanism: Mechanism | None = None) -> list[str]:
+    return list(_applicable(mechanism))
+
+
+def _applicable(mechanism: Mechanism | None = None):
+    """The names of :func:`available`, in rank order, each decided when it is reached (auto
+    asks the next one only where the one before could not answer)."""
     _load_plugins()
-    ms = sorted(_REGISTRY.values(), key=lambda m: m.rank)
-    return [m.name for m in ms if mechanism is None or _safe_applies(m, mechanism)]
+    for m in sorted(_REGISTRY.values(), key=lambda m: m.rank):
+        if mechanism is None or _safe_applies(m, mechanism):
+            yield m.name
 
 
 def _safe_applies(m: Method, mechanism) -> bool:
@@ -194,12 +201,11 @@ def _run(mechanism, method: str, query) -> Guarantee:
     which says so in the Guarantee's ``note``; a named method's OutOfReach propagates."""
     if method != "auto":
         return witness_lower(mechanism, _ask(_pick(mechanism, method), query))
-    # (the applicable methods once: _pick's "auto" is the first of them)
-    names = available(mechanism)
-    if not names:
-        raise ValueError(f"no accounting method applies to {mechanism!r}")
-    refused, skipped = None, []
-    for name in names:
+    # (the applicable methods in rank order, each decided when reached: _pick's "auto" is the
+    # first of them)
+    refused, skipped, tried = None, [], False
+    for name in _applicable(mechanism):
+        tried = True
         try:
             g = witness_lower(mechanism, _ask(_REGISTRY[name], query))
         except OutOfReach as e:
@@ -214,6 +220,8 @@ def _run(mechanism, method: str, query) -> Guarantee:
             # answer that another method may improve on: RDP's stays finite there)
             g = _best_upper(mechanism, g, name, query)
         return g
+    if not tried:
+        raise ValueError(f"no accounting method applies to {mechanism!r}")
     assert refused is not None      # a method applies, and every one was out of reach
     raise refused
 

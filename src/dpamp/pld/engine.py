@@ -137,7 +137,10 @@ def mgf_layout(ms, jlos):
     jl = np.asarray(jlos, dtype=np.int64)
     # block size -> its blocks (:func:`_blocks`), filled as the sizes are first needed
     blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-    return lambda h, s: _mgf_blocks(flat, offs, jl, P, h, np.asarray(s, dtype=float), blocks)
+    # (block size, h) -> the losses h i within a block and h start of each block
+    losses: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
+    return lambda h, s: _mgf_blocks(flat, offs, jl, P, h, np.asarray(s, dtype=float), blocks,
+                                    losses)
 
 
 def _blocks(flat, offs, jl, B):
@@ -162,7 +165,7 @@ _BLOCKS = np.array([1, 16, 128, 1024], dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)
 
 
-def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
+def _mgf_blocks(flat, offs, jl, P, h, s, blocks, losses):
     out = np.full((P, s.size), -np.inf)
     with np.errstate(divide="ignore"):
         fit = 30.0 / np.maximum(np.abs(s) * h, 1e-300)
@@ -170,18 +173,28 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
     # size is one more pass over all the parts' padded masses: 17 sizes cost W4's pessimistic
     # pass, of ~30 points a part, a third of its time)
     Bs = _BLOCKS[np.searchsorted(_BLOCKS, np.maximum(fit, 1.0), side="right") - 1]
-    for B in sorted(set(Bs.tolist())):
-        cols = np.nonzero(Bs == B)[0]
+    sizes = sorted(set(Bs.tolist()))
+    for B in sizes:
+        # (one part and one size: every column, as a slice)
+        cols = np.nonzero(Bs == B)[0] if len(sizes) > 1 or P > 1 else slice(None)
         sg = s[cols]
-        if int(B) not in blocks:                 # (kept for the layout's next s)
-            blocks[int(B)] = _blocks(flat, offs, jl, int(B))
-        part, start, mm, log_scale = blocks[int(B)]
+        if B not in blocks:                      # (kept for the layout's next s)
+            blocks[B] = _blocks(flat, offs, jl, B)
+        part, start, mm, log_scale = blocks[B]
         if part.size == 0:
             continue
+        # the losses h i within a block and h start of each block (kept for the next s)
+        if (B, h) not in losses:
+            losses[(B, h)] = ((h * np.arange(B))[None, :], (h * start)[:, None])
+        h_i, h_start = losses[(B, h)]
         # (np.outer's products, by broadcasting)
-        E = np.exp(sg[:, None] * (h * np.arange(B))[None, :])  # e^{s h i}, |s h i| <= 30
-        logs = (np.log(np.einsum("bi,si->bs", mm, E)) + log_scale
-                + (h * start)[:, None] * sg[None, :])
+        # e^{s h i}, |s h i| <= 30 (the exponentials in place on the products)
+        E = np.multiply(sg[:, None], h_i)
+        np.exp(E, out=E)
+        # (in place: log(sum), then + log of the scale, then + h start s, as before)
+        logs = np.log(np.einsum("bi,si->bs", mm, E))
+        logs += log_scale
+        logs += h_start * sg[None, :]
         # blocks are grouped by part (in order): a log-sum-exp per group; terms below e^-700
         # of their part's largest are raised to it (no subnormal arithmetic, ten times
         # slower; the sum only grows, and a larger MGF still gives Chernoff bounds)
@@ -189,13 +202,16 @@ def _mgf_blocks(flat, offs, jl, P, h, s, blocks):
             # one part, one group: the same maximum (exact in any order) and the same sums
             # (reduceat's, whose order np.sum does not keep), without the bookkeeping
             top = logs.max(axis=0)
-            sums = np.add.reduceat(np.exp(np.maximum(logs - top, -700.0)), _FIRST, axis=0)
+            x = np.subtract(logs, top, out=logs)
+            np.maximum(x, -700.0, out=x)
+            sums = np.add.reduceat(np.exp(x, out=x), _FIRST, axis=0)
             out[0, cols] = np.log(sums[0]) + top
             continue
         first = np.concatenate([[0], np.nonzero(np.diff(part))[0] + 1])
         top = np.maximum.reduceat(logs, first, axis=0)
         rep = np.repeat(top, np.diff(np.concatenate([first, [part.size]])), axis=0)
         sums = np.add.reduceat(np.exp(np.maximum(logs - rep, -700.0)), first, axis=0)
+        assert not isinstance(cols, slice)          # (several parts: the indices)
         out[np.ix_(part[first], cols)] = np.log(sums) + top
     return out
 
@@ -216,7 +232,13 @@ def tilted_window(ws, ts, counts, h: float, log_tail: float):
     # the composed variance (sizing only: it centres the grid of nus), all parts at once
     sizes = np.array([w.size for w in ws], dtype=np.int64)
     var = 0.0
-    if sizes.sum():
+    if len(ws) == 1 and sizes[0]:
+        # (one part: its own arrays, its mean broadcast: the same values)
+        w, t = ws[0], ts[0]
+        m1 = np.add.reduceat(w * t, _FIRST)
+        v = np.add.reduceat(w * (t - m1) ** 2, _FIRST)
+        var = float(np.sum(np.asarray(counts, dtype=float) * v))
+    elif sizes.sum():
         live = np.nonzero(sizes)[0]
         starts = np.concatenate([[0], np.cumsum(sizes[live])[:-1]])
         w, t = np.concatenate(ws), np.concatenate(ts)
@@ -305,20 +327,26 @@ def _tilted(parts, h, lam, bound):
     losses t: for all parts in one pass over their concatenated masses."""
     ms = [p.mass(bound) for p in parts]
     sizes = np.array([m.size for m in ms], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    flat = np.concatenate(ms)
+    # (one part: its own masses, and each per-part value broadcast rather than repeated over
+    # its points: the same values)
+    one = len(ms) == 1
+    starts = _FIRST if one else np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    flat = ms[0] if one else np.concatenate(ms)
+
+    def rep(v):
+        return v if one else np.repeat(v, sizes)
     jl = np.array([p.d.jlo for p in parts], dtype=np.int64)
-    t = h * (np.repeat(jl - starts, sizes) + np.arange(flat.size))
+    t = h * (rep(jl - starts) + np.arange(flat.size))
     with np.errstate(divide="ignore"):
         lw = np.log(np.maximum(flat, 0.0)) + lam * t
     # a log-sum-exp per part (every part has at least one grid point)
     top = np.maximum.reduceat(lw, starts)
     safe = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(under="ignore", divide="ignore"):
-        lM = np.log(np.add.reduceat(np.exp(lw - np.repeat(safe, sizes)), starts)) + safe
+        lM = np.log(np.add.reduceat(np.exp(lw - rep(safe)), starts)) + safe
     lM = np.where(np.isfinite(top), lM, -np.inf)
     with np.errstate(invalid="ignore"):
-        w = np.where(np.repeat(np.isfinite(lM), sizes), np.exp(lw - np.repeat(lM, sizes)), 0.0)
+        w = np.where(rep(np.isfinite(lM)), np.exp(lw - rep(lM)), 0.0)
     cut = starts[1:]
     if not cut.size:                      # one part (np.split's one view, without its cost)
         return [w], [t], [float(v) for v in lM]
@@ -587,7 +615,9 @@ def _untilted(parts, h, lam, bound, iA, N, res, ebin, prod: _Product, tail_bound
     # window bins: loss index iA + i  <->  circular index (iA + i) mod N
     start = max(iA, 0) if iA + N > 0 else iA
     nkeep = iA + N - start
-    t = h * (start + np.arange(nkeep))
+    # (the losses h (start + i): the integers as floats, exact, times h in place)
+    t = np.arange(start, start + nkeep, dtype=float)
+    t *= h
     log_scale = prod.log_scale
     factor = _factors(log_scale, lam, t)
     # (circular index (start + i) mod N: at most two slices, as nkeep <= N)
@@ -643,7 +673,8 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
     """The error budget of each suffix k of the bins: the FFT's per-bin error times the
     untilting factors, and for the lower PMF the mass that may have wrapped around into the
     window (for a suffix: a total, which weighs at most the largest factor of the suffix, the
-    first, the factor falling with t) and the parts' clipped ``slack``."""
+    first, the factor falling with t) and the parts' clipped ``slack``. (For the lower PMF
+    ``factor`` is overwritten: the caller reads it no more.)"""
     # (in place on one array: the same operations, the empty suffix's entry included)
     with np.errstate(over="ignore", invalid="ignore"):
         err = suffix_sums(factor)
@@ -654,7 +685,7 @@ def _budgets(ebin, factor, alias, slack, upper: bool):
             # rounding need not be monotone), else the running maximum
             top = factor if (factor.size < 2 or bool(np.all(factor[1:] <= factor[:-1]))) \
                 else np.maximum.accumulate(factor[::-1])[::-1]
-            err[:-1] += alias * top
+            err[:-1] += np.multiply(top, alias, out=top)
             err[-1] += alias * 0.0
     err[np.isnan(err)] = np.inf
     if not upper:

@@ -93,12 +93,40 @@ class GridPMF:
         where the error budget is large (far from the tilt), not near the answer."""
         env = getattr(self, "_env", None)
         if env is None:
-            g = self._grid_raw()
+            # (a copy: the point reads of _env_at keep the raw values)
+            g = self._grid_values().copy()
             # (in place: each output is its op on the one before and its own input)
             env = np.minimum.accumulate(g, out=g) if self.upper else \
                 np.maximum.accumulate(g[::-1], out=g[::-1])[::-1]
             self._env = env
         return env
+
+    def _grid_values(self) -> np.ndarray:
+        """:meth:`_grid_raw`, computed once."""
+        g = getattr(self, "_graw", None)
+        if g is None:
+            g = self._graw = self._grid_raw()
+        return g
+
+    def _env_at(self, j: int) -> float:
+        """``_grid_envelope()[j]`` (0 <= j < n) without the whole envelope: the minimum of the
+        raw values up to j (upper) or the maximum from j on (lower). A minimum or maximum is
+        exact in any order, and the raw values are never NaN (fmin/fmax with a number), so
+        this is the running one's value; only the sign of a zero could depend on the order,
+        and a zero is read off the running envelope itself. A query reads a few points: one
+        reduction each, where the running envelope is a sequential pass over the whole grid."""
+        env = getattr(self, "_env", None)
+        if env is not None:
+            return env[j]
+        g = self._grid_values()
+        v = np.min(g[:j + 1]) if self.upper else np.max(g[j:])
+        if v == 0.0:
+            # the sign of a zero: the running pass itself, over the values its entry j reads
+            # (laid out as in _grid_envelope: in place, the lower one over the reversed values)
+            x = g[:j + 1].copy() if self.upper else g[j:].copy()
+            v = np.minimum.accumulate(x, out=x)[-1] if self.upper else \
+                np.maximum.accumulate(x[::-1], out=x[::-1])[-1]
+        return v
 
     def _grid_raw(self) -> np.ndarray:
         """``_raw`` at the grid points, eps = t_j with k = j + 1 (the next bin), by slices
@@ -140,12 +168,28 @@ class GridPMF:
         else:
             val = self._A[k] - 0.0
         val = np.maximum(val, 0.0) + self.inf
-        env = self._grid_envelope()
         if self.upper:
             raw = np.fmin(val + self.err[k], 1.0)
-            return float(np.minimum(raw, env[k - 1] if k > 0 else np.inf))
+            return float(np.minimum(raw, self._env_at(k - 1) if k > 0 else np.inf))
         raw = np.fmax(val - self.err[k], 0.0)
-        return float(np.maximum(raw, env[k] if k < n else 0.0))
+        return float(np.maximum(raw, self._env_at(k) if k < n else 0.0))
+
+    def _first_below(self, i0: int, delta: float) -> int:
+        """The first k >= i0 with ``_grid_envelope()[k] <= delta`` (n if none), where the bound
+        at eps = 0 exceeds delta, from the raw values (:meth:`_grid_raw`, never NaN) without
+        the envelope's sequential pass. Upper (prefix minimum): the envelope at i0 - 1 is part
+        of the bound at 0, so it exceeds delta, and the envelope drops to delta exactly where
+        a raw value first does. Lower (suffix maximum): the envelope at k is <= delta exactly
+        when every raw value from k on is, i.e. past the last raw value above delta."""
+        n = self.mass.size
+        ok = self._grid_values()[i0:] <= delta
+        if not ok.size:
+            return n
+        if self.upper:
+            j = int(np.argmax(ok))
+            return i0 + j if ok[j] else n
+        j = int(np.argmin(ok[::-1]))           # the last raw value above delta, from the end
+        return i0 + (ok.size - j if not ok[ok.size - 1 - j] else 0)
 
     def delta(self, epsilon) -> np.ndarray:
         """Bound on delta(epsilon) (upper or lower as this PMF is), vectorised over epsilon."""
@@ -179,12 +223,10 @@ class GridPMF:
             return 0.0 if self.inf <= delta else math.inf
         if self._delta1(0.0) <= delta:
             return 0.0
-        grid = self._grid_envelope()
         # the first grid point t_k > 0 with bound <= delta (t increases: those > 0 are a suffix)
         i0 = int(np.searchsorted(self._t, 0.0, side="right"))
-        ok = grid[i0:] <= delta
-        k = i0 + int(np.argmax(ok)) if ok.size else n
-        if k >= n or not ok[k - i0]:
+        k = self._first_below(i0, delta)
+        if k >= n:
             return math.inf
         lo_t = max(self._t[k - 1], 0.0) if k > 0 else 0.0
         tk = self._t[k]
@@ -239,16 +281,19 @@ def _discounted_suffix(m: np.ndarray, h: float, out: np.ndarray | None = None) -
     out = np.empty(n) if out is None else out
     block = max(1, int(30.0 / max(h, 1e-300)))
     carry = 0.0
+    # (in place on w and on out: the same operations as on new arrays, without them; a fresh
+    # array of a long grid costs page faults, which cost more than the arithmetic)
     for end in range(n, 0, -block):
         start = max(0, end - block)
-        seg = m[start:end]
-        j = np.arange(seg.size)
-        w = np.exp(-h * j)                                   # e^{-(j) h}, j from block start
-        s = seg * w
+        seg, s = m[start:end], out[start:end]
+        w = np.arange(seg.size, dtype=float)                 # j from block start (exact)
+        np.multiply(w, -h, out=w)
+        np.exp(w, out=w)                                     # e^{-(j) h}
+        np.multiply(seg, w, out=s)
         np.cumsum(s[::-1], out=s[::-1])                      # sum_{i>=j} m_i e^{-i h}
-        np.divide(s, w, out=out[start:end])
+        np.divide(s, w, out=s)
         if carry:
-            out[start:end] += carry * np.exp(-h * (seg.size - j))
+            s += carry * np.exp(-h * (seg.size - np.arange(seg.size)))
         carry = out[start]
     return out
 

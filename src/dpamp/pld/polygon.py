@@ -34,6 +34,9 @@ FAR_KINK = 0.9
 _SPREAD = 1.6
 #: and hold at most this many cells (beyond, the arrays leave the caches: slower)
 _CELLS = 1 << 15
+#: rows of a batch whose padded cells are at most this many in all are batched whatever
+#: their lengths (a batch's own cost, ~150 numpy calls, then outweighs the padding's)
+_SMALL = 1 << 11
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
@@ -122,12 +125,13 @@ def halves(args_list: list[HalfArgs]) -> list[Half]:
 
 def _batches(sizes: list[int]):
     """Consecutive runs of the (sorted) row sizes within _SPREAD of the first and _CELLS
-    cells in all: lists of positions."""
+    cells in all, or _SMALL cells in all: lists of positions."""
     start = 0
     while start < len(sizes):
         stop = start + 1
-        while (stop < len(sizes) and sizes[stop] <= _SPREAD * sizes[start]
-               and (stop - start + 1) * sizes[stop] <= _CELLS):
+        while (stop < len(sizes) and ((stop - start + 1) * sizes[stop] <= _SMALL or (
+                sizes[stop] <= _SPREAD * sizes[start]
+                and (stop - start + 1) * sizes[stop] <= _CELLS))):
             stop += 1
         yield list(range(start, stop))
         start = stop
@@ -145,6 +149,12 @@ def _halves_of(args: list[HalfArgs]) -> list[Half]:
 
 
 def _pad(rows, Km):
+    """The rows as one (R, Km) array, zeros after each row's end (read only: one full,
+    contiguous row of doubles is returned as a view of itself)."""
+    if len(rows) == 1:
+        v = rows[0]
+        if v.size == Km and v.dtype == np.float64 and v.flags.c_contiguous:
+            return v[None, :]
     out = np.zeros((len(rows), Km))
     for r, v in enumerate(rows):
         out[r, :v.size] = v
@@ -295,21 +305,27 @@ def _optimistic_halves(rows: _Rows, m_up: np.ndarray, e: np.ndarray) -> list[Hal
 
 def _pair_crossings(lines):
     """The pairwise intersections (cv - cu) / (su - sv) of lines (slope, value at 0), -1 where
-    parallel, unclipped: one array per pair (any shape, elementwise)."""
-    lams = []
-    for u in range(len(lines)):
-        for v in range(u + 1, len(lines)):
-            (su, cu), (sv, cv) = lines[u], lines[v]
-            den = su - sv
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lams.append(np.where(np.abs(den) > 0, (cv - cu) / den, -1.0))
-    return lams
+    parallel, unclipped: one row per pair, (pairs, *cells) (the lines' arrays of one shape)."""
+    n = len(lines)
+    lam = np.empty((n * (n - 1) // 2,) + np.broadcast(*(a for line in lines for a in line)).shape)
+    p = 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for u in range(n):
+            for v in range(u + 1, n):
+                (su, cu), (sv, cv) = lines[u], lines[v]
+                den = su - sv
+                # (in place on the row: the quotient, then -1 where the lines are parallel)
+                np.subtract(cv, cu, out=lam[p])
+                np.divide(lam[p], den, out=lam[p])
+                np.copyto(lam[p], -1.0, where=~(np.abs(den) > 0))
+                p += 1
+    return lam
 
 
 def _crossings(lines):
     """Pairwise intersections lam in [0, 1] of lines (slope, value at 0) in lam, per cell, and
     the minimum of all the lines there: (lams, values), each (pairs, *cells)."""
-    lam = np.array(_pair_crossings(lines))
+    lam = _pair_crossings(lines)
     # NaN to 0, +-inf to the ends: fmax drops a NaN for 0
     np.fmin(np.fmax(lam, 0.0, out=lam), 1.0, out=lam)
     # the minimum over the lines (exact in any order), in place: the same operations
@@ -370,10 +386,14 @@ class _Kinks:
         ] + ([rows.mid_line] if rows.mid_line is not None else [])
         floors = [(fj - fi - b * dx, fi - a - b * xi), (fj - fi, fi - c)]
         lam_c, vals = _crossings(tangents)
-        floor_near = np.minimum(floors[0][0][None] * lam_c + floors[0][1][None],
-                                floors[1][0][None] * lam_c + floors[1][1][None])
+        # (each floor line at the kinks in place: the same operations)
+        near0 = np.multiply(floors[0][0][None], lam_c)
+        near0 += floors[0][1][None]
+        near1 = np.multiply(floors[1][0][None], lam_c)
+        near1 += floors[1][1][None]
+        floor_near = np.minimum(near0, near1, out=near0)
         hr, hi = np.nonzero((floor_near < vals).any(axis=0) & rows.V)
-        need_c = np.maximum(vals, 0.0)
+        need_c = np.maximum(vals, 0.0, out=vals)          # (vals is not read again)
         G = need_c.max(axis=0)
         lam_h = need_h = hpos = None
         if hr.size:
@@ -388,8 +408,11 @@ class _Kinks:
     def deficits(self, e):
         """The largest shortfall of the polygon below the minorant's kinks in each cell and
         the position of that kink (-inf on padding cells)."""
-        d, lam = _pick(self.need_c - ((1.0 - self.lam_c) * e[None, :, :-1]
-                                      + self.lam_c * e[None, :, 1:]), self.lam_c)
+        # need - ((1 - lam) e_i + lam e_{i+1}), in place on one array: the same operations
+        w = np.subtract(1.0, self.lam_c)
+        w *= e[None, :, :-1]
+        w += np.multiply(self.lam_c, e[None, :, 1:])
+        d, lam = _pick(np.subtract(self.need_c, w, out=w), self.lam_c)
         if self.hr.size:
             assert self.lam_h is not None and self.need_h is not None  # of() sets them with hr
             hr, hi, lh = self.hr, self.hi, self.lam_h

@@ -91,7 +91,8 @@ class QueryState:
     dirs: list[Direction]
     #: the (upper, lower) bracket of the last evaluation (lower None: none proven)
     last: tuple[float, float | None] = (math.inf, None)
-    #: whether the floating-point budgets rather than the grid made that bracket wide
+    #: whether the floating-point budgets rather than the grid made that bracket wide (decided
+    #: where it missed tol: only a refinement reads it)
     error_bound: bool = False
 
 
@@ -138,13 +139,26 @@ def _log_mgf(pparts, bound=Bound.UPPER, s=_S, layout=None):
 COARSE_S = 4
 
 
-def _grid_min(pparts, score):
+#: the points on either side of a guess that :func:`_grid_min` looks at first, and how many
+#: times that window moves on towards the minimum before the search from scratch
+NEAR_S = 3
+NEAR_MOVES = 2
+
+
+def _grid_min(pparts, score, near=None):
     """(index into _S, score) of the smallest score(K(s), s) over _S, from the coarse points
-    and the neighbours of the best of them (K on the discretised PMFs, :func:`_log_mgf`)."""
+    and the neighbours of the best of them (K on the discretised PMFs, :func:`_log_mgf`).
+    ``near``: a guess, one of _S (another direction's saddle): the NEAR_S points on either
+    side of it first, and where their smallest score is inside them (the score is
+    quasi-convex: then it is the grid's), that one, without the search."""
+    lay = mgf_layout([p.d.upper for p in pparts], [p.d.jlo for p in pparts]) if pparts else None
+    if near is not None and pparts:
+        got = _near_min(pparts, score, int(np.searchsorted(_S, near)), lay)
+        if got is not None:
+            return got
     idx = np.arange(0, _S.size, COARSE_S)
     if idx[-1] != _S.size - 1:
         idx = np.append(idx, _S.size - 1)
-    lay = mgf_layout([p.d.upper for p in pparts], [p.d.jlo for p in pparts]) if pparts else None
     # the coarse points in two runs: those the MGF takes in blocks of 1024 points, then the
     # larger s (each block size another pass over the masses) only if the score is still
     # falling at the end of the first run (quasi-convex: once it rises it rises)
@@ -173,17 +187,48 @@ def _grid_min(pparts, score):
     return int(idx[k]), float(v[k])
 
 
-def saddle_for_delta(pparts, delta):
-    """Chernoff estimate of epsilon(delta) and its tilt: min_s (K(s) - log delta) / s."""
-    i, e = _grid_min(pparts, lambda K, s: (K - math.log(delta)) / s)
+def _near_min(pparts, score, i, lay):
+    """(index, score) of the smallest score at the NEAR_S points on either side of _S[i] and
+    itself, where it is inside them (or at an end of _S); where it is at an edge, the window
+    moves that way (quasi-convex: the minimum is beyond it), NEAR_MOVES times at most; else
+    None."""
+    lo, hi = max(0, i - NEAR_S), min(_S.size, i + NEAR_S + 1)
+    step = 2 * NEAR_S                         # (each move twice as far as the one before)
+    seen_idx, seen_v = np.zeros(0, dtype=np.int64), np.zeros(0)
+    for _ in range(NEAR_MOVES + 1):
+        new = np.array([j for j in range(lo, hi) if j not in set(seen_idx.tolist())],
+                       dtype=np.int64)
+        v = score(_log_mgf(pparts, s=_S[new], layout=lay), _S[new])
+        if np.isnan(v).any():
+            return None
+        seen_idx, seen_v = np.concatenate([seen_idx, new]), np.concatenate([seen_v, v])
+        inside = (seen_idx >= lo) & (seen_idx < hi)
+        order = np.argsort(seen_idx[inside], kind="stable")
+        idx, vals = seen_idx[inside][order], seen_v[inside][order]
+        k = int(np.argmin(vals))              # (ties: the smallest s, as argmin over _S)
+        if k == 0 and lo > 0:
+            lo, hi = max(0, lo - step), lo + 1
+        elif k == idx.size - 1 and hi < _S.size:
+            lo, hi = hi - 1, min(_S.size, hi + step)
+        else:
+            return int(idx[k]), float(vals[k])
+        step *= 2
+    return None
+
+
+def saddle_for_delta(pparts, delta, near=None):
+    """Chernoff estimate of epsilon(delta) and its tilt: min_s (K(s) - log delta) / s
+    (``near``: a guess of the tilt, :func:`_grid_min`)."""
+    i, e = _grid_min(pparts, lambda K, s: (K - math.log(delta)) / s, near)
     return e, float(_S[i])
 
 
-def saddle_for_epsilon(pparts, eps):
-    """Tilt for delta(eps), and the Chernoff estimate log delta <= min_s K(s) - s eps."""
+def saddle_for_epsilon(pparts, eps, near=None):
+    """Tilt for delta(eps), and the Chernoff estimate log delta <= min_s K(s) - s eps
+    (``near``: a guess of the tilt, :func:`_grid_min`)."""
     # (s eps overflows to inf for eps near the largest double: a score of -inf, no warning)
     with np.errstate(over="ignore"):
-        i, v = _grid_min(pparts, lambda K, s: K - s * eps)
+        i, v = _grid_min(pparts, lambda K, s: K - s * eps, near)
     return float(_S[i]), float(min(v, 0.0))
 
 
@@ -400,30 +445,32 @@ def _gaussian_guess(direction_parts, delta):
 
 
 def _direction(d, h, tail_total, tilt, saddle, log_delta_target, optimistic=True,
-               split_at=None, sized=None, eager=True) -> Direction:
+               split_at=None, sized=None, eager=True, near=None) -> Direction:
     """One direction composed at step h: tilted at ``tilt`` times the query's saddle, or, with
     ``split_at`` = (eps0, delta scale, eps_tilt), expanded by how many steps draw a loss above
     CUT eps0, each term tilted for eps_tilt (:mod:`.split`; where no part has such losses, the
     plain composition at the full saddle). ``sized(n)`` is told the length of the upper
     composition's transforms before they run (inf for a split composition); ``eager`` False
     leaves the lower PMF to the first need (:func:`_evaluate`) even where it could be composed
-    meanwhile on another thread."""
+    meanwhile on another thread. ``saddle(pp, near)``: (Chernoff estimate, saddle, log delta
+    or None), ``near`` a guess of the saddle (:func:`_grid_min`); ``sized`` is told the saddle
+    too, as its second argument."""
     # (upper PMFs majorised where the mass margin would compound: :mod:`.majorant`)
     pp = majorise(_discretize(d, h, tail_total, optimistic), h)
     sp = None if split_at is None else \
         _split_plan(pp, h, split_at[0], split_at[1], saddle_for_epsilon, split_at[2])
     if sp is not None:
         if sized is not None:
-            sized(math.inf)
+            sized(math.inf, None)
         lower = submit(compose_split, sp, h, Bound.LOWER) if optimistic and pooled() else None
         return Direction(pp, 0.0, SplitComposed(upper=compose_split(sp, h, Bound.UPPER)),
                          (split_at[0], math.log(split_at[1])), h, optimistic, lower, sp)
-    e_est, lam, log_d = saddle(pp)
-    lam = min(lam * tilt, _tilt_cap(pp))
+    e_est, at, log_d = saddle(pp, near)
+    lam = min(at * tilt, _tilt_cap(pp))
     target = (e_est, log_d if log_d is not None else log_delta_target)
     upper = _sized(pp, h, lam, Bound.UPPER, target)
     if sized is not None:
-        sized(upper.n)
+        sized(upper.n, at)
     # the lower PMF is wanted if this direction turns out the worse one (:func:`_evaluate`): it
     # is composed meanwhile on another thread where the transforms are long enough to pay for
     # it (the result is the same either way)
@@ -461,21 +508,26 @@ def _compute_directions(dirs, h, tail_total, tilt, saddle, log_delta, query, spl
     """The first direction at step h; the others first at COARSE h, upper bound only (on
     another thread meanwhile, where the first direction's transforms are long: :func:`_parallel`;
     else after it): only if one could be the worse direction is it redone at h (with both
-    bounds; its lower PMF then composed only if it is the worse one)."""
+    bounds; its lower PMF then composed only if it is the worse one). The coarse passes look
+    for their saddle near the first direction's first (:func:`_grid_min`): any tilt composes
+    into a proven bound, and their upper bounds only decide which directions are redone."""
     args = (COARSE * h, tail_total, tilt, saddle, log_delta)
     jobs: list[concurrent.futures.Future] = []
+    near: list[float | None] = [None]
 
-    def others(n):
+    def others(n, at):
+        near[0] = at
         if _parallel(n):
-            jobs.extend(submit(_direction, d, *args, optimistic=False, split_at=split_at)
-                        for d in dirs[1:])
+            jobs.extend(submit(_direction, d, *args, optimistic=False, split_at=split_at,
+                               near=at) for d in dirs[1:])
     try:
         out = [_direction(dirs[0], h, tail_total, tilt, saddle, log_delta, split_at=split_at,
                           sized=others)]
     finally:
         concurrent.futures.wait(jobs)
     coarse = [j.result() for j in jobs] if jobs else \
-        [_direction(d, *args, optimistic=False, split_at=split_at) for d in dirs[1:]]
+        [_direction(d, *args, optimistic=False, split_at=split_at, near=near[0])
+         for d in dirs[1:]]
     best = query(out[0].pmf.upper)
     for d, c in zip(dirs[1:], coarse):
         if query(c.pmf.upper) <= best:
@@ -501,8 +553,8 @@ def _compute_for_eps(dirs, delta, tol, h, tail_total, tilt=TILT, prev=None):
         worst = dirs[int(np.argmax(guesses))]
         h = _initial_h(worst, target, z=max(1.0, math.sqrt(2 * math.log(1 / delta))))
 
-    def saddle(pp):
-        e_est, lam = saddle_for_delta(pp, delta)
+    def saddle(pp, near=None):
+        e_est, lam = saddle_for_delta(pp, delta, near)
         return e_est, lam, None
     split_at = None
     if prev is not None:
@@ -540,8 +592,8 @@ def _evaluate(state, tol, bound, at, floor=0.0):
         lower = job.result() if job is not None else dd.compose_lower()
         dd.pmf = dataclasses.replace(dd.pmf, lower=lower)
     low = bound(dd.pmf.lower, dom)
-    state.last = (up, low)
-    state.error_bound = _error_dominated(dd.pmf, at(up))
+    # (whether the budgets limit is read only by a refinement, after a miss: decided there)
+    state.last, state.error_bound = (up, low), False
     if up == 0.0 or low == math.inf:
         # exact either way: no loss at all, or (for epsilon) the lower bound's mass at +inf
         # alone exceeds delta, so no finite epsilon exists
@@ -549,6 +601,7 @@ def _evaluate(state, tol, bound, at, floor=0.0):
     target = tol if tol is not None else 1e-3 * max(up, floor)
     if math.isfinite(up) and up - low <= target:
         return Bracket(up, low, state.h, 0)
+    state.error_bound = _error_dominated(dd.pmf, at(up))
     return None
 
 
@@ -603,8 +656,8 @@ def _compute_for_delta(dirs, epsilon, tol, h, tilt=TILT, prev=None):
         h = _initial_h(worst, 1e-3 * min(max(epsilon, 0.1), 1e3))
     tail_total = _delta_tail(dirs, epsilon, h)
 
-    def saddle(pp):
-        lam, log_d = saddle_for_epsilon(pp, epsilon)
+    def saddle(pp, near=None):
+        lam, log_d = saddle_for_epsilon(pp, epsilon, near)
         return epsilon, lam, log_d
     split_at = None
     if prev is not None and epsilon > 0.0:
