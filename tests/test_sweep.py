@@ -495,7 +495,8 @@ def _interrupted_sweep(grid, out):
         time.sleep(0.01)
     if proc.poll() is not None or seen == 256:
         # (ended, or stopped with every row already on disk: nothing left to interrupt)
-        os.killpg(proc.pid, signal.SIGCONT)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGCONT)
         proc.communicate(timeout=120)
         return None
     proc.send_signal(signal.SIGINT)
