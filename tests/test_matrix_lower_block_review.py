@@ -379,3 +379,58 @@ def test_moderate_n_below_monte_carlo(seed):
             mean, se = mc_delta(c, z, q, joinable, eps, 20000, seed,
                                 w.window if w.name == LW.ALTERNATING else None)
             assert v <= mean + 5 * se, (n, b, w.name, w.window, v, mean, se)
+
+
+# --- Toeplitz representatives: short windows (L < b - 1) -------------------------------------
+
+def test_representatives_hold_for_windows_shorter_than_the_bands():
+    """A Toeplitz C, cyclic Poisson (2 groups, the record in group 1), b = 4, windows of one
+    step (the family's candidates are longer; block_witness takes any length): window j keeps
+    its row j only if no step of group 1 lies in [j - 3, j), which holds for j = 1 (its rows
+    read below step 0, where there are no steps) and for no other window of group 1's steps.
+    The truth of the projected pair is ONE Poisson-subsampled Gaussian at mu = c_0 / sigma: the
+    windows of j L < b - 1 must not stand for the interior windows of their residue."""
+    n, co, z, q = 20, (1.0, 0.5, 0.5, 0.5), 1.0, 0.5
+    s = dp.BandedToeplitz(co, n)
+    joinable = np.arange(n) % 2 == 1
+    c = np.asarray(s.dense())
+    a = projected_matrix(c, joinable, 1, False, 4)
+    assert np.count_nonzero(a.any(axis=1)) == 1
+    w = LB.block_witness(s, z, q, joinable, 1, False, 1, 2)
+    for eps in (0.5, 1.0):
+        assert _witness_value(w, eps) <= exact_both(a[a.any(axis=1)], z, q, eps)
+    for g in (0, 1):
+        full = LB.window_shifts(s, np.arange(n) % 2 == g, 1, False)
+        js, counts = LB.representatives(s, 1, 2)
+        rep = LB.window_shifts(s, np.arange(n) % 2 == g, 1, False, js)
+        assert sorted(map(tuple, full)) == sorted(
+            t for r, k in zip(rep, counts) for t in [tuple(r)] * int(k))
+
+
+def test_every_window_length_matches_every_window():
+    """representatives against every window, over random Toeplitz C, groups, window lengths
+    from 1 (windowed) or b - 1 (alternating): the same multiset of window shifts."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(2, 60))
+        b = int(rng.integers(1, min(n, 9) + 1))
+        s = dp.BandedToeplitz(tuple(rng.uniform(0.1, 1.0, b)), n)
+        p = int(rng.integers(1, 5))
+        joinable = np.arange(n) % p == int(rng.integers(0, min(p, n)))
+        alternating = bool(rng.integers(0, 2))
+        length = int(rng.integers(max(b - 1, 1) if alternating else 1, n + 1))
+        js, counts = LB.representatives(s, length, p)
+        full = LB.window_shifts(s, joinable, length, alternating)
+        rep = LB.window_shifts(s, joinable, length, alternating, js)
+        assert int(counts.sum()) == full.shape[0]
+        assert sorted(map(tuple, full)) == sorted(
+            t for r, k in zip(rep, counts) for t in [tuple(r)] * int(k)), (n, b, p, length)
+
+
+def test_alternating_windows_shorter_than_b_minus_1_are_refused():
+    """Below L = b - 1 two windows of one direction share rows (their noise is not
+    independent): block_witness refuses such a length, naming it."""
+    s = dp.BandedToeplitz((1.0, 0.5, 0.5, 0.5), 12)
+    with pytest.raises(ValueError, match="length"):
+        LB.block_witness(s, 1.0, 0.3, np.ones(12, bool), 2, True)
+    assert LB.block_witness(s, 1.0, 0.3, np.ones(12, bool), 3, True) is not None
