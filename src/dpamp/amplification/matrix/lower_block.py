@@ -112,23 +112,28 @@ def _coefficients(strategy: Strategy) -> np.ndarray | None:
 def representatives(strategy: Strategy, length: int, period: int | None = None):
     """(windows to compute, how many windows each stands for): every window, or for a
     Toeplitz C whose joinable steps repeat with ``period`` (cyclic Poisson: its groups) the
-    first window, the windows reaching the last b - 1 rows, and one interior window per
-    residue of j L mod period (an interior window j >= 1 with (j + 1) L + b - 1 <= n reads
-    the same entries and the same pattern of joinable steps as any other of its residue)."""
+    windows j L < b - 1, the windows reaching the last b - 1 rows, and one interior window
+    per residue of j L mod period (an interior window, j L >= b - 1 and (j + 1) L + b - 1 <=
+    n, reads the same entries and the same pattern of joinable steps as any other of its
+    residue: its rows' read steps, down to j L - b + 1 >= 0, are never cut off at step 0,
+    which the windowed rows' rule reads; a window of j L < b - 1 has rows reading below step
+    0, so it stands for itself alone)."""
     n = strategy.n
     w = -(-n // length)
     if period is None or _coefficients(strategy) is None:
         return np.arange(w), np.ones(w, dtype=np.int64)
     b = int(strategy.bands or n)
-    last = (n - b + 1) // length - 1                 # interior windows: 1 .. last
-    if last < 1:
+    head = max(1, -(-(b - 1) // length))            # windows 0 .. head - 1: on their own
+    last = (n - b + 1) // length - 1                 # interior windows: head .. last
+    if last < head:
         return np.arange(w), np.ones(w, dtype=np.int64)
-    res = (np.arange(1, last + 1) * length) % period
-    first = np.unique(res, return_index=True)[1] + 1
-    counts = np.bincount(res, minlength=period)[res[first - 1]]
+    res = (np.arange(head, last + 1) * length) % period
+    first = np.unique(res, return_index=True)[1] + head
+    counts = np.bincount(res, minlength=period)[res[first - head]]
     edge = np.arange(last + 1, w)
-    return (np.concatenate([[0], first, edge]),
-            np.concatenate([[1], counts, np.ones(edge.size, dtype=np.int64)]))
+    return (np.concatenate([np.arange(head), first, edge]),
+            np.concatenate([np.ones(head, dtype=np.int64), counts,
+                            np.ones(edge.size, dtype=np.int64)]))
 
 
 def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: bool,
@@ -283,6 +288,11 @@ def block_witness(strategy: Strategy, sigma: float, q: float, joinable, length: 
     common law alone (the interior of a Toeplitz C) with COARSE components, as ``refined``
     every window, that law with MAX_COMPONENTS and the others with COARSE; None where no
     window has a shift."""
+    b = int(strategy.bands or strategy.n)
+    if length < 1 or (alternating and length < b - 1):
+        # the alternating windows' rows are independent only for L >= b - 1 (module docstring)
+        raise ValueError(f"length: {length} steps per window, the alternating witness needs "
+                         f"at least b - 1 = {b - 1} and any witness at least 1")
     js, counts = representatives(strategy, length, period)
     a = window_shifts(strategy, joinable, length, alternating, js)
     keys = sorted(_window_keys(a, counts).items())
