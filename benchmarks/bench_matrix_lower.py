@@ -95,25 +95,21 @@ def main() -> None:
     a = ap.parse_args()
     if a.mc < 0 or 0 < a.mc < 100 or a.pair < 0 or 0 < a.pair < 100:
         ap.error("--mc, --pair: 0 (no Monte Carlo) or at least 100")
+    # (in the order n, rate, z, bands)
+    cells = [(bands, n, q, z) for n in a.n for q in a.rates for z in a.z for bands in a.bands]
     if a.pair:
         print("| b | n | q | z | alternating witness | MC of its pair [4-se] | MC / witness |")
         print("|---" * 7 + "|")
-        for n in a.n:
-            for q in a.rates:
-                for z in a.z:
-                    for bands in a.bands:
-                        print(pair_row(bands, n, q, z, a.pair), flush=True)
+        for bands, n, q, z in cells:
+            print(pair_row(bands, n, q, z, a.pair), flush=True)
         return
     print(f"eps at delta {DELTA:g}: the lower end's witnesses, before and now, beside the MC "
           f"estimate of the fixed-direction pair and the proven upper end")
     print("| b | n | q | z | orthogonal | fixed-direction | windowed | alternating | "
           "lower before | lower now (witness) | MC [4-se] | MC / lower | upper | lower CPU s |")
     print("|---" * 14 + "|")
-    for n in a.n:
-        for q in a.rates:
-            for z in a.z:
-                for bands in a.bands:
-                    print(row(bands, n, q, z, a.mc), flush=True)
+    for bands, n, q, z in cells:
+        print(row(bands, n, q, z, a.mc), flush=True)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from dpamp.amplification.matrix import lower as LW
 from dpamp.amplification.matrix import lower_block as LB
 from dpamp.families.matrix import amplified_delta, amplified_epsilon, bsr_coefficients
 
+from oracles.mixture_1d import bernoulli_mixture_delta
 from test_matrix_amplified_lower import exact_delta_mp
 
 
@@ -155,30 +156,7 @@ def _projected_delta(c, rows, steps, sigma, q, eps):
     nv = mp.sqrt(mp.fsum(x * x for x in v))
     a = [mp.fsum(m[r][k] * v[r] for r in range(len(rows))) / nv / sigma
          for k in range(len(steps))]
-    qq = mp.mpf(q)
-    comps = [(mp.fsum(x for x, bit in zip(a, bits) if bit),
-              qq ** sum(bits) * (1 - qq) ** (len(a) - sum(bits)))
-             for bits in itertools.product((0, 1), repeat=len(a))]
-
-    def loss(y):
-        return mp.log(mp.fsum(w * mp.exp(x * y - x * x / 2) for x, w in comps))
-
-    def root(level):
-        lo, hi = mp.mpf(-200), mp.mpf(200)
-        if loss(lo) >= level:
-            return None
-        for _ in range(140):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if loss(mid) < level else (lo, mid)
-        return (lo + hi) / 2
-    e = mp.exp(eps)
-    y = root(mp.mpf(eps))
-    rem = (mp.fsum(w * mp.ncdf(x) for x, w in comps) - e if y is None else
-           mp.fsum(w * mp.ncdf(x - y) for x, w in comps) - e * mp.ncdf(-y))
-    y2 = root(-mp.mpf(eps))
-    add = mp.mpf(0) if y2 is None else \
-        mp.ncdf(y2) - e * mp.fsum(w * mp.ncdf(y2 - x) for x, w in comps)
-    return float(max(rem, add, mp.mpf(0)))
+    return bernoulli_mixture_delta(a, q, eps)
 
 
 ONE_WINDOW = [  # (C, sigma, q, eps): one window holding every step and row

@@ -19,6 +19,7 @@ import dpamp as dp
 from dpamp.amplification.matrix import lower as LW
 from dpamp.families.matrix import amplified_delta, amplified_epsilon, lower_witnesses
 
+from oracles.mixture_1d import bernoulli_mixture_delta
 from test_matrix_amplified_lower import exact_delta_mp
 
 
@@ -221,34 +222,10 @@ def test_product_delta_against_the_subsampled_gaussian():
 def row_delta(vals, sigma, q, eps):
     """The exact delta(eps) (largest of both orders) of one output row alone, signed as C (a
     post-processing of an actual pair): sum_s pi(s) N(sum_j v_j s_j, sigma^2) against
-    N(0, sigma^2), v_j >= 0; the loss increases in the outcome, so each order is closed-form
-    at the root of the loss (found by bisection at 30 digits)."""
+    N(0, sigma^2), v_j >= 0 (:mod:`oracles.mixture_1d`)."""
     mp.mp.dps = 30
-    v = [mp.mpf(float(x)) / mp.mpf(float(sigma)) for x in vals]
-    qq = mp.mpf(q)
-    comps = [(mp.fsum(a * b for a, b in zip(v, bits)),
-              qq ** sum(bits) * (1 - qq) ** (len(v) - sum(bits)))
-             for bits in itertools.product((0, 1), repeat=len(v))]
-
-    def loss(y):
-        return mp.log(mp.fsum(w * mp.exp(a * y - a * a / 2) for a, w in comps))
-
-    def root(level):
-        lo, hi = mp.mpf(-200), mp.mpf(200)
-        if loss(lo) >= level:
-            return None
-        for _ in range(140):           # 400 * 2^-140: far below the 30 digits kept
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if loss(mid) < level else (lo, mid)
-        return (lo + hi) / 2
-    e = mp.exp(eps)
-    y = root(mp.mpf(eps))
-    rem = (mp.fsum(w * mp.ncdf(a) for a, w in comps) - e * mp.mpf(1) if y is None else
-           mp.fsum(w * mp.ncdf(a - y) for a, w in comps) - e * mp.ncdf(-y))
-    y2 = root(-mp.mpf(eps))
-    add = mp.mpf(0) if y2 is None else \
-        mp.ncdf(y2) - e * mp.fsum(w * mp.ncdf(y2 - a) for a, w in comps)
-    return float(max(rem, add, mp.mpf(0)))
+    return bernoulli_mixture_delta([mp.mpf(float(x)) / mp.mpf(float(sigma)) for x in vals],
+                                   q, eps)
 
 
 def test_row_delta_is_the_subsampled_gaussian():
