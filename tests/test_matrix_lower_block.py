@@ -203,6 +203,7 @@ def test_rotation_keeps_the_exact_delta():
     assert b == pytest.approx(a, rel=1e-6)
 
 
+@pytest.mark.slow   # (5 s; the review file checks both witnesses against their exact full pairs)
 def test_two_windows_windowed_below_the_fixed_direction_pair():
     """n = 3, 2 bands, windows {0, 1} and {2}: the windowed witness (rows 0 and 1, a
     post-processing of the fixed-direction pair; row 2 reads both windows) below that pair's

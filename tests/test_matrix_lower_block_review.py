@@ -268,6 +268,7 @@ def test_diagonal_c_below_dp_sgd(n, q, z):
             assert v is None or v <= ref
 
 
+@pytest.mark.slow   # (4 s; a 16-configuration edge scan)
 def test_edges_no_warning_lower_below_upper():
     """Extreme noise and rates, an all-zero column, n not a multiple of the windows: no
     exception or warning, and 0 <= lower <= upper."""
