@@ -151,7 +151,8 @@ def test_oracle_matches_closed_forms():
 
 # --- each witness below its projected pair and its full pair (n <= 4) ------------------------
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5, pytest.param(4, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", [0, 2, 3] + [pytest.param(k, marks=pytest.mark.slow)
+                                          for k in (1, 4, 5)])
 def test_witnesses_below_their_exact_pairs(seed):
     """Random banded C >= 0 (zero entries, zero diagonal entries), Poisson and cyclic Poisson,
     every window length (windowed from 1, below b too; alternating from b - 1), both modes:
@@ -203,7 +204,8 @@ def test_one_window_within_the_lattice_of_its_projection():
             assert truth * (1 - 6e-3) <= v <= truth
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", [1, 2] + [pytest.param(k, marks=pytest.mark.slow)
+                                       for k in (0, 3)])
 def test_family_lower_below_the_exact_pair_of_its_witness(seed):
     """The family's lower end (public API, both queries) at most the exact delta of the pair of
     the witness that gave it (n <= 4, C scaled by 2^+-200 and 1e-3 with the noise)."""
