@@ -622,6 +622,7 @@ def test_opacus_accountant_budget_refuses_a_step():
         dp.OpacusAccountant(budget=3.0)
 
 
+@pytest.mark.slow   # (16 s: a whole training log replayed through the CLI)
 def test_cli_filter_replays_a_log(tmp_path, capsys):
     from dpamp.cli.main import main
     log = tmp_path / "steps.jsonl"

@@ -219,8 +219,9 @@ def _bandmf_event(z, n, bands, q, max_col):
     return dpa.SelfComposedDpEvent(step, math.ceil(n / bands))
 
 
-@pytest.mark.parametrize("n, bands, z, q", [(1000, 8, 3.0, 0.05), (257, 4, 1.5, 0.01),
-                                            (64, 16, 5.0, 0.2)])
+@pytest.mark.parametrize("n, bands, z, q", [  # (the two larger plans: 12-15 s each)
+    pytest.param(1000, 8, 3.0, 0.05, marks=pytest.mark.slow),
+    pytest.param(257, 4, 1.5, 0.01, marks=pytest.mark.slow), (64, 16, 5.0, 0.2), (64, 4, 1.5, 0.01)])
 def test_cyclic_poisson_holds_dp_accounting(n, bands, z, q):
     pytest.importorskip("dp_accounting")
     from dp_accounting.pld import pld_privacy_accountant
