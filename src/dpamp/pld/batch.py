@@ -37,7 +37,7 @@ def discretize_parts(parts, h, tail_total, optimistic=True, batched=True):
     grids = []
     tails = [max(tail_total / (c * n), 1e-300) for _, c in parts]
     for lo, hi in _ranges(parts, tails, h, optimistic, batched):
-        if max(-lo, hi) > MAX_LOSS:
+        if not (-lo <= MAX_LOSS and hi <= MAX_LOSS):    # (a NaN end is refused too)
             raise OutOfReach(f"the PLD works with e^loss in floating point and handles losses "
                              f"up to {MAX_LOSS:g}; one part reaches {max(-lo, hi):.4g} "
                              "(epsilon in the hundreds): use method='rdp'")

@@ -196,7 +196,8 @@ def _near_min(pparts, score, i, lay):
     step = 2 * NEAR_S                         # (each move twice as far as the one before)
     seen_idx, seen_v = np.zeros(0, dtype=np.int64), np.zeros(0)
     for _ in range(NEAR_MOVES + 1):
-        new = np.array([j for j in range(lo, hi) if j not in set(seen_idx.tolist())],
+        seen = set(seen_idx.tolist())
+        new = np.array([j for j in range(lo, hi) if j not in seen],
                        dtype=np.int64)
         v = score(_log_mgf(pparts, s=_S[new], layout=lay), _S[new])
         if np.isnan(v).any():
