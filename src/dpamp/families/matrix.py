@@ -31,8 +31,8 @@ from ..core import validate as V
 from ..core.errors import OutOfReach
 from ..core.rounding import ulps_up
 from ..mechanisms.family import Family, ProfileHooks, Rep, Support, declare
-from ..mechanisms.matrix import (CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION, SPLIT,
-                                 MatrixMechanism)
+from ..mechanisms.matrix import (BLOCKS, CONDITIONAL, CYCLIC, GAUSSIAN, NO_AMPLIFICATION,
+                                 SPLIT, MatrixMechanism)
 from ..mechanisms.matrix_strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy,
                                             Toeplitz)
 from ..mechanisms.participation import (BallsInBins, CyclicPoisson, FixedBins,
@@ -405,7 +405,9 @@ _SOURCES = {CONDITIONAL: "Choquette-Choo, Ganesh, Steinke & Thakurta 2024 (condi
             NO_AMPLIFICATION: "Balle, Barthe & Gaboardi 2018, Thm 4 at the worst pattern's "
                               "sensitivity",
             SPLIT: "dpamp's noise split (docs/matrix-mechanisms.md; Choquette-Choo et al. "
-                   "2023, Thm 4, is its case of disjoint rows)"}
+                   "2023, Thm 4, is its case of disjoint rows)",
+            BLOCKS: "dpamp's noise split in separation blocks (docs/matrix-mechanisms.md; "
+                    "Feldman & Shenfeld 2025 for each block's random allocation)"}
 
 
 def _candidates(m: MatrixMechanism, field: str, x: float,
@@ -429,6 +431,8 @@ def _candidates(m: MatrixMechanism, field: str, x: float,
             out.append((SPLIT, math.inf, f"out of reach ({err})"))
         else:
             out.append((SPLIT, getattr(g, field), "the split's steps by the certified PLD"))
+    if m.separation_blocks is not None and m.separation_blocks.parts:
+        out.append(_blocks_candidate(m, field, x))
     if conditional and _conditional_applies(m):
         from ..amplification.matrix import query
         p = m.participation
@@ -449,6 +453,23 @@ def _candidates(m: MatrixMechanism, field: str, x: float,
                         f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + "
                         f"{amp.slack:.6g} (histories whose posterior bound fails)"))
     return out
+
+
+def _blocks_candidate(m: MatrixMechanism, field: str, x: float) -> tuple[str, float, str]:
+    """b-min-separation sampling: the separation blocks' plan by the certified PLD
+    (``MatrixMechanism.blocks_reduction``), or an infinite value where it is out of reach."""
+    plan = m.separation_blocks
+    assert plan is not None
+    why = _split_out_of_range(m)
+    try:
+        if why is not None:
+            raise OutOfReach(why)
+        g = getattr(m.blocks_reduction(), field)(x, method="pld")
+    except OutOfReach as err:
+        return BLOCKS, math.inf, f"out of reach ({err})"
+    shapes = ", ".join(sorted({f"1 of {k} at rate {g_:.6g}" for _, k, g_, _ in plan.parts}))
+    return BLOCKS, getattr(g, field), (f"blocks of {plan.separation} steps, each a random "
+                                       f"allocation ({shapes}), by the certified PLD")
 
 
 def _lower_note(low, partitions: int) -> tuple[float | None, str]:

@@ -63,11 +63,12 @@ from ..core.sampling import Poisson, clip_sensitivity
 from .base import Mechanism
 from .gaussian import Gaussian
 from .matrix_sensitivity import SensitivityBracket, sensitivity
+from .matrix_separation import BlockPlan, separation_blocks
 from .matrix_split import SplitPlan, split_plan
 from .matrix_strategies import (BLT, BinaryTree, DenseStrategy, Strategy, Toeplitz,
                                  as_strategy)
-from .participation import (BallsInBins, CyclicPoisson, FixedBins, Participation,
-                            SingleEpoch, as_participation)
+from .participation import (BallsInBins, CyclicPoisson, FixedBins, MinSepSampling,
+                            Participation, SingleEpoch, as_participation)
 from .subsampled import Subsampled
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ CONDITIONAL = "conditional-composition"
 #: Poisson, cyclic Poisson or balls in bins on any square lower-triangular C, by splitting the
 #: noise among the steps (:mod:`.matrix_split`)
 SPLIT = "noise-split"
+#: b-min-separation sampling: the split's steps in blocks of the separation, each a
+#: subsampled random allocation (:mod:`.matrix_separation`)
+BLOCKS = "separation-blocks"
 
 
 #: the range of the largest |entry| of C accepted: squares of entries (and their sums over n^2
@@ -323,6 +327,31 @@ class MatrixMechanism(Mechanism):
                         g.subsample(RandomAllocation(1, epoch)), count))
         return out
 
+    @functools.cached_property
+    def separation_blocks(self) -> BlockPlan | None:
+        """b-min-separation sampling: the noise split's steps in blocks of the separation
+        (:mod:`.matrix_separation`), where they apply; else None."""
+        p = self.participation
+        if not isinstance(p, MinSepSampling):
+            return None
+        return separation_blocks(self.strategy, p)
+
+    def blocks_reduction(self) -> Mechanism:
+        """The separation blocks' plan: per block, random allocation (1 of m) of the
+        Poisson(gamma)-subsampled Gaussian at the block's largest mu (an upper plan only).
+        ValueError where the blocks do not apply."""
+        from ..core.sampling import RandomAllocation
+        from .composition import compose
+        plan = self.separation_blocks
+        if plan is None:
+            raise ValueError(f"the separation blocks do not apply to {self!r}")
+        z, parts = self.noise_multiplier, []
+        for d, m, gamma, count in plan.parts:
+            g = Gaussian(1.0, float(ulps_up(d / z, 2)), relation=self.relation)
+            step = g.subsample(Poisson(gamma))
+            parts.append((step if m == 1 else step.subsample(RandomAllocation(1, m))) * count)
+        return parts[0] if len(parts) == 1 else compose(*parts)
+
     def split_reduction(self, upper: bool = True) -> Mechanism:
         """The noise split's plan composed (:meth:`split_steps`)."""
         from .composition import compose
@@ -415,6 +444,14 @@ class MatrixMechanism(Mechanism):
         else:
             lines.append("route: no amplification (worst participation pattern; an upper bound "
                          "only)")
+        blocks = self.separation_blocks
+        if blocks is not None and blocks.parts:
+            count = sum(k for *_, k in blocks.parts)
+            shapes = ", ".join(sorted({f"1 of {m} at rate {g:.6g}"
+                                       for _, m, g, _ in blocks.parts}))
+            lines.append(f"also: the noise split in {count} blocks of {blocks.separation} steps "
+                         f"(separation blocks, an upper bound only), each a random allocation "
+                         f"({shapes}); the answer takes the smallest route")
         return lines
 
     def split_words(self) -> str:

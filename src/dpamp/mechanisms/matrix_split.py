@@ -75,7 +75,7 @@ from .matrix_strategies import DenseStrategy, Strategy
 from .participation import (BallsInBins, CyclicPoisson, FixedBins, MinSepSampling,
                             Participation)
 
-__all__ = ["SplitPlan", "split_plan", "MAX_LEVELS"]
+__all__ = ["SplitPlan", "split_plan", "step_deltas", "MAX_LEVELS"]
 
 _U = 2.0 ** -53
 #: distinct per-step sensitivities kept (each is one PLD part)
@@ -182,6 +182,11 @@ def _per_group(strategy: Strategy, n: int, period: int) -> list[np.ndarray]:
         return [_toeplitz_group(a, n, g, strategy.coeff_error, period, top) for g in groups]
     c = strategy.dense()
     return [_dense_group(c, g) for g in groups]
+
+
+def step_deltas(strategy: Strategy) -> np.ndarray:
+    """Delta_s of every step in step order (every step a possible one), rounded up."""
+    return _per_group(strategy, strategy.n, 1)[0]
 
 
 def _group_deltas(strategy: Strategy, n: int, period: int) -> np.ndarray:
