@@ -1,7 +1,8 @@
 """b-min-separation sampling of a banded matrix mechanism: dpamp's proven upper bounds, the
 split's Poisson plan at rate q beside the separation blocks (``dpamp.mechanisms.
-matrix_separation``), and the answer ``m.epsilon(delta)`` with its route and cost (cold,
-CPU and wall seconds). The strategy is the banded square root with b bands at column norm 1,
+matrix_separation``), and the answer ``m.epsilon(delta)``: its proven lower end (the
+windowed witnesses at the chain's least favourable entry state, ``dpamp.amplification.matrix.
+lower_minsep``), its upper end with the route, and its cost (cold, CPU and wall seconds). The strategy is the banded square root with b bands at column norm 1,
 separation b, warm start (opake's ``bandmf_b_min_sep_warm_mc_pld`` case; its estimates are in
 ``bench_matrix_mc.py --sampling minsep --opake``).
 
@@ -34,8 +35,8 @@ def main() -> None:
     ap.add_argument("--z", type=float, nargs="+", default=[1.0, 3.0])
     ap.add_argument("--delta", type=float, default=1e-4)
     a = ap.parse_args()
-    print("| b | q | z | split, Poisson at q | separation blocks | answer (route) | CPU s | "
-          "wall s |")
+    print("| b | q | z | split, Poisson at q | separation blocks | answer [lower, upper] "
+          "(route) | CPU s | wall s |")
     print("|---|---|---|---|---|---|---|---|")
     for q in a.rates:
         for b in a.bands:
@@ -48,8 +49,10 @@ def main() -> None:
                 m = mechanism(a.n, b, q, z)
                 r, cpu, wall = clock(m.epsilon, a.delta)
                 route = "no-amplification" if r.method == "profile" else r.method
+                low = "–" if r.lower is None else f"{r.lower:.4f}"
                 print(f"| {b} | {q:g} | {z:g} | {split:.4f} | {blocks:.4f} | "
-                      f"{r.epsilon:.4f} ({route}) | {cpu:.2f} | {wall:.2f} |", flush=True)
+                      f"[{low}, {r.epsilon:.4f}] ({route}) | {cpu:.2f} | {wall:.2f} |",
+                      flush=True)
 
 
 if __name__ == "__main__":

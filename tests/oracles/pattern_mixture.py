@@ -133,3 +133,32 @@ def pattern_mixture_delta(patterns, mu: float, eps: float, lim: float = 14.0) ->
         raise ValueError("2 <= n <= 3 (nested quadrature)")
     x = math.exp(eps)
     return max(_nested(pats, w, mu, x, True, [], lim), _nested(pats, w, mu, x, False, [], lim))
+
+
+def mean_mixture_delta(means, probs, eps: float, lim: float = 14.0) -> float:
+    """delta(eps) of sum_i probs_i N(means_i, I_2) vs N(0, I_2) (two coordinates, every mean's
+    second coordinate >= 0, so the likelihood ratio is non-decreasing in y_2: one kink per
+    order), the larger of both orders, by nested adaptive quadrature (the inner one split at
+    the kink, found by bisection)."""
+    m = np.asarray(means, dtype=float)
+    w = np.asarray(probs, dtype=float)
+    x = math.exp(eps)
+    norm2 = np.sum(m * m, axis=1) / 2
+
+    def ratio(y1, y2):
+        return float(np.sum(w * np.exp(m[:, 0] * y1 + m[:, 1] * y2 - norm2)))
+
+    def phi(y):
+        return math.exp(-y * y / 2) / math.sqrt(2 * math.pi)
+
+    def inner(y1, remove):
+        def f(y2):
+            r = ratio(y1, y2)
+            return (max(r - x, 0.0) if remove else max(1.0 - x * r, 0.0)) * phi(y2)
+        level = x if remove else 1.0 / x
+        g = lambda y2: ratio(y1, y2) - level  # noqa: E731
+        pts = [brentq(g, -lim, lim, xtol=1e-14)] if g(-lim) < 0 < g(lim) else None
+        return quad(f, -lim, lim, points=pts, epsabs=1e-15, epsrel=1e-11, limit=400)[0]
+
+    return max(quad(lambda y1, r=r: inner(y1, r) * phi(y1), -lim, lim, epsabs=1e-14,
+                    epsrel=1e-10, limit=400)[0] for r in (True, False))

@@ -487,7 +487,9 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     C (:mod:`dpamp.amplification.matrix.lower`; on C >= 0 also the windowed witnesses of
     :mod:`dpamp.amplification.matrix.lower_block`), balls in bins and fixed bins on C >= 0
     (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, and row allocation for a
-    Toeplitz C with bands dividing the bins); else [];
+    Toeplitz C with bands dividing the bins); b-min-separation sampling on a banded C >= 0
+    (:mod:`dpamp.amplification.matrix.lower_minsep`: the windows at the chain's least
+    favourable entry state); else [];
     ``c``: C as ``amplified_c`` reads it, if built."""
     p = m.participation
     bands = m.strategy.bands
@@ -499,6 +501,10 @@ def lower_witnesses(m: MatrixMechanism, c=None):
             ws = [LB.epoch_witness(m.strategy, m.noise_multiplier, p.bins),
                   LB.allocation_witness(m.strategy, m.noise_multiplier, p.bins)]
         return [w for w in ws if w is not None]
+    if isinstance(p, MinSepSampling):
+        from ..amplification.matrix.lower_minsep import minsep_witnesses
+        return minsep_witnesses(m.strategy, m.noise_multiplier, p.sampling_prob,
+                                p.min_separation)
     if not isinstance(p, CyclicPoisson) or bands is None:
         return []
     from ..amplification.matrix import lower as LW

@@ -77,6 +77,7 @@ pass MAX_WORK entries.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -89,6 +90,8 @@ __all__ = ["WINDOWED", "ALTERNATING", "window_shifts", "sum_law", "block_witness
            "block_witnesses", "MAX_WINDOW", "LATTICE", "COARSE", "MAX_PARTS"]
 
 _U = 2.0 ** -53
+#: a window's law of S from its shifts: (shifts, count) -> (values, probabilities)
+Law = Callable[[tuple, int], "tuple[np.ndarray, np.ndarray]"]
 #: steps per window at most
 MAX_WINDOW = 128
 #: lattice points of a window's law of S (the spacing is its largest value over this)
@@ -261,52 +264,61 @@ def _mixture(vals: np.ndarray, probs: np.ndarray, sigma: float) -> MixtureOfGaus
     return MixtureOfGaussians(sigma, tuple(u.tolist()), tuple(pp.tolist()))
 
 
-def _window_keys(a: np.ndarray, counts: np.ndarray) -> dict[tuple, int]:
-    """{sorted positive shifts: windows} over the windows (row i of ``a`` standing for
-    ``counts[i]`` windows); beyond MAX_PARTS distinct ones, the rows sorted by their shifts
-    split into MAX_PARTS buckets, each replaced by the entrywise minimum of its rows' sorted
-    shifts (module docstring)."""
-    vals = -np.sort(-a, axis=1)
+def _window_keys(a: np.ndarray, counts: np.ndarray, ordered: bool = False
+                 ) -> dict[tuple, int]:
+    """{positive shifts (sorted, or in step order where ``ordered``): windows} over the
+    windows (row i of ``a`` standing for ``counts[i]`` windows); beyond MAX_PARTS distinct
+    ones, the rows sorted by their shifts split into MAX_PARTS buckets, each replaced by the
+    entrywise minimum of its rows' (sorted) shifts (module docstring). ``ordered`` (a law
+    that depends on the steps' order, :mod:`.lower_minsep`): the zeros are kept in place."""
+    vals = np.array(a, dtype=float) if ordered else -np.sort(-a, axis=1)
     if np.unique(vals, axis=0).shape[0] > MAX_PARTS:
-        order = np.lexsort(tuple(vals.T[::-1]))
+        order = np.lexsort(tuple((-np.sort(-vals, axis=1)).T[::-1]))
         for chunk in np.array_split(order, MAX_PARTS):
             vals[chunk] = vals[chunk].min(axis=0)
     keys: dict[tuple, int] = {}
     for row, count in zip(vals, counts.tolist()):
-        key = tuple(float(x) for x in row if x > 0)
-        if key:
-            keys[key] = keys.get(key, 0) + count
+        if not (row > 0).any():
+            continue
+        key = tuple(float(x) for x in row) if ordered else \
+            tuple(float(x) for x in row if x > 0)
+        keys[key] = keys.get(key, 0) + count
     return keys
 
 
 def block_witness(strategy: Strategy, sigma: float, q: float, joinable, length: int,
-                  alternating: bool, group: int = 0, period: int | None = None
-                  ) -> Witness | None:
+                  alternating: bool, group: int = 0, period: int | None = None,
+                  law: Law | None = None, ordered: bool = False) -> Witness | None:
     """The windowed (``alternating`` False) or alternating witness with windows of ``length``
     steps on the ``joinable`` steps (repeating with ``period``, if given: see
     :func:`representatives`) (module docstring): as ``parts`` the windows of the most
     common law alone (the interior of a Toeplitz C) with COARSE components, as ``refined``
     every window, that law with MAX_COMPONENTS and the others with COARSE; None where no
-    window has a shift."""
+    window has a shift. ``law(shifts, count)``: the law of a window's S from its shifts
+    (default: independent participations at rate ``q``, :func:`sum_law`, which reads them
+    sorted); ``ordered``: the law reads them in step order, zeros included."""
     b = int(strategy.bands or strategy.n)
     if length < 1 or (alternating and length < b - 1):
         # the alternating windows' rows are independent only for L >= b - 1 (module docstring)
         raise ValueError(f"length: {length} steps per window, the alternating witness needs "
                          f"at least b - 1 = {b - 1} and any witness at least 1")
+    if law is None:
+        def law(shifts: tuple, count: int) -> tuple[np.ndarray, np.ndarray]:
+            return sum_law(shifts, q, count)
     js, counts = representatives(strategy, length, period)
     a = window_shifts(strategy, joinable, length, alternating, js)
-    keys = sorted(_window_keys(a, counts).items())
+    keys = sorted(_window_keys(a, counts, ordered).items())
     if not keys:
         return None
     most = max(range(len(keys)), key=lambda i: keys[i][1])       # ties: the first
     coarse, fine = [], []
     for i, (key, count) in enumerate(keys):
-        mog = _mixture(*sum_law(key, q, COARSE), sigma)
+        mog = _mixture(*law(key, COARSE), sigma)
         if mog is not None and i == most:
             coarse.append((mog, count))
         elif mog is not None:
             fine.append((mog, count))
-    mog = _mixture(*sum_law(keys[most][0], q, MAX_COMPONENTS), sigma)
+    mog = _mixture(*law(keys[most][0], MAX_COMPONENTS), sigma)
     if mog is not None:
         fine.append((mog, keys[most][1]))
     if not coarse or not fine:
