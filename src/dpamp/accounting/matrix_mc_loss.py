@@ -34,11 +34,14 @@ largest state are negligible at double precision). Vectorised over samples (rows
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["gram_bandwidth", "log_ratio_rates", "log_ratio_bins", "log_ratio_fixed_bins",
-           "bin_sums", "in_bin_interactions", "epochs_of", "MAX_STATE_BITS"]
+           "bin_sums", "in_bin_interactions", "epochs_of", "log_ratio_minsep",
+           "MAX_STATE_BITS"]
 
 #: the largest w the rate recursion takes (2^w states per sample)
 MAX_STATE_BITS = 12
@@ -195,3 +198,115 @@ def log_ratio_fixed_bins(h: np.ndarray, j, bins: int) -> np.ndarray:
     terms = bin_sums(h, bins) - in_bin_interactions(j, bins)[None, :]
     top = terms.max(axis=1)
     return top + np.log(np.exp(terms - top[:, None]).sum(axis=1)) - np.log(bins)
+
+
+def _separated_states(width: int, separation: int) -> np.ndarray:
+    """The states of the min-separation recursion: the masks of ``width`` bits (bit k - 1 =
+    B_{t-k}) whose ones are at least ``separation`` apart, sorted by (bit 0, mask). Built
+    position by position, refused beyond 2^MAX_STATE_BITS before it grows further."""
+    states = [(0, -separation)]                   # (mask, position of its highest one)
+    for i in range(width):
+        states += [(m | (1 << i), i) for m, top in states if i - top >= separation]
+        if len(states) > 1 << MAX_STATE_BITS:
+            raise ValueError(f"min-separation sampling: more than 2^{MAX_STATE_BITS} "
+                             f"patterns of the last {width} steps with ones {separation} "
+                             "apart (the Gram matrix C^T C's bandwidth is too large for the "
+                             "exact recursion)")
+    masks = np.array(sorted(m for m, _ in states), dtype=np.int64)
+    return masks[np.argsort(masks & 1, kind="stable")]
+
+
+def _minsep_tables(masks: np.ndarray, width: int, separation: int):
+    """For the states ``masks`` (zeros of bit 0 first, then ones): eligible (the last
+    separation - 1 bits 0), and for each new state k its (at most 2) predecessors s with
+    (s << 1 | B_t) & mask = k, B_t = bit 0 of k, as indices into the states (the state count
+    where there is none: a zero column). Returns (eligible, zeros, pred_a, pred_b)."""
+    index = {int(m): i for i, m in enumerate(masks)}
+    none = len(masks)
+    eligible = (masks & ((1 << (separation - 1)) - 1)) == 0
+    pred = np.full((len(masks), 2), none)
+    for k, m in enumerate(masks):
+        for slot, s in enumerate((int(m) >> 1, (int(m) >> 1) | (1 << (width - 1)))):
+            if s in index and (m & 1 == 0 or eligible[index[s]]):
+                pred[k, slot] = index[s]
+    zeros = int(np.sum((masks & 1) == 0))
+    return eligible, zeros, pred[:, 0], pred[:, 1]
+
+
+def _minsep_start(masks: np.ndarray, rate: float, separation: int,
+                  warm_start: bool) -> tuple[np.ndarray, float]:
+    """The law of the state before step 0, as (weights with largest 1, log of that largest):
+    every record eligible (cold), or the chain's stationary law on the steps d since the last
+    participation (warm): eligible with pi_E = 1 / (1 + (separation - 1) rate), d = 1 ..
+    separation - 1 (the one bit d - 1) with rate pi_E each. The pre-run ones carry no
+    interaction (there is no row of C before step 0), only their eligibility effect."""
+    f = (masks == 0).astype(float)
+    if not warm_start or separation == 1:
+        return f, 0.0
+    for d in range(1, separation):
+        f[masks == 1 << (d - 1)] = rate
+    return f, -math.log1p((separation - 1) * rate)
+
+
+def _rescaled(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x / max, log max) per row, rows of zeros left as they are (log max = -inf)."""
+    mx = x.max(axis=1)
+    pos = mx > 0
+    logmx = np.full(mx.shape, -np.inf)
+    logmx[pos] = np.log(mx[pos])
+    return x / np.where(pos, mx, 1.0)[:, None], logmx
+
+
+def log_ratio_minsep(h: np.ndarray, j, rate: float, separation: int,
+                     warm_start: bool = False) -> np.ndarray:
+    """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]) with B b-min-separation sampled
+    (b = ``separation``): B_t = 1 with probability ``rate`` when B_{t-1} = ... = B_{t-b+1} = 0,
+    else B_t = 0; the first state cold (all eligible) or warm (stationary,
+    :func:`_minsep_start`). h (S, n), J (n, n) symmetric, dense or sparse (diagonal unused).
+
+    Exact forward recursion over the last W = max(w, b - 1) bits (w = bandwidth(J)), only
+    over the patterns with ones b apart (:func:`_separated_states`; b >= w + 1 leaves no
+    interaction and b states). Each step, per sample, the two kinds of new state (B_t = 0:
+    factor 1 - rate from an eligible state, 1 from the others; B_t = 1: rate e^{h_t -
+    sum_k B_{t-k} J[t-k, t]} from the eligible ones) are each scaled to largest 1 and then
+    weighted by their largest's log against the larger of the two: the largest state is
+    exactly 1 after every step, nothing overflows, and only entries below 2^-1022 of it
+    are lost."""
+    jo = _off_diagonal(j)
+    separation = int(separation)
+    if not (0.0 < rate <= 1.0) or separation < 1:
+        raise ValueError(f"min-separation sampling: rate in (0, 1] and separation >= 1, got "
+                         f"rate={rate!r}, separation={separation!r}")
+    width = max(gram_bandwidth(jo), separation - 1, 1)
+    masks = _separated_states(width, separation)
+    eligible, zeros, pa, pb = _minsep_tables(masks, width, separation)
+    bits = ((masks[:, None] >> np.arange(width)[None, :]) & 1).astype(float)
+    n = h.shape[1]
+    lag = np.zeros((n, width))
+    for k in range(1, min(width, n - 1) + 1):
+        lag[k:, k - 1] = jo.diagonal(k)
+    inter = np.einsum("tk,sk->ts", lag, bits)[:, eligible]     # no BLAS
+    wmin = inter.min(axis=1)
+    spread = inter - wmin[:, None]
+    if np.max(spread) > _MAX_SPREAD:
+        raise ValueError("noise_multiplier too small for C: interaction exponents spread over "
+                         f"{np.max(spread):.4g} (> {_MAX_SPREAD:g})")
+    take = np.zeros((n, len(masks)))               # B_t = 1: e^{-spread}, eligible states
+    take[:, eligible] = np.exp(-spread)
+    stay = np.where(eligible, 1.0 - rate, 1.0)     # B_t = 0
+    f0, logscale0 = _minsep_start(masks, rate, separation, warm_start)
+    s = h.shape[0]
+    f = np.tile(f0, (s, 1))
+    logscale = np.full(s, logscale0)
+    pad = np.zeros((s, 1))
+    for t in range(n):
+        g0 = np.concatenate([f * stay, pad], axis=1)
+        g1 = np.concatenate([f * take[t], pad], axis=1)
+        new0, l0 = _rescaled(g0[:, pa[:zeros]] + g0[:, pb[:zeros]])
+        new1, l1 = _rescaled(g1[:, pa[zeros:]] + g1[:, pb[zeros:]])
+        l1 = l1 + (math.log(rate) + h[:, t] - wmin[t])
+        m = np.maximum(l0, l1)                     # finite: the largest state goes somewhere
+        f = np.concatenate([new0 * np.exp(l0 - m)[:, None], new1 * np.exp(l1 - m)[:, None]],
+                           axis=1)
+        logscale += m
+    return logscale + np.log(f.sum(axis=1))
