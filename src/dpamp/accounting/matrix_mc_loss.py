@@ -34,6 +34,7 @@ largest state are negligible at double precision). Vectorised over samples (rows
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -248,6 +249,55 @@ def _minsep_start(masks: np.ndarray, rate: float, separation: int,
     return f, -math.log1p((separation - 1) * rate)
 
 
+@dataclasses.dataclass(frozen=True)
+class _MinSepChain:
+    """The min-separation recursion's tables (:func:`_minsep_chain`): the states' order
+    (``zeros`` states with bit 0 clear, then those with it set), each new state's two
+    predecessors (``pa``, ``pb``; the state count: none), the factors of B_t = 0 (``stay``)
+    and, per step, of B_t = 1 before rate e^{h_t - wmin_t} (``take``: e^{-spread}, 0 from an
+    ineligible state; ``log_take`` its log), the first state's law and the floor below which
+    a state's linear-scale value may have lost digits."""
+
+    zeros: int
+    pa: np.ndarray
+    pb: np.ndarray
+    stay: np.ndarray
+    take: np.ndarray
+    log_take: np.ndarray
+    wmin: np.ndarray
+    f0: np.ndarray
+    logscale0: float
+    log_rate: float
+    floor: float
+
+
+def _minsep_chain(j, n: int, rate: float, separation: int, warm_start: bool) -> _MinSepChain:
+    """The tables of :func:`log_ratio_minsep` for J (dense or sparse) over n steps."""
+    jo = _off_diagonal(j)
+    width = max(gram_bandwidth(jo), separation - 1, 1)
+    masks = _separated_states(width, separation)
+    eligible, zeros, pa, pb = _minsep_tables(masks, width, separation)
+    bits = ((masks[:, None] >> np.arange(width)[None, :]) & 1).astype(float)
+    lag = np.zeros((n, width))
+    for k in range(1, min(width, n - 1) + 1):
+        lag[k:, k - 1] = jo.diagonal(k)
+    inter = np.einsum("tk,sk->ts", lag, bits)[:, eligible]     # no BLAS
+    wmin = inter.min(axis=1) if n else np.zeros(0)
+    spread = inter - wmin[:, None]
+    top = float(np.max(spread)) if n else 0.0
+    if top > _MAX_SPREAD:
+        raise ValueError("noise_multiplier too small for C: interaction exponents spread over "
+                         f"{top:.4g} (> {_MAX_SPREAD:g})")
+    log_take = np.full((n, len(masks)), -np.inf)
+    log_take[:, eligible] = -spread
+    f0, logscale0 = _minsep_start(masks, rate, separation, warm_start)
+    # a value above floor times the largest keeps its B_t = 1 term (times e^-spread, then
+    # halved) and its B_t = 0 term (times 1 - rate >= 2^-53) normal: 60 bits of margin
+    floor = math.exp((60 - 1022) * math.log(2.0) + top)
+    return _MinSepChain(zeros, pa, pb, np.where(eligible, 1.0 - rate, 1.0), np.exp(log_take),
+                        log_take, wmin, f0, logscale0, math.log(rate), floor)
+
+
 def _rescaled(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(x / max, log max) per row, rows of zeros left as they are (log max = -inf)."""
     mx = x.max(axis=1)
@@ -255,6 +305,55 @@ def _rescaled(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     logmx = np.full(mx.shape, -np.inf)
     logmx[pos] = np.log(mx[pos])
     return x / np.where(pos, mx, 1.0)[:, None], logmx
+
+
+def _minsep_linear(h: np.ndarray, ch: _MinSepChain) -> tuple[np.ndarray, np.ndarray]:
+    """The recursion in linear scale with a per-sample log offset: each step the two kinds
+    of new state (B_t = 0, B_t = 1) are each scaled to largest 1, then weighted by their
+    largest's log against the larger of the two, so the largest state is exactly 1. Also
+    returns the samples where a reachable state fell below the floor: there a state may
+    have been lost to underflow, and under min-separation a state that is negligible now
+    can dominate later (an eligible state outweighed by one that just took a large step
+    can take the next one, which the other cannot), so those samples are redone in log
+    space."""
+    s, z = h.shape[0], ch.zeros
+    f = np.tile(ch.f0, (s, 1))
+    logscale = np.full(s, ch.logscale0)
+    alive = np.append(ch.f0 > 0, False)           # reachable states, whatever h
+    flagged = np.zeros(s, dtype=bool)
+    pad = np.zeros((s, 1))
+    for t in range(h.shape[1]):
+        g0 = np.concatenate([f * ch.stay, pad], axis=1)
+        g1 = np.concatenate([f * ch.take[t], pad], axis=1)
+        new0, l0 = _rescaled(g0[:, ch.pa[:z]] + g0[:, ch.pb[:z]])
+        new1, l1 = _rescaled(g1[:, ch.pa[z:]] + g1[:, ch.pb[z:]])
+        l1 = l1 + (ch.log_rate + h[:, t] - ch.wmin[t])
+        m = np.maximum(l0, l1)                     # finite: the largest state goes somewhere
+        f = np.concatenate([new0 * np.exp(l0 - m)[:, None], new1 * np.exp(l1 - m)[:, None]],
+                           axis=1)
+        logscale += m
+        a0, a1 = alive & np.append(ch.stay > 0, False), alive & np.append(ch.take[t] > 0, False)
+        alive = np.append(np.concatenate([a0[ch.pa[:z]] | a0[ch.pb[:z]],
+                                          a1[ch.pa[z:]] | a1[ch.pb[z:]]]), False)
+        flagged |= np.any(f[:, alive[:-1]] < ch.floor, axis=1)
+    return logscale + np.log(f.sum(axis=1)), flagged
+
+
+def _minsep_log(h: np.ndarray, ch: _MinSepChain) -> np.ndarray:
+    """The same recursion in log space (np.logaddexp): slower, nothing underflows."""
+    z = ch.zeros
+    with np.errstate(divide="ignore"):
+        lf = np.tile(np.log(ch.f0) + ch.logscale0, (h.shape[0], 1))
+        log_stay = np.log(ch.stay)
+    pad = np.full((h.shape[0], 1), -np.inf)
+    for t in range(h.shape[1]):
+        g0 = np.concatenate([lf + log_stay, pad], axis=1)
+        g1 = np.concatenate([lf + ch.log_take[t], pad], axis=1) + \
+            (ch.log_rate + h[:, t] - ch.wmin[t])[:, None]
+        lf = np.concatenate([np.logaddexp(g0[:, ch.pa[:z]], g0[:, ch.pb[:z]]),
+                             np.logaddexp(g1[:, ch.pa[z:]], g1[:, ch.pb[z:]])], axis=1)
+    top = lf.max(axis=1)
+    return top + np.log(np.exp(lf - top[:, None]).sum(axis=1))
 
 
 def log_ratio_minsep(h: np.ndarray, j, rate: float, separation: int,
@@ -266,47 +365,15 @@ def log_ratio_minsep(h: np.ndarray, j, rate: float, separation: int,
 
     Exact forward recursion over the last W = max(w, b - 1) bits (w = bandwidth(J)), only
     over the patterns with ones b apart (:func:`_separated_states`; b >= w + 1 leaves no
-    interaction and b states). Each step, per sample, the two kinds of new state (B_t = 0:
-    factor 1 - rate from an eligible state, 1 from the others; B_t = 1: rate e^{h_t -
-    sum_k B_{t-k} J[t-k, t]} from the eligible ones) are each scaled to largest 1 and then
-    weighted by their largest's log against the larger of the two: the largest state is
-    exactly 1 after every step, nothing overflows, and only entries below 2^-1022 of it
-    are lost."""
-    jo = _off_diagonal(j)
+    interaction and b states): in linear scale (:func:`_minsep_linear`), the samples where a
+    reachable state fell to within 60 bits of underflow redone in log space
+    (:func:`_minsep_log`). Exact up to rounding either way."""
     separation = int(separation)
     if not (0.0 < rate <= 1.0) or separation < 1:
         raise ValueError(f"min-separation sampling: rate in (0, 1] and separation >= 1, got "
                          f"rate={rate!r}, separation={separation!r}")
-    width = max(gram_bandwidth(jo), separation - 1, 1)
-    masks = _separated_states(width, separation)
-    eligible, zeros, pa, pb = _minsep_tables(masks, width, separation)
-    bits = ((masks[:, None] >> np.arange(width)[None, :]) & 1).astype(float)
-    n = h.shape[1]
-    lag = np.zeros((n, width))
-    for k in range(1, min(width, n - 1) + 1):
-        lag[k:, k - 1] = jo.diagonal(k)
-    inter = np.einsum("tk,sk->ts", lag, bits)[:, eligible]     # no BLAS
-    wmin = inter.min(axis=1)
-    spread = inter - wmin[:, None]
-    if np.max(spread) > _MAX_SPREAD:
-        raise ValueError("noise_multiplier too small for C: interaction exponents spread over "
-                         f"{np.max(spread):.4g} (> {_MAX_SPREAD:g})")
-    take = np.zeros((n, len(masks)))               # B_t = 1: e^{-spread}, eligible states
-    take[:, eligible] = np.exp(-spread)
-    stay = np.where(eligible, 1.0 - rate, 1.0)     # B_t = 0
-    f0, logscale0 = _minsep_start(masks, rate, separation, warm_start)
-    s = h.shape[0]
-    f = np.tile(f0, (s, 1))
-    logscale = np.full(s, logscale0)
-    pad = np.zeros((s, 1))
-    for t in range(n):
-        g0 = np.concatenate([f * stay, pad], axis=1)
-        g1 = np.concatenate([f * take[t], pad], axis=1)
-        new0, l0 = _rescaled(g0[:, pa[:zeros]] + g0[:, pb[:zeros]])
-        new1, l1 = _rescaled(g1[:, pa[zeros:]] + g1[:, pb[zeros:]])
-        l1 = l1 + (math.log(rate) + h[:, t] - wmin[t])
-        m = np.maximum(l0, l1)                     # finite: the largest state goes somewhere
-        f = np.concatenate([new0 * np.exp(l0 - m)[:, None], new1 * np.exp(l1 - m)[:, None]],
-                           axis=1)
-        logscale += m
-    return logscale + np.log(f.sum(axis=1))
+    ch = _minsep_chain(j, h.shape[1], float(rate), separation, bool(warm_start))
+    out, flagged = _minsep_linear(h, ch)
+    if flagged.any():
+        out[flagged] = _minsep_log(h[flagged], ch)
+    return out
