@@ -23,14 +23,21 @@ gives w), the sum over 2^n patterns is a hidden-Markov forward recursion:
   O(n 2^w) per sample (w = 0: Lambda = sum_t log(1 - r_t + r_t e^{h_t}));
 - balls in bins (one step per epoch, uniform in the epoch): the state is the step of the
   current epoch, adjacent epochs only interacting when w <= bins, O(n bins) per sample;
+- b-min-separation sampling (B_t = 1 with probability p when B_{t-1} = ... = B_{t-b+1} = 0,
+  else 0; a Markov chain, its first state cold or stationary): the state is the last
+  W = max(w, b - 1) bits, only the patterns with ones b apart (b states when b >= w + 1,
+  where no two participations interact);
 - fixed bins (one bin j of ``bins`` drawn once, B = x_j the indicator of steps j, j + bins,
   ...): a finite mixture, no recursion and no bandwidth limit,
   Lambda = log (1/bins) sum_j exp(sum_{t in j} h_t - sum_{u<t in j} J[u, t]); the in-bin
   interactions once from J, the bins' sums of h in O(n) per sample.
 
-Both run in linear scale with a per-sample log offset, renormalised every step (exact up to
+The recursions run in linear scale with a per-sample log offset, renormalised every step (exact up to
 rounding: each step's factors are shifted so the largest is 1, and entries below 2^-1022 of the
-largest state are negligible at double precision). Vectorised over samples (rows of H).
+largest state are negligible at double precision). Under min-separation they are not always:
+a state that cannot take the next step (it just took one) may outweigh by e^700 one that can,
+and a large h_{t+1} reverses that; there the samples where a reachable state nears underflow
+are redone in log space. Vectorised over samples (rows of H).
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ bin's steps j, j + bins, ...: the pair and its sampler are in :mod:`.matrix_mc_f
 The estimator (importance sampling with a defensive mixture, Hesterberg 1995). Each direction
 draws y from R = alpha T + (1 - alpha) R_{r,a,b}, T its target (P for remove, Q for add) and
 R_{r,a,b} = E_B N(a C B + b C e, s^2 I), B at rate r on the schema's steps (balls in bins: the
-schema's law) and e the indicator of those steps: the participations scaled by a (a few large
+schema's law; b-min-separation sampling: the same chain at rate r) and e the indicator of those
+steps: the participations scaled by a (a few large
 jumps) and every step shifted by b (many moderate ones). log dR_{r,a,b}/dQ is the same
 recursion (module :mod:`.matrix_mc_loss`), so the weights d(target)/dR = 1 / (alpha + (1 -
 alpha) dR_{r,a,b}/d(target)) are exact and at most 1 / alpha (finite variance). The mixture is
@@ -29,8 +30,9 @@ rise along the (1 - rho) quantile of the loss towards the target (the given eps,
 which the pilot's delta estimate equals the asked delta), 12 rounds; once the level is the
 target, the pilots of the last 3 such rounds are pooled (each weighted against its own
 proposal) for each update; the update is the weighted maximum
-likelihood of (B, y) under R_{r,a,b}, in closed form (r the weighted mean of B; (a, b) the
-weighted least squares of y on (C B, C e)). (Fixed bins: R = (1/bins) sum_j N(C m_j, s^2 I),
+likelihood of (B, y) under R_{r,a,b}, in closed form (r the weighted mean of B; under
+min-separation the weighted participations over the weighted eligible steps, the chain's
+likelihood given its first state; (a, b) the weighted least squares of y on (C B, C e)). (Fixed bins: R = (1/bins) sum_j N(C m_j, s^2 I),
 m_j tilting bin j and the rings of bins around it, the update an EM step; the same method.)
 The samplers (:class:`_Setup` for the rate schemas and balls in bins redrawn, the fixed-bins
 one) share the methods target, start, sample, log_ratio and ce_update.
