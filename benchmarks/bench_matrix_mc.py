@@ -47,8 +47,9 @@ sampling on more than one band, nor for balls in bins redrawn every epoch). Its 
 1 / resolution: ``--opake-resolution`` (default delta / 2; opake answers eps = inf where
 delta is not above it) and ``--opake-failure`` (default 1e-6, opake's) set its sample count;
 ``--delta`` moves every row's delta (e.g. where opake's sample count at 1e-6 is out of reach).
-The ``minsep`` rows have no dpamp Monte Carlo (``-``): dpamp's answer there is its proven upper
-bound (the Poisson plan at rate q), which opake's estimate shows the slack of.
+In the ``minsep`` rows dpamp's Monte Carlo is that of the min-separation chain's own pair (warm
+start, the chain's pattern law in the loss recursion); dpamp's proven answer there is its upper
+bound (the Poisson plan at rate q, or no-amplification), whose slack both estimates show.
 
 ``--coverage SEEDS`` instead counts how often the interval holds the certified eps over that
 many seeds, on two cases where dpamp's bracket is exact.
@@ -180,7 +181,7 @@ def row(bands: int, n: int, q: float, z: float, samples: int, kind: str, bins: i
         dp.CyclicPoisson(q, bands) if kind == "cyclic" else \
         dp.MinSepSampling(q, bands, warm_start=True) if kind == "minsep" else dp.Poisson(q)
     m = dp.MatrixMechanism(strategy(bands, n), z, participation=part)
-    if samples and kind != "minsep":     # (dpamp has no Monte Carlo of b-min-separation)
+    if samples:
         r, mc_cpu, mc_wall = clock(lambda: estimate_epsilon(m, DELTA, samples=samples, seed=0))
         mc = (f"{r.estimate:.4f} | [{r.lo:.4f}, {r.hi:.4f}] | "
               f"{r.ess:.0f}{'' if r.trusted else ' (!)'} | {r.max_share:.4f} | "

@@ -23,22 +23,33 @@ gives w), the sum over 2^n patterns is a hidden-Markov forward recursion:
   O(n 2^w) per sample (w = 0: Lambda = sum_t log(1 - r_t + r_t e^{h_t}));
 - balls in bins (one step per epoch, uniform in the epoch): the state is the step of the
   current epoch, adjacent epochs only interacting when w <= bins, O(n bins) per sample;
+- b-min-separation sampling (B_t = 1 with probability p when B_{t-1} = ... = B_{t-b+1} = 0,
+  else 0; a Markov chain, its first state cold or stationary): the state is the last
+  W = max(w, b - 1) bits, only the patterns with ones b apart (b states when b >= w + 1,
+  where no two participations interact);
 - fixed bins (one bin j of ``bins`` drawn once, B = x_j the indicator of steps j, j + bins,
   ...): a finite mixture, no recursion and no bandwidth limit,
   Lambda = log (1/bins) sum_j exp(sum_{t in j} h_t - sum_{u<t in j} J[u, t]); the in-bin
   interactions once from J, the bins' sums of h in O(n) per sample.
 
-Both run in linear scale with a per-sample log offset, renormalised every step (exact up to
+The recursions run in linear scale with a per-sample log offset, renormalised every step (exact up to
 rounding: each step's factors are shifted so the largest is 1, and entries below 2^-1022 of the
-largest state are negligible at double precision). Vectorised over samples (rows of H).
+largest state are negligible at double precision). Under min-separation they are not always:
+a state that cannot take the next step (it just took one) may outweigh by e^700 one that can,
+and a large h_{t+1} reverses that; there the samples where a reachable state nears underflow
+are redone in log space. Vectorised over samples (rows of H).
 """
 from __future__ import annotations
+
+import dataclasses
+import math
 
 import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["gram_bandwidth", "log_ratio_rates", "log_ratio_bins", "log_ratio_fixed_bins",
-           "bin_sums", "in_bin_interactions", "epochs_of", "MAX_STATE_BITS"]
+           "bin_sums", "in_bin_interactions", "epochs_of", "log_ratio_minsep",
+           "MAX_STATE_BITS"]
 
 #: the largest w the rate recursion takes (2^w states per sample)
 MAX_STATE_BITS = 12
@@ -195,3 +206,181 @@ def log_ratio_fixed_bins(h: np.ndarray, j, bins: int) -> np.ndarray:
     terms = bin_sums(h, bins) - in_bin_interactions(j, bins)[None, :]
     top = terms.max(axis=1)
     return top + np.log(np.exp(terms - top[:, None]).sum(axis=1)) - np.log(bins)
+
+
+def _separated_states(width: int, separation: int) -> np.ndarray:
+    """The states of the min-separation recursion: the masks of ``width`` bits (bit k - 1 =
+    B_{t-k}) whose ones are at least ``separation`` apart, sorted by (bit 0, mask). Built
+    position by position, refused beyond 2^MAX_STATE_BITS before it grows further."""
+    states = [(0, -separation)]                   # (mask, position of its highest one)
+    for i in range(width):
+        states += [(m | (1 << i), i) for m, top in states if i - top >= separation]
+        if len(states) > 1 << MAX_STATE_BITS:
+            raise ValueError(f"min-separation sampling: more than 2^{MAX_STATE_BITS} "
+                             f"patterns of the last {width} steps with ones {separation} "
+                             "apart (the Gram matrix C^T C's bandwidth is too large for the "
+                             "exact recursion)")
+    masks = np.array(sorted(m for m, _ in states), dtype=np.int64)
+    return masks[np.argsort(masks & 1, kind="stable")]
+
+
+def _minsep_tables(masks: np.ndarray, width: int, separation: int):
+    """For the states ``masks`` (zeros of bit 0 first, then ones): eligible (the last
+    separation - 1 bits 0), and for each new state k its (at most 2) predecessors s with
+    (s << 1 | B_t) & mask = k, B_t = bit 0 of k, as indices into the states (the state count
+    where there is none: a zero column). Returns (eligible, zeros, pred_a, pred_b)."""
+    index = {int(m): i for i, m in enumerate(masks)}
+    none = len(masks)
+    eligible = (masks & ((1 << (separation - 1)) - 1)) == 0
+    pred = np.full((len(masks), 2), none)
+    for k, m in enumerate(masks):
+        for slot, s in enumerate((int(m) >> 1, (int(m) >> 1) | (1 << (width - 1)))):
+            if s in index and (m & 1 == 0 or eligible[index[s]]):
+                pred[k, slot] = index[s]
+    zeros = int(np.sum((masks & 1) == 0))
+    return eligible, zeros, pred[:, 0], pred[:, 1]
+
+
+def _minsep_start(masks: np.ndarray, rate: float, separation: int,
+                  warm_start: bool) -> tuple[np.ndarray, float]:
+    """The law of the state before step 0, as (weights with largest 1, log of that largest):
+    every record eligible (cold), or the chain's stationary law on the steps d since the last
+    participation (warm): eligible with pi_E = 1 / (1 + (separation - 1) rate), d = 1 ..
+    separation - 1 (the one bit d - 1) with rate pi_E each. The pre-run ones carry no
+    interaction (there is no row of C before step 0), only their eligibility effect."""
+    f = (masks == 0).astype(float)
+    if not warm_start or separation == 1:
+        return f, 0.0
+    for d in range(1, separation):
+        f[masks == 1 << (d - 1)] = rate
+    return f, -math.log1p((separation - 1) * rate)
+
+
+@dataclasses.dataclass(frozen=True)
+class _MinSepChain:
+    """The min-separation recursion's tables (:func:`_minsep_chain`): the states' order
+    (``zeros`` states with bit 0 clear, then those with it set), each new state's two
+    predecessors (``pa``, ``pb``; the state count: none), the factors of B_t = 0 (``stay``)
+    and, per step, of B_t = 1 before rate e^{h_t - wmin_t} (``take``: e^{-spread}, 0 from an
+    ineligible state; ``log_take`` its log), the first state's law and the floor below which
+    a state's linear-scale value may have lost digits."""
+
+    zeros: int
+    pa: np.ndarray
+    pb: np.ndarray
+    stay: np.ndarray
+    take: np.ndarray
+    log_take: np.ndarray
+    wmin: np.ndarray
+    f0: np.ndarray
+    logscale0: float
+    log_rate: float
+    floor: float
+
+
+def _minsep_chain(j, n: int, rate: float, separation: int, warm_start: bool) -> _MinSepChain:
+    """The tables of :func:`log_ratio_minsep` for J (dense or sparse) over n steps."""
+    jo = _off_diagonal(j)
+    width = max(gram_bandwidth(jo), separation - 1, 1)
+    masks = _separated_states(width, separation)
+    eligible, zeros, pa, pb = _minsep_tables(masks, width, separation)
+    bits = ((masks[:, None] >> np.arange(width)[None, :]) & 1).astype(float)
+    lag = np.zeros((n, width))
+    for k in range(1, min(width, n - 1) + 1):
+        lag[k:, k - 1] = jo.diagonal(k)
+    inter = np.einsum("tk,sk->ts", lag, bits)[:, eligible]     # no BLAS
+    wmin = inter.min(axis=1) if n else np.zeros(0)
+    spread = inter - wmin[:, None]
+    top = float(np.max(spread)) if n else 0.0
+    if top > _MAX_SPREAD:
+        raise ValueError("noise_multiplier too small for C: interaction exponents spread over "
+                         f"{top:.4g} (> {_MAX_SPREAD:g})")
+    log_take = np.full((n, len(masks)), -np.inf)
+    log_take[:, eligible] = -spread
+    f0, logscale0 = _minsep_start(masks, rate, separation, warm_start)
+    # a value above floor times the largest keeps its B_t = 1 term (times e^-spread, then
+    # halved) and its B_t = 0 term (times 1 - rate >= 2^-53) normal: 60 bits of margin
+    floor = math.exp((60 - 1022) * math.log(2.0) + top)
+    return _MinSepChain(zeros, pa, pb, np.where(eligible, 1.0 - rate, 1.0), np.exp(log_take),
+                        log_take, wmin, f0, logscale0, math.log(rate), floor)
+
+
+def _rescaled(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x / max, log max) per row, rows of zeros left as they are (log max = -inf)."""
+    mx = x.max(axis=1)
+    pos = mx > 0
+    logmx = np.full(mx.shape, -np.inf)
+    logmx[pos] = np.log(mx[pos])
+    return x / np.where(pos, mx, 1.0)[:, None], logmx
+
+
+def _minsep_linear(h: np.ndarray, ch: _MinSepChain) -> tuple[np.ndarray, np.ndarray]:
+    """The recursion in linear scale with a per-sample log offset: each step the two kinds
+    of new state (B_t = 0, B_t = 1) are each scaled to largest 1, then weighted by their
+    largest's log against the larger of the two, so the largest state is exactly 1. Also
+    returns the samples where a reachable state fell below the floor: there a state may
+    have been lost to underflow, and under min-separation a state that is negligible now
+    can dominate later (an eligible state outweighed by one that just took a large step
+    can take the next one, which the other cannot), so those samples are redone in log
+    space."""
+    s, z = h.shape[0], ch.zeros
+    f = np.tile(ch.f0, (s, 1))
+    logscale = np.full(s, ch.logscale0)
+    alive = np.append(ch.f0 > 0, False)           # reachable states, whatever h
+    flagged = np.zeros(s, dtype=bool)
+    pad = np.zeros((s, 1))
+    for t in range(h.shape[1]):
+        g0 = np.concatenate([f * ch.stay, pad], axis=1)
+        g1 = np.concatenate([f * ch.take[t], pad], axis=1)
+        new0, l0 = _rescaled(g0[:, ch.pa[:z]] + g0[:, ch.pb[:z]])
+        new1, l1 = _rescaled(g1[:, ch.pa[z:]] + g1[:, ch.pb[z:]])
+        l1 = l1 + (ch.log_rate + h[:, t] - ch.wmin[t])
+        m = np.maximum(l0, l1)                     # finite: the largest state goes somewhere
+        f = np.concatenate([new0 * np.exp(l0 - m)[:, None], new1 * np.exp(l1 - m)[:, None]],
+                           axis=1)
+        logscale += m
+        a0, a1 = alive & np.append(ch.stay > 0, False), alive & np.append(ch.take[t] > 0, False)
+        alive = np.append(np.concatenate([a0[ch.pa[:z]] | a0[ch.pb[:z]],
+                                          a1[ch.pa[z:]] | a1[ch.pb[z:]]]), False)
+        flagged |= np.any(f[:, alive[:-1]] < ch.floor, axis=1)
+    return logscale + np.log(f.sum(axis=1)), flagged
+
+
+def _minsep_log(h: np.ndarray, ch: _MinSepChain) -> np.ndarray:
+    """The same recursion in log space (np.logaddexp): slower, nothing underflows."""
+    z = ch.zeros
+    with np.errstate(divide="ignore"):
+        lf = np.tile(np.log(ch.f0) + ch.logscale0, (h.shape[0], 1))
+        log_stay = np.log(ch.stay)
+    pad = np.full((h.shape[0], 1), -np.inf)
+    for t in range(h.shape[1]):
+        g0 = np.concatenate([lf + log_stay, pad], axis=1)
+        g1 = np.concatenate([lf + ch.log_take[t], pad], axis=1) + \
+            (ch.log_rate + h[:, t] - ch.wmin[t])[:, None]
+        lf = np.concatenate([np.logaddexp(g0[:, ch.pa[:z]], g0[:, ch.pb[:z]]),
+                             np.logaddexp(g1[:, ch.pa[z:]], g1[:, ch.pb[z:]])], axis=1)
+    top = lf.max(axis=1)
+    return top + np.log(np.exp(lf - top[:, None]).sum(axis=1))
+
+
+def log_ratio_minsep(h: np.ndarray, j, rate: float, separation: int,
+                     warm_start: bool = False) -> np.ndarray:
+    """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]) with B b-min-separation sampled
+    (b = ``separation``): B_t = 1 with probability ``rate`` when B_{t-1} = ... = B_{t-b+1} = 0,
+    else B_t = 0; the first state cold (all eligible) or warm (stationary,
+    :func:`_minsep_start`). h (S, n), J (n, n) symmetric, dense or sparse (diagonal unused).
+
+    Exact forward recursion over the last W = max(w, b - 1) bits (w = bandwidth(J)), only
+    over the patterns with ones b apart (:func:`_separated_states`; b >= w + 1 leaves no
+    interaction and b states): in linear scale (:func:`_minsep_linear`), the samples where a
+    reachable state fell to within 60 bits of underflow redone in log space
+    (:func:`_minsep_log`). Exact up to rounding either way."""
+    separation = int(separation)
+    if not (0.0 < rate <= 1.0) or separation < 1:
+        raise ValueError(f"min-separation sampling: rate in (0, 1] and separation >= 1, got "
+                         f"rate={rate!r}, separation={separation!r}")
+    ch = _minsep_chain(j, h.shape[1], float(rate), separation, bool(warm_start))
+    out, flagged = _minsep_linear(h, ch)
+    if flagged.any():
+        out[flagged] = _minsep_log(h[flagged], ch)
+    return out

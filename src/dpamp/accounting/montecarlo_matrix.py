@@ -18,7 +18,8 @@ bin's steps j, j + bins, ...: the pair and its sampler are in :mod:`.matrix_mc_f
 The estimator (importance sampling with a defensive mixture, Hesterberg 1995). Each direction
 draws y from R = alpha T + (1 - alpha) R_{r,a,b}, T its target (P for remove, Q for add) and
 R_{r,a,b} = E_B N(a C B + b C e, s^2 I), B at rate r on the schema's steps (balls in bins: the
-schema's law) and e the indicator of those steps: the participations scaled by a (a few large
+schema's law; b-min-separation sampling: the same chain at rate r) and e the indicator of those
+steps: the participations scaled by a (a few large
 jumps) and every step shifted by b (many moderate ones). log dR_{r,a,b}/dQ is the same
 recursion (module :mod:`.matrix_mc_loss`), so the weights d(target)/dR = 1 / (alpha + (1 -
 alpha) dR_{r,a,b}/d(target)) are exact and at most 1 / alpha (finite variance). The mixture is
@@ -29,8 +30,9 @@ rise along the (1 - rho) quantile of the loss towards the target (the given eps,
 which the pilot's delta estimate equals the asked delta), 12 rounds; once the level is the
 target, the pilots of the last 3 such rounds are pooled (each weighted against its own
 proposal) for each update; the update is the weighted maximum
-likelihood of (B, y) under R_{r,a,b}, in closed form (r the weighted mean of B; (a, b) the
-weighted least squares of y on (C B, C e)). (Fixed bins: R = (1/bins) sum_j N(C m_j, s^2 I),
+likelihood of (B, y) under R_{r,a,b}, in closed form (r the weighted mean of B; under
+min-separation the weighted participations over the weighted eligible steps, the chain's
+likelihood given its first state; (a, b) the weighted least squares of y on (C B, C e)). (Fixed bins: R = (1/bins) sum_j N(C m_j, s^2 I),
 m_j tilting bin j and the rings of bins around it, the update an EM step; the same method.)
 The samplers (:class:`_Setup` for the rate schemas and balls in bins redrawn, the fixed-bins
 one) share the methods target, start, sample, log_ratio and ce_update.
@@ -59,9 +61,9 @@ import scipy.sparse as sp
 
 from ..core import validate as V
 from ..mechanisms.matrix import MatrixMechanism
-from ..mechanisms.participation import BallsInBins, CyclicPoisson, FixedBins
+from ..mechanisms.participation import BallsInBins, CyclicPoisson, FixedBins, MinSepSampling
 from .matrix_mc_fixed_bins import FixedBinsSampler
-from .matrix_mc_loss import log_ratio_bins, log_ratio_rates
+from .matrix_mc_loss import log_ratio_bins, log_ratio_minsep, log_ratio_rates
 
 __all__ = ["MonteCarloEstimate", "estimate_delta", "estimate_epsilon"]
 
@@ -117,6 +119,35 @@ def _mv(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", a, x)
 
 
+def minsep_patterns(rate: float, separation: int, warm_start: bool, count: int, n: int,
+                    rng) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` patterns (count, n) of b-min-separation sampling (b = ``separation``): a
+    record whose last participation is at least b steps back (or never) is taken with
+    probability ``rate``; the first state every record eligible, or (``warm_start``) the
+    chain's stationary law on the steps d since the last participation (eligible with
+    probability pi_E = 1 / (1 + (b - 1) rate), each d = 1 .. b - 1 with rate pi_E). Also
+    returns each pattern's number of eligible steps (the chain's maximum likelihood of the
+    rate is the participations over these). The uniforms of the steps are drawn first, in
+    the Poisson sampler's order, so that b = 1 draws Poisson's patterns."""
+    u = rng.random((count, n))
+    since = np.full(count, separation)            # steps since the last participation
+    if warm_start and separation > 1:
+        pi_e = 1.0 / (1.0 + (separation - 1) * rate)
+        v = rng.random(count)
+        ineligible = v >= pi_e
+        d = 1 + np.floor((v - pi_e) / (rate * pi_e)).astype(int)
+        since[ineligible] = np.minimum(d[ineligible], separation - 1)
+    b = np.zeros((count, n))
+    chances = np.zeros(count)
+    for t in range(n):
+        eligible = since >= separation
+        take = eligible & (u[:, t] < rate)
+        b[:, t] = take
+        chances += eligible
+        since = np.where(take, 1, np.minimum(since + 1, separation))
+    return b, chances
+
+
 @dataclasses.dataclass(frozen=True)
 class _Setup:
     """What the sampler needs: sparse C, the Gram X / s^2, s, the target's pattern law."""
@@ -126,6 +157,7 @@ class _Setup:
     sigma: float
     rates: np.ndarray | None      # rate schemas: the target rates (0 off the group)
     bins: int | None              # balls in bins (redrawn every epoch)
+    minsep: MinSepSampling | None = None      # b-min-separation sampling (rates, bins None)
 
     @property
     def steps(self) -> int:
@@ -150,6 +182,10 @@ class _Setup:
         h = a * u - a * b * je[None, :] - 0.5 * a * a * self.j.diagonal()[None, :]
         if self.bins is not None:
             return out + log_ratio_bins(h, a * a * self.j, self.bins)
+        if self.minsep is not None:
+            ms = self.minsep
+            return out + log_ratio_minsep(h, a * a * self.j, ms.sampling_prob if rate is None
+                                          else rate, ms.min_separation, ms.warm_start)
         assert self.rates is not None
         # only the steps the record may enter count (a cyclic group's steps, p apart): their
         # own bandwidth is what the recursion pays for (0 when p >= bands)
@@ -157,17 +193,26 @@ class _Setup:
         r = self.rates[act] if rate is None else np.full(act.size, rate)
         return out + log_ratio_rates(h[:, act], a * a * self.j[act][:, act], r)
 
-    def patterns(self, rate: float | None, count: int, rng) -> np.ndarray:
+    def patterns(self, rate: float | None, count: int, rng) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` patterns of the law (at ``rate``; None: the target's), and the rate's
+        chances of each as a share of the steps: 1 under the rate schemas (the rate's
+        update is then the weighted mean of the participation share), the eligible steps'
+        share under min-separation sampling."""
         n = self.j.shape[0]
         if self.bins is not None:
             b = np.zeros((count, n))
             for a in range(0, n, self.bins):
                 k = min(self.bins, n - a)
                 b[np.arange(count), a + rng.integers(0, k, count)] = 1.0
-            return b
+            return b, np.ones(count)
+        if self.minsep is not None:
+            ms = self.minsep
+            b, chances = minsep_patterns(ms.sampling_prob if rate is None else rate,
+                                         ms.min_separation, ms.warm_start, count, n, rng)
+            return b, chances / n
         assert self.rates is not None
         r = self.rates if rate is None else np.where(self.rates > 0, rate, 0.0)
-        return (rng.random((count, n)) < r[None, :]).astype(float)
+        return (rng.random((count, n)) < r[None, :]).astype(float), np.ones(count)
 
     def target(self, remove: bool) -> tuple:
         """P (remove: a = 1 with the schema's law) or Q (add: a = 0)."""
@@ -176,32 +221,39 @@ class _Setup:
     def start(self, remove: bool) -> tuple:
         """The cross-entropy method's first proposal: P, or the participations reversed."""
         rate = None if self.rates is None else float(np.max(self.rates))
+        if self.minsep is not None:
+            rate = self.minsep.sampling_prob
         return (rate, 1.0, 0.0) if remove else (rate, -1.0, 0.0)
 
     def sample(self, comp: tuple, tuned: tuple, count: int,
                rng) -> tuple[np.ndarray, np.ndarray]:
         """``count`` draws (B, y) of R_comp: u = C^T y / s^2 (what log_ratio reads) and the
-        cross-entropy statistics of the complete data (B, y) (``tuned`` unused), per sample: the mean of B over the active steps; <C B, y>,
-        |C B|^2, <C B, C e>, <C e, y>, all over s^2."""
+        cross-entropy statistics of the complete data (B, y) (``tuned`` unused), per sample:
+        the mean of B over the active steps; <C B, y>, |C B|^2, <C B, C e>, <C e, y>, all over
+        s^2; the rate's chances (:meth:`patterns`)."""
         ce = np.asarray(self.c @ self.e)                            # (m,)
         je = self.j @ self.e
-        b = self.patterns(comp[0], count, rng)
+        b, chances = self.patterns(comp[0], count, rng)
         cb = np.asarray(self.c @ b.T)                               # (m, k)
         y = comp[1] * cb + comp[2] * ce[:, None] + self.sigma * rng.standard_normal(cb.shape)
         u = np.asarray(self.c.T @ y).T / (self.sigma ** 2)          # (k, n)
         act = b[:, self.e > 0]
         stats = np.column_stack([act.mean(axis=1), np.sum(b * u, axis=1),
                                  np.sum(cb * cb, axis=0) / self.sigma ** 2, _mv(b, je),
-                                 _mv(u, self.e)])
+                                 _mv(u, self.e), chances])
         return u, stats
 
     def ce_update(self, stats: np.ndarray, v: np.ndarray, prop: tuple) -> tuple:
         """The cross-entropy step: the v-weighted maximum likelihood of (B, y) under
-        R = E_B N(a C B + b C e, s^2 I) with B at rate r: r = weighted mean of B on the active
-        steps; (a, b) = the weighted least squares of y on (C B, C e), a 2 x 2 system."""
-        frac, by, bb, be, ey = stats.T
-        rate = None if prop[0] is None else \
-            float(np.clip(np.sum(v * frac) / np.sum(v), 1e-6, 1.0))
+        R = E_B N(a C B + b C e, s^2 I) with B at rate r: r = the weighted participations over
+        the weighted chances (the rate schemas: the weighted mean of B on the active steps;
+        min-separation sampling: over the eligible steps, the chain's maximum likelihood given
+        its first state); (a, b) = the weighted least squares of y on (C B, C e), a 2 x 2
+        system."""
+        frac, by, bb, be, ey, chances = stats.T
+        rate = prop[0]
+        if rate is not None and np.sum(v * chances) > 0:
+            rate = float(np.clip(np.sum(v * frac) / np.sum(v * chances), 1e-6, 1.0))
         eje = float(np.sum(self.e * (self.j @ self.e)))
         g = np.array([[np.sum(v * bb), np.sum(v * be)], [np.sum(v * be), np.sum(v) * eje]])
         rhs = np.array([np.sum(v * by), np.sum(v * ey)])
@@ -231,17 +283,19 @@ def _setups(m: MatrixMechanism, group: int | None) -> list[tuple[int, Any]]:
     csr = _sparse(m.strategy)
     n, s = csr.shape[1], m.noise_multiplier
     j = sp.csr_matrix(csr.T @ csr) / (s * s)
-    if isinstance(p, (BallsInBins, FixedBins)):
+    if not isinstance(p, (CyclicPoisson, BallsInBins, FixedBins, MinSepSampling)):
+        raise ValueError(f"the Monte Carlo check needs a sampled participation "
+                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins, dp.FixedBins, "
+                         f"dp.MinSepSampling), got {p.describe()}")
+    if not isinstance(p, CyclicPoisson):
         if group not in (None, 0):
             raise ValueError(f"group: only dp.CyclicPoisson has groups, got group={group!r} "
                              f"for {p.describe()}")
         if isinstance(p, FixedBins):
             return [(0, FixedBinsSampler(csr, j, s, p.bins))]
+        if isinstance(p, MinSepSampling):
+            return [(0, _Setup(csr, j, s, None, None, p))]
         return [(0, _Setup(csr, j, s, None, p.bins))]
-    if not isinstance(p, CyclicPoisson):
-        raise ValueError(f"the Monte Carlo check needs a sampled participation "
-                         f"(dp.Poisson, dp.CyclicPoisson, dp.BallsInBins, dp.FixedBins; not "
-                         f"yet dp.MinSepSampling), got {p.describe()}")
     groups = range(min(p.partitions, n)) if group is None else \
         [V.integer("group", group, low=0, high=p.partitions - 1)]
     out = []
