@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.special import log_ndtr, ndtr
+from scipy.special import ndtr
 
 import dpamp as dp
 from dpamp.mechanisms.matrix_separation import block_allocation, separation_blocks
@@ -311,14 +311,14 @@ def _pattern_loglik(theta, means, logw):
     return np.logaddexp.reduce(theta @ means.T - quad + logw, axis=1)
 
 
-def _chain_mc(eps, n, p, b, warm, z, c=None, size=200_000, seed=0):
+def _chain_mc(eps, n, p, b, warm, z, c=None, size=200_000, seed=0, diag=None):
     """(estimate, standard error) of max(remove, add) delta(eps) of the chain's pair:
     C = I (forward recursion) when ``c`` is None, else theta ~ N(C x / z, I) with the
-    patterns enumerated (the fixed-direction pair)."""
+    patterns enumerated (the fixed-direction pair); ``diag``: C = diag(diag) instead of I."""
     rng = np.random.default_rng(seed)
     x = math.exp(eps)
     if c is None:
-        mus = np.full(n, 1.0 / z)
+        mus = np.full(n, 1.0 / z) if diag is None else np.asarray(diag, dtype=float) / z
         xs = _sample_chain(rng, n, p, b, warm, size)
         y_p = xs * mus + rng.standard_normal((size, n))
         y_q = rng.standard_normal((size, n))
@@ -372,9 +372,10 @@ def _cases(count, seed):
         yield n, b, p, z, bool(rng.integers(2)), float(rng.uniform(0.0, 4.0))
 
 
-def _check_diagonal(n, b, p, z, warm, eps, size, family=True):
-    mech = dp.MatrixMechanism(np.eye(n), z, participation=dp.MinSepSampling(p, b, warm))
-    est, se = _chain_mc(eps, n, p, b, warm, z, size=size, seed=n * 31 + b)
+def _check_diagonal(n, b, p, z, warm, eps, size, family=True, diag=None):
+    c = np.eye(n) if diag is None else np.diag(diag)
+    mech = dp.MatrixMechanism(c, z, participation=dp.MinSepSampling(p, b, warm))
+    est, se = _chain_mc(eps, n, p, b, warm, z, size=size, seed=n * 31 + b, diag=diag)
     truth_lo = est - 5 * se
     if mech.separation_blocks is not None:
         got = mech.blocks_reduction().delta(eps, method="pld").delta
@@ -399,6 +400,16 @@ def test_blocks_above_the_diagonal_chain_sweep():
     eps in [0, 4]."""
     for case in _cases(40, 2026):
         _check_diagonal(*case, 100_000, family=False)
+    # unequal diagonals: the blocks take each block's largest mu_s, in step order
+    rng = np.random.default_rng(5)
+    for n, b, p, z, warm, eps in _cases(15, 77):
+        _check_diagonal(n, b, p, z, warm, eps, 100_000, family=False,
+                        diag=rng.uniform(0.2, 1.0, n))
+
+
+def test_blocks_above_an_unequal_diagonal_chain():
+    d = [0.3, 1.0, 0.5, 0.9, 0.2, 0.7, 1.0]
+    _check_diagonal(7, 3, 0.35, 0.6, True, 0.5, 100_000, diag=d)
 
 
 def _banded(n, coeffs):
@@ -456,7 +467,7 @@ def test_blocks_take_each_blocks_largest_delta_in_step_order(n, b):
 
 
 def test_zero_blocks_are_skipped_and_levels_move_up():
-    n, b = 12, 3
+    b = 3
     c = np.diag([0, 0, 0, 1.0, 0, 0, 0.5, 0.25, 0, 0, 0, 0])
     plan = separation_blocks(dp.MatrixMechanism(c, 1.0).strategy, dp.MinSepSampling(0.3, b))
     assert sum(k for *_, k in plan.parts) == 2        # blocks 2 and 3 only
