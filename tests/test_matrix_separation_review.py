@@ -503,3 +503,32 @@ def test_gamma_one_and_rate_one():
         got = mech.blocks_reduction().delta(eps, method="pld").delta
         blk = _hockey(*_geometric(p, length), 1.0 / z, math.exp(eps))
         assert got >= max(blk)
+
+
+@pytest.mark.parametrize("n,b,coeffs", [(23, 4, (1.0, 0.6, -0.3)), (10, 3, (0.8, 0.5, 0.4, 0.1)),
+                                        (5, 7, (1.0, 0.5))])
+def test_toeplitz_blocks_match_the_dense_deltas(n, b, coeffs):
+    """A banded Toeplitz C (its coefficients' path): each block's largest Delta_s as from the
+    dense |C|, step order kept (the early steps read more rows than the last ones)."""
+    strat = dp.MatrixMechanism(dp.BandedToeplitz(list(coeffs), n), 1.0).strategy
+    plan = separation_blocks(strat, dp.MinSepSampling(0.2, b))
+    d = _dense_deltas(_banded(n, coeffs))
+    maxima = sorted((d[s:s + b].max() for s in range(0, n, b)), reverse=True)
+    got = sorted((dd for dd, _, _, k in plan.parts for _ in range(k)), reverse=True)
+    assert len(got) == len(maxima)
+    for g, w in zip(got, maxima):
+        assert w <= g <= w * (1 + 1e-12)
+
+
+def test_more_block_maxima_than_levels_are_moved_up():
+    """More distinct block maxima than the plan keeps levels: sorted, every kept value is at
+    least the block maximum it replaces (n divisible by b: every block the same (m, gamma))."""
+    n, b = 60, 3
+    d = np.linspace(0.1, 1.0, n)[np.random.default_rng(2).permutation(n)]
+    plan = separation_blocks(dp.MatrixMechanism(np.diag(d), 1.0).strategy,
+                             dp.MinSepSampling(0.2, b))
+    assert len(plan.parts) <= 8 and len({(m, g) for _, m, g, _ in plan.parts}) == 1
+    maxima = sorted((d[s:s + b].max() for s in range(0, n, b)), reverse=True)
+    got = sorted((dd for dd, _, _, k in plan.parts for _ in range(k)), reverse=True)
+    assert len(got) == len(maxima) == n // b
+    assert all(g >= w for g, w in zip(got, maxima))
