@@ -587,3 +587,44 @@ def test_shorter_blocks_also_bound_the_chain(b_short):
     got = short.blocks_reduction().delta(eps, method="pld").delta
     est, se = _chain_mc(eps, n, p, b, False, z, size=100_000, seed=9)
     assert got >= est - 5 * se
+
+
+@pytest.mark.parametrize("p,length,z,eps", [
+    (1 / 3, 3, 0.3, 2.0), (0.5, 3, 0.35, 3.0), (0.25, 4, 0.4, 1.0), (0.05, 2, 0.25, 4.0),
+    (0.5, 2, 3.0, 0.0)])
+def test_one_block_large_mu_and_gamma_one(p, length, z, eps):
+    """Large mu (z down to 0.25) and gamma exactly 1 (p 1/2, p 1/3 over 3 steps): the
+    allocation's PLD still above the exact allocation pair, both orders, and close to it."""
+    mech = dp.MatrixMechanism(np.eye(length), z, participation=dp.MinSepSampling(p, length))
+    (_, m, gamma, _), = mech.separation_blocks.parts
+    exact = max(_hockey(*_allocated(gamma, m), 1.0 / z, math.exp(eps), 8))
+    got = mech.blocks_reduction().delta(eps, method="pld").delta
+    assert exact <= got <= exact * 1.02 + 1e-9
+
+
+@pytest.mark.parametrize("n,b,p,z,warm,delta", [
+    (8, 2, 0.3, 0.8, False, 1e-2), (9, 3, 0.2, 0.5, True, 1e-2), (6, 3, 0.15, 1.2, False, 1e-3)])
+def test_epsilon_query_is_an_upper_bound(n, b, p, z, warm, delta):
+    """The epsilon query: the chain's true delta at the reported epsilon is at most delta."""
+    mech = dp.MatrixMechanism(np.eye(n), z, participation=dp.MinSepSampling(p, b, warm))
+    got = mech.epsilon(delta)
+    blocks = mech.blocks_reduction().epsilon(delta, method="pld").epsilon
+    for eps in (got.epsilon, blocks):
+        est, se = _chain_mc(eps, n, p, b, warm, z, size=200_000, seed=13)
+        assert est - 5 * se <= delta
+
+
+@pytest.mark.slow
+def test_blocks_above_the_banded_fixed_direction_pair_sweep():
+    """Random banded C (1 to 4 bands, signed coefficients), n up to 11, every route's answer
+    and the blocks' above the fixed-direction pair's delta."""
+    rng = np.random.default_rng(99)
+    for n, b, p, z, warm, eps in _cases(25, 4242):
+        n = max(n, 2)
+        coeffs = np.concatenate([[1.0], rng.uniform(-0.8, 0.8, int(rng.integers(0, 4)))])[:n]
+        c = _banded(n, coeffs)
+        mech = dp.MatrixMechanism(c, z, participation=dp.MinSepSampling(p, b, warm))
+        est, se = _chain_mc(eps, n, p, b, warm, z, c=c, size=60_000, seed=n)
+        if mech.separation_blocks is not None:
+            assert mech.blocks_reduction().delta(eps, method="pld").delta >= est - 5 * se
+        assert mech.delta(eps).delta >= est - 5 * se
