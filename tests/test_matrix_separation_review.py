@@ -628,3 +628,19 @@ def test_blocks_above_the_banded_fixed_direction_pair_sweep():
         if mech.separation_blocks is not None:
             assert mech.blocks_reduction().delta(eps, method="pld").delta >= est - 5 * se
         assert mech.delta(eps).delta >= est - 5 * se
+
+
+@pytest.mark.parametrize("n", [29, 41])
+def test_blt_blocks_match_the_dense_deltas(n):
+    """A BLT (its computed coefficients' path, padded for their error): each block's largest
+    Delta_s as from the dense |C|, moved up by the padding only (8 blocks: one level each),
+    or onto the kept levels (11 blocks)."""
+    b = 4
+    strat = dp.MatrixMechanism(dp.BLT((0.9, 0.4), (0.3, -0.2), n), 1.0).strategy
+    plan = separation_blocks(strat, dp.MinSepSampling(0.2, b))
+    d = _dense_deltas(strat.dense())
+    maxima = sorted((d[s:s + b].max() for s in range(0, n, b)), reverse=True)
+    got = sorted((dd for dd, _, _, k in plan.parts for _ in range(k)), reverse=True)
+    assert len(got) == len(maxima)
+    for g, w in zip(got, maxima):
+        assert w <= g and (n > 32 or g <= w * (1 + 1e-9))
