@@ -644,3 +644,21 @@ def test_blt_blocks_match_the_dense_deltas(n):
     assert len(got) == len(maxima)
     for g, w in zip(got, maxima):
         assert w <= g and (n > 32 or g <= w * (1 + 1e-9))
+
+
+def test_block_lemma_seeded_random_cases():
+    """Seeded random (p, mu, x) for blocks of 2 (exact quadrature, 150 cases) and 3 (20):
+    the block's curves below the allocation's in both orders."""
+    rng = np.random.default_rng(20261203)
+    for length, count, nodes, tol in ((2, 150, 10, 1e-12), (3, 20, 6, 1e-8)):
+        for _ in range(count):
+            p = float(rng.uniform(0.005, 0.5))
+            mu = float(np.exp(rng.uniform(math.log(0.2), math.log(3.0))))
+            x = float(np.exp(rng.uniform(-3.0, 3.0)))
+            ma = block_allocation(p, length)
+            if ma is None:
+                continue
+            m, gamma = ma
+            blk = _hockey(*_geometric(p, length), mu, x, nodes)
+            up = _hockey(*_allocated(gamma, m), mu, x, nodes)
+            assert blk[0] <= up[0] + tol and blk[1] <= up[1] + tol, (p, mu, x, blk, up)
