@@ -96,7 +96,7 @@ def test_blocks_of_a_banded_c_beat_poisson_where_separation_matters():
     m = dp.MatrixMechanism(dp.BandedToeplitz([c / norm for c in co], 240), 3.0,
                            participation=dp.MinSepSampling(0.1, 8, warm_start=True))
     plan = separation_blocks(m.strategy, m.participation)
-    assert plan is not None and plan.separation == 8
+    assert plan is not None and plan.length == 8
     assert sum(k for *_, k in plan.parts) == 30
     # p_8 = 1 - 0.9^8 = 0.5695: m = 6, gamma = 0.6 (rounded up)
     assert all(mm == 6 and 0.6 <= g <= 0.6 * (1 + 1e-15) for _, mm, g, _ in plan.parts)
@@ -117,12 +117,22 @@ def test_small_rates_keep_the_split_where_it_is_smaller():
     assert "separation-blocks gave" in got.note or got.method == BLOCKS
 
 
+def test_block_length_is_the_longest_with_gamma_at_most_one():
+    from dpamp.mechanisms.matrix_separation import block_length
+    assert block_length(0.1, 8) == 8 and block_length(0.45, 4) == 3
+    assert block_length(0.5, 4) == 2 and block_length(0.51, 4) == 1
+    for p, b in [(0.34, 4), (0.2, 8), (0.3, 16), (0.05, 64)]:
+        length = block_length(p, b)
+        assert block_allocation(p, length) is not None
+        assert length == b or block_allocation(p, length + 1) is None
+
+
 def test_where_blocks_do_not_apply():
     eye = np.eye(16)
     assert separation_blocks(dp.MatrixMechanism(eye, 1.0).strategy,
                              dp.MinSepSampling(0.1, 1)) is None     # separation 1: Poisson
     assert separation_blocks(dp.MatrixMechanism(eye, 1.0).strategy,
-                             dp.MinSepSampling(0.6, 8)) is None     # gamma = 1.2 > 1
+                             dp.MinSepSampling(0.6, 8)) is None     # 2 p > 1: no length
     assert dp.MatrixMechanism(eye, 1.0, participation=dp.Poisson(0.1)).separation_blocks \
         is None
     with pytest.raises(ValueError, match="separation blocks do not apply"):

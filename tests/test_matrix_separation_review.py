@@ -451,6 +451,7 @@ def test_blocks_take_each_blocks_largest_delta_in_step_order(n, b):
     if b == 1:
         assert plan is None
         return
+    assert plan.length == b                   # p 0.2: every length up to 5 has gamma <= 1
     want = {}
     d = _dense_deltas(c)
     for start in range(0, n, b):
@@ -578,15 +579,18 @@ def test_edge_rates_answer_without_error(p, b, n):
 def test_shorter_blocks_also_bound_the_chain(b_short):
     """Blocks of any length b' <= b hold at most one participation and the entry-state
     argument is unchanged (r >= b' leaves a block N(0, I)), so the b'-block plan bounds the
-    b-chain too: where b gives gamma > 1 (p 0.45, b 4) b' = 2, 3 still answer (a possible
-    improvement the plan does not use yet; here measured against the chain's truth)."""
+    b-chain too: where b gives gamma > 1 (p 0.45, b 4) the plan takes b' = 3 (the longest
+    with gamma <= 1); b' = 2, 3 measured against the chain's truth."""
     n, b, p, z, eps = 10, 4, 0.45, 0.6, 1.0
-    assert dp.MatrixMechanism(np.eye(n), z, participation=dp.MinSepSampling(p, b)) \
-        .separation_blocks is None
+    mech = dp.MatrixMechanism(np.eye(n), z, participation=dp.MinSepSampling(p, b))
+    assert mech.separation_blocks is not None and mech.separation_blocks.length == 3
     short = dp.MatrixMechanism(np.eye(n), z, participation=dp.MinSepSampling(p, b_short))
     got = short.blocks_reduction().delta(eps, method="pld").delta
     est, se = _chain_mc(eps, n, p, b, False, z, size=100_000, seed=9)
     assert got >= est - 5 * se
+    if b_short == 3:
+        answer = mech.delta(eps).delta
+        assert est - 5 * se <= answer <= got * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("p,length,z,eps", [

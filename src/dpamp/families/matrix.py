@@ -468,7 +468,7 @@ def _blocks_candidate(m: MatrixMechanism, field: str, x: float) -> tuple[str, fl
     except OutOfReach as err:
         return BLOCKS, math.inf, f"out of reach ({err})"
     shapes = ", ".join(sorted({f"1 of {k} at rate {g_:.6g}" for _, k, g_, _ in plan.parts}))
-    return BLOCKS, getattr(g, field), (f"blocks of {plan.separation} steps, each a random "
+    return BLOCKS, getattr(g, field), (f"blocks of {plan.length} steps, each a random "
                                        f"allocation ({shapes}), by the certified PLD")
 
 

@@ -449,7 +449,7 @@ class MatrixMechanism(Mechanism):
             count = sum(k for *_, k in blocks.parts)
             shapes = ", ".join(sorted({f"1 of {m} at rate {g:.6g}"
                                        for _, m, g, _ in blocks.parts}))
-            lines.append(f"also: the noise split in {count} blocks of {blocks.separation} steps "
+            lines.append(f"also: the noise split in {count} blocks of {blocks.length} steps "
                          f"(separation blocks, an upper bound only), each a random allocation "
                          f"({shapes}); the answer takes the smallest route")
         return lines
