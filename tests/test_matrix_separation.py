@@ -120,7 +120,7 @@ def test_small_rates_keep_the_split_where_it_is_smaller():
 def test_block_length_is_the_longest_with_gamma_at_most_one():
     from dpamp.mechanisms.matrix_separation import block_length
     assert block_length(0.1, 8) == 8 and block_length(0.45, 4) == 3
-    assert block_length(0.5, 4) == 2 and block_length(0.51, 4) == 1
+    assert block_length(0.5, 4) == 4 and block_length(0.51, 4) == 1   # (m 2, gamma 1)
     for p, b in [(0.34, 4), (0.2, 8), (0.3, 16), (0.05, 64)]:
         length = block_length(p, b)
         assert block_allocation(p, length) is not None
