@@ -428,7 +428,10 @@ def _candidates(m: MatrixMechanism, field: str, x: float,
                 raise OutOfReach(why)
             g = getattr(m.split_reduction(), field)(x, method="pld")
         except OutOfReach as err:
-            out.append((SPLIT, math.inf, f"out of reach ({err})"))
+            r = _split_rdp(m, field, x)
+            out.append((SPLIT, math.inf, f"out of reach ({err})") if r is None else
+                       (SPLIT, getattr(r, field), f"the split's steps by RDP (their PLD out "
+                                                  f"of reach: {err})"))
         else:
             out.append((SPLIT, getattr(g, field), "the split's steps by the certified PLD"))
     if m.separation_blocks is not None and m.separation_blocks.parts:
@@ -453,6 +456,17 @@ def _candidates(m: MatrixMechanism, field: str, x: float,
                         f"delta = {amp.delta_pld:.6g} (PLD of the conditional mixtures) + "
                         f"{amp.slack:.6g} (histories whose posterior bound fails)"))
     return out
+
+
+def _split_rdp(m: MatrixMechanism, field: str, x: float):
+    """The noise split's plan by RDP (Poisson-subsampled Gaussians; Mironov, Talwar & Zhang
+    2019), where its PLD is out of reach (tiny rates: a grid beyond its size), or None where
+    RDP does not answer either (random allocation under balls in bins, overflow)."""
+    try:
+        g = getattr(m.split_reduction(), field)(x, method="rdp")
+    except (OutOfReach, ValueError):
+        return None
+    return g if math.isfinite(getattr(g, field)) else None
 
 
 def _blocks_candidate(m: MatrixMechanism, field: str, x: float) -> tuple[str, float, str]:
@@ -520,8 +534,9 @@ def lower_witnesses(m: MatrixMechanism, c=None):
 
 def _own(m: MatrixMechanism, field: str, x: float):
     """(answer, route) of the mechanism's own route at ``x``: no-amplification's closed-form
-    profile, or the noise split by the PLD; where the split's losses leave the PLD's range
-    (tiny noise), no-amplification's profile (a proven bound), the route saying so."""
+    profile, or the noise split by the PLD; where the split's PLD is out of reach (losses
+    beyond its range at tiny noise, a grid beyond its size at tiny rates), the smaller of the
+    split by RDP and no-amplification's profile (both proven), the route saying so."""
     if m.route != SPLIT:
         return getattr(m, field)(x, method="profile"), NO_AMPLIFICATION
     why = _split_out_of_range(m)
@@ -532,6 +547,9 @@ def _own(m: MatrixMechanism, field: str, x: float):
             why = str(err)
     from ..mechanisms.gaussian import Gaussian
     g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
+    r = _split_rdp(m, field, x)
+    if r is not None and getattr(r, field) < getattr(g, field):
+        return r, f"{SPLIT} by RDP (its PLD out of reach: {why})"
     return g, f"{NO_AMPLIFICATION} (route {SPLIT} out of reach: {why})"
 
 
