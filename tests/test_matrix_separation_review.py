@@ -554,7 +554,7 @@ def test_tight_cases_by_exact_quadrature(n, b, p, z, warm, eps):
     assert mech.delta(eps).delta >= exact
 
 
-@pytest.mark.parametrize("p,b,n", [(1e-9, 2, 5), (1e-9, 5, 3), (1.0, 3, 7), (0.5, 2, 6),
+@pytest.mark.parametrize("p,b,n", [pytest.param(1e-9, 2, 5, marks=pytest.mark.slow), (1e-9, 5, 3), (1.0, 3, 7), (0.5, 2, 6),
                                    (0.999, 2, 4), (0.3, 9, 4), (0.3, 4, 1)])
 def test_edge_rates_answer_without_error(p, b, n):
     """Tiny and extreme rates, b > n, n = 1: an answer (or blocks that do not apply), finite
