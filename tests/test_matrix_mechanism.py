@@ -357,6 +357,12 @@ def test_plan_words():
     assert stage.assumed["route"] == "cyclic-poisson"
     d = stage.describe()
     assert "sensitivity 1.31087 (exact" in d["mechanism"] and "cyclic Poisson" in d["sampling"]
+    words = {"mechanism": "matrix", "strategy": "banded", "bands": 4, "steps": 50,
+             "noise_multiplier": 2.0, "sampling_prob": 0.1}
+    poisson = parse_stage({**words, "participation": "poisson"}, cli=False)
+    one_group = parse_stage({**words, "participation": "cyclic-poisson"}, cli=False)
+    assert poisson.describe() == one_group.describe()
+    assert "the whole data set, each step samples at rate 0.1" in poisson.describe()["sampling"]
     tree = parse_stage({"mechanism": "matrix", "strategy": "tree", "steps": 100,
                         "noise_multiplier": 2.0}, cli=False)
     assert tree.mechanism.epsilon(1e-6).epsilon == pytest.approx(
@@ -372,6 +378,9 @@ def test_plan_words():
     ({"strategy": "blt", "output_scales": [0.1]}, "buffer_decays"),
     ({"strategy": "tree", "bands": 3}, "bands"),
     ({"strategy": "banded", "bands": 2, "bins": 3}, "bins"),
+    ({"strategy": "banded", "bands": 2, "participation": "bogus"}, "participation"),
+    ({"strategy": "banded", "bands": 2, "participation": "poisson", "sampling_prob": 0.1,
+      "partitions": 2}, "partitions"),
     ({"strategy": "banded", "bands": 2, "coeffs": [1, 2, 3]}, "coeffs"),
     ({"strategy": "blt", "buffer_decays": [1.5], "output_scales": [0.1]}, "strategy"),
     ({"strategy": "banded", "bands": 2, "participation": "cyclic-poisson",

@@ -137,9 +137,10 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--output-scales", metavar="W1,W2,...", help="a BLT's output scales omega")
     g.add_argument("--matrix-file", metavar="FILE.npy", help="a dense C (columns = steps)")
     g.add_argument("--participation",
-                   choices=("single-epoch", "min-separation", "cyclic-poisson",
+                   choices=("single-epoch", "min-separation", "poisson", "cyclic-poisson",
                             "balls-in-bins", "fixed-bins", "min-sep-sampling"),
-                   help="how records enter the steps (default single-epoch)")
+                   help="how records enter the steps (default single-epoch; poisson is "
+                        "cyclic-poisson with one group)")
     g.add_argument("--participations", type=int, metavar="K",
                    help="min-separation: at most K steps per record")
     g.add_argument("--min-separation", type=int, metavar="B",
@@ -148,7 +149,8 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--partitions", type=int, metavar="P",
                    help="cyclic-poisson: groups of records cycled over the steps (default 1)")
     g.add_argument("--sampling-prob", type=float, metavar="Q",
-                   help="cyclic-poisson: Poisson rate of each step within its group; "
+                   help="poisson, cyclic-poisson: Poisson rate of each step (within its "
+                        "group); "
                         "min-sep-sampling: the rate of an eligible record")
     g.add_argument("--bins", type=int, metavar="B",
                    help="balls-in-bins: steps per epoch (a fresh draw each); fixed-bins: the "

@@ -15,7 +15,7 @@ bounds, so a bracket never leans on a sensitivity that is only an upper bound:
 Plan words (``mechanism = "matrix"``; docs/matrix-mechanisms.md): ``strategy`` (banded,
 toeplitz, blt, tree, dense), ``bands``, ``coeffs``, ``buffer_decays``, ``output_scales``,
 ``matrix_file`` (a .npy file), ``noise_multiplier``, ``participation`` (single-epoch,
-min-separation, cyclic-poisson, balls-in-bins, fixed-bins, min-sep-sampling),
+min-separation, poisson, cyclic-poisson, balls-in-bins, fixed-bins, min-sep-sampling),
 ``participations``, ``min_separation``, ``partitions``, ``sampling_prob``, ``bins``; the stage's ``steps`` are the matrix's n, and
 the stage runs it once (``whole_run``).
 """
@@ -233,6 +233,9 @@ def _participation(words):
         k = words.get("participations", V.integer, low=1, required=True)
         b = words.get("min_separation", V.integer, low=1, required=True)
         return MinSeparation(k, b)
+    if kind == "poisson":
+        return CyclicPoisson(words.get("sampling_prob", V.probability, low_open=True,
+                                       required=True), 1)
     if kind == "cyclic-poisson":
         q = words.get("sampling_prob", V.probability, low_open=True, required=True)
         return CyclicPoisson(q, words.get("partitions", V.integer, low=1) or 1)
@@ -244,8 +247,9 @@ def _participation(words):
         return MinSepSampling(
             words.get("sampling_prob", V.probability, low_open=True, required=True),
             words.get("min_separation", V.integer, low=1, required=True))
-    words.fail("participation", "must be one of single-epoch, min-separation, cyclic-poisson, "
-                                f"balls-in-bins, fixed-bins, min-sep-sampling (got {kind!r})")
+    words.fail("participation", "must be one of single-epoch, min-separation, poisson, "
+                                "cyclic-poisson, balls-in-bins, fixed-bins, min-sep-sampling "
+                                f"(got {kind!r})")
 
 
 def _words(words, relation):
@@ -277,6 +281,7 @@ _STRATEGY_KEYS = {"banded": ("bands", "coeffs"), "toeplitz": ("coeffs",),
                   "dense": ("matrix_file",)}
 _PARTICIPATION_KEYS = {"single-epoch": (), "min-separation": ("participations",
                                                                "min_separation"),
+                       "poisson": ("sampling_prob",),
                        "cyclic-poisson": ("sampling_prob", "partitions"),
                        "balls-in-bins": ("bins",), "fixed-bins": ("bins",),
                        "min-sep-sampling": ("sampling_prob", "min_separation")}
@@ -286,6 +291,8 @@ def _check_keys(words) -> None:
     """A key of another strategy or participation is an error, not ignored."""
     strategy = words.get("strategy", _text)
     part = words.get("participation", _text) or "single-epoch"
+    if part not in _PARTICIPATION_KEYS:
+        _participation(words)                     # names the choices
     own = set(_STRATEGY_KEYS[strategy]) | set(_PARTICIPATION_KEYS[part])
     for key in sum(_STRATEGY_KEYS.values(), ()):
         if words.has(key) and key not in own:

@@ -54,8 +54,9 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
         tag = "exact" if a.get("sensitivity_exact") else "upper bound"
         mech = (f"matrix mechanism, {a['strategy']}, noise multiplier "
                 f"{_g(a['noise_multiplier'])}, L2 sensitivity {a['sensitivity']:.6g} ({tag}, "
-                f"{a['sensitivity_route']}); route {a['route']}"
-                + (f" ({a['route_detail']})" if a.get("route_detail") else ""))
+                f"{a['sensitivity_route']}); its own route {a['route']}"
+                + (f" ({a['route_detail']})" if a.get("route_detail") else "")
+                + " (the answer's method names the route that gave it)")
     elif kind == "eps_delta":
         mech = f"(ε, δ)-DP mechanism, ε = {_g(p['epsilon'])}, δ = {_g(p['delta'])}"
     else:  # a family's own word: its name and the keys given
