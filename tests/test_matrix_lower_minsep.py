@@ -76,6 +76,28 @@ def test_chain_law_is_tight_where_one_state_is_worst():
             _survival(exact, t), rel=1e-9)
 
 
+def test_a_window_shorter_than_the_separation_is_barred_whole():
+    """Entry state s - 1 bars every step of a window of length < s: the point mass at 0, at
+    once (the chain would hold s^2 x lattice floats: 2 GB at s 2000)."""
+    vals, probs = chain_sum_law([1.0] + [1e-6] * 127, 0.3, 2000, 32)
+    assert vals.tolist() == [0.0] and probs.tolist() == [1.0]
+    vals, probs = chain_sum_law([1.0, 0.5], 0.3, 2)        # length = s: state 1 leaves one
+    assert vals.size > 1 and probs[1:].sum() > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.05, 0.3, 0.5, 1.0, 1.7]), min_size=4, max_size=7),
+       st.floats(0.05, 0.95), st.integers(1, 3), st.integers(3, 6))
+def test_merged_law_is_below_every_entry_state(a, p, sep, count):
+    """Few kept values (the shifts rounded down and their masses merged): still below."""
+    vals, probs = chain_sum_law(a, p, sep, count)
+    assert vals.size <= count and vals[0] == 0
+    laws = _entry_laws(a, p, sep)
+    for t in vals[1:]:
+        d = math.fsum(probs[vals >= t].tolist())
+        assert d <= min(_survival(terms, t) for terms in laws.values()) + 1e-15
+
+
 @pytest.mark.parametrize("p,z,warm,eps", [(0.3, 0.8, False, 0.5), (0.5, 1.0, True, 0.2),
                                           (0.2, 0.5, False, 1.5)])
 def test_bracket_holds_the_exact_pair_banded(p, z, warm, eps):
@@ -117,3 +139,14 @@ def test_family_states_the_lower_end():
     # a C with a negative entry has no witness here
     neg = dp.BandedToeplitz((1.0, -0.5), 50)
     assert minsep_witnesses(neg, 3.0, 0.1, 2) == []
+
+
+def test_a_large_separation_still_has_a_lower_end():
+    """The lattice is scaled by the most a window can take (ceil(L / s) steps), not by the
+    window's whole sum: at separation 120 the windows take one or two steps and the lower end
+    stays positive (it vanished on the whole-sum lattice)."""
+    co = bsr_coefficients(4)
+    norm = math.sqrt(sum(c * c for c in co))
+    s = dp.BandedToeplitz([c / norm for c in co], 150)
+    got = dp.MatrixMechanism(s, 1.0, participation=dp.MinSepSampling(0.01, 120)).epsilon(1e-5)
+    assert got.lower is not None and 0 < got.lower < got.epsilon

@@ -23,14 +23,19 @@ been seen turns the release pair into the product over the windows of the (D_j m
 N(0, sigma^2)) pairs: a post-processing of an actual pair of neighbours, whose delta(eps) the
 PLD's optimistic discretisation bounds from below. Both orders (remove and add) follow.
 
-**The law** (:func:`chain_sum_law`). For each entry state r, the law of S on a lattice h Z:
-shifts rounded down to h k_k (S' <= S), the chain run over the window's steps in order (state
-0 eligible, d >= 1 barred for d more steps; an eligible step is taken with probability p,
-adding k_k and barring the next s - 1), every term a sum of non-negative products (relative
-error within (4 L + 4) u), the survival functions by suffix sums (K more), lowered by all of it
-and an absolute 2^-1030 for the subnormals, their minimum over r taken, and the masses as its
-differences lowered by 4 ulps (so the law's survival stays below the minimum). Then the
-shifts are rounded down onto at most ``count`` values (:func:`.lower._reduce`).
+**The law** (:func:`chain_sum_law`). For each entry state r, the law of S on a lattice h Z,
+h a power of two, 1/LATTICE (fewer points where MAX_CHAIN_WORK binds) of the sum of the
+m = ceil(L / s) largest shifts scaled into [1/2, 1) (no pattern takes more than m steps, so
+no S passes it): shifts rounded down to h k_k (S' <= S), the chain run over the window's
+steps in order (state 0 eligible, d >= 1 barred for d more steps; an eligible step is taken
+with probability p, adding k_k and barring the next s - 1), every term a sum of non-negative
+products (relative error within (4 L + 4) u), the survival functions by suffix sums (K
+more), lowered by all of it and an absolute 2^-1030 for the subnormals, their minimum over
+r taken, and the masses as its differences lowered by 4 ulps (so the law's survival stays
+below the minimum). Then the shifts are rounded down onto at most ``count`` values (:func:`.lower._reduce`), each merged
+mass lowered by the error of its float sum. A window shorter than s gives the point mass at 0
+(the entry state s - 1 bars it whole), so the chain runs only for s <= L <= MAX_WINDOW and its
+arrays hold at most s^2 x LATTICE floats (fewer lattice points where MAX_CHAIN_WORK binds).
 
 The windows' lengths are chosen among s, 2 s, 4 s, 8 s (at least b - 1 for the alternating
 witness, at most MAX_WINDOW and n; a window shorter than s may be barred whole): any choice
@@ -82,17 +87,24 @@ def chain_sum_law(shifts, p: float, sep: int, count: int = MAX_COMPONENTS
     from every entry state (module docstring), with at most ``count`` values."""
     a = np.asarray(shifts, dtype=float)
     total = math.fsum(a.tolist())
-    if not (a > 0).any() or not math.isfinite(total) or p == 0:
+    # a window shorter than the separation is barred whole from the entry state s - 1 (the
+    # minimum over entry states is the point mass at 0, exactly what the chain would give);
+    # past it s <= L <= MAX_WINDOW, so the chain's arrays stay within s^2 * LATTICE floats
+    if a.size < sep or not (a > 0).any() or not math.isfinite(total) or p == 0:
         return np.zeros(1), np.ones(1)
-    e = math.frexp(total)[1]
-    a = np.ldexp(a, -e)                           # sum in [1/2, 1): exact
+    # no pattern takes more than m = ceil(L / s) steps: S <= the m largest shifts' sum, the
+    # scale of the lattice (not the whole window's sum, which a large s never reaches)
+    m = -(-a.size // sep)
+    top = math.fsum(np.sort(a)[::-1][:m].tolist())
+    e = math.frexp(top)[1]
+    a = np.ldexp(a, -e)                           # that sum in [1/2, 1): exact
     points = LATTICE
     while points > 64 and sep * sep * points * a.size > MAX_CHAIN_WORK:
         points //= 2
     h = 2.0 ** -math.ceil(math.log2(points))      # a power of two: exact
     k = np.floor(a / h * (1 - 4 * _U)).astype(np.int64)      # k h <= a
     k = np.maximum(k, 0)
-    size = int(k.sum()) + 1
+    size = int(np.sort(k)[::-1][:m].sum()) + 1    # every reachable S' (and every k_k) below
     law = _run_chain(k, p, sep, size)
     rel = (4 * a.size + sep + size + 16) * 2 * _U
     surv = np.flip(np.cumsum(np.flip(law, axis=1), axis=1), axis=1)     # P[S' >= j h]
@@ -107,6 +119,8 @@ def chain_sum_law(shifts, p: float, sep: int, count: int = MAX_COMPONENTS
     if vals.size > count:
         vals, probs = _reduce(vals, probs, count,
                               64 if count >= MAX_COMPONENTS else count // 2 - 1)
+        # each merged mass is a float sum of at most ``size`` masses: lowered by that error
+        probs = probs * (1 - (size + 2) * _U)
     probs = np.where(vals > 0, np.where(probs < 2.0 ** -1000, 0.0, probs), 0.0)
     probs[0] = max(1.0 - math.fsum(probs[1:].tolist()), 0.0)
     return vals, probs
