@@ -65,7 +65,7 @@ def test_no_witness_where_it_cannot_be_proven():
     assert epoch_witness(dp.BandedToeplitz((1.0, 0.5, 0.25), 12), 1.0, 2) is None
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(b=st.integers(1, 4), bins=st.sampled_from([4, 5, 10]), z=st.sampled_from([0.7, 1.5, 3.0]),
        fixed=st.booleans(), eps=st.sampled_from([0.5, 2.0]))
 def test_below_the_proven_upper_ends(b, bins, z, fixed, eps):
