@@ -4,6 +4,7 @@ reduction against dp-accounting's PLD, plan words, the command line, calibration
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -450,6 +451,23 @@ def test_command_line(capsys):
     assert main(["epsilon", "--bands", "4", "--steps", "10", "--noise-multiplier", "2",
                  "--delta", "1e-6"]) == 2
     assert "--strategy" in capsys.readouterr().err
+
+
+def test_command_line_names_the_routes_compared(capsys):
+    """Where the answer takes the smallest of several routes, the assumed line lists them
+    and the method names the one that gave it."""
+    from dpamp.cli.main import main
+    args = ["epsilon", "--strategy", "banded", "--bands", "4", "--steps", "60",
+            "--noise-multiplier", "3", "--participation", "min-sep-sampling",
+            "--sampling-prob", "0.01", "--min-separation", "4", "--delta", "1e-6"]
+    assert main(args) == 0
+    assert "routes no-amplification, noise-split, separation-blocks, the smallest taken" \
+        in capsys.readouterr().out
+    assert main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    routes = out["assumed"]["routes"]
+    assert routes == ["no-amplification", "noise-split", "separation-blocks"]
+    assert out["method"] in routes and f"route {out['method']}: " in out["note"]
     assert main(["calibrate", "noise-multiplier", "--strategy", "tree", "--steps", "100",
                  "--epsilon", "2", "--delta", "1e-6"]) == 0
     assert "noise multiplier = " in capsys.readouterr().out

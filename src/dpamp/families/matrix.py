@@ -272,8 +272,23 @@ def _words(words, relation):
     return m, {"noise_multiplier": z, "strategy": strategy.describe(),
                "participation": part.describe(), "sensitivity": s.upper,
                "sensitivity_lower": s.lower, "sensitivity_route": s.route,
-               "sensitivity_exact": s.exact, "route": m.route,
+               "sensitivity_exact": s.exact, "route": m.route, "routes": _routes(m),
                "route_detail": m.split_words() if m.route == SPLIT else ""}
+
+
+def _routes(m: MatrixMechanism) -> list[str]:
+    """The routes an answer compares (the mechanism's own first, as :func:`_candidates`
+    adds them; conditional composition only where its method is asked for)."""
+    out = [m.route]
+    if not amplifiable(m):
+        return out
+    if m.route == SPLIT:
+        out.append(NO_AMPLIFICATION)
+    if m.route == NO_AMPLIFICATION and m.split is not None and m.split.parts:
+        out.append(SPLIT)
+    if m.separation_blocks is not None and m.separation_blocks.parts:
+        out.append(BLOCKS)
+    return out
 
 
 _STRATEGY_KEYS = {"banded": ("bands", "coeffs"), "toeplitz": ("coeffs",),

@@ -54,9 +54,7 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
         tag = "exact" if a.get("sensitivity_exact") else "upper bound"
         mech = (f"matrix mechanism, {a['strategy']}, noise multiplier "
                 f"{_g(a['noise_multiplier'])}, L2 sensitivity {a['sensitivity']:.6g} ({tag}, "
-                f"{a['sensitivity_route']}); its own route {a['route']}"
-                + (f" ({a['route_detail']})" if a.get("route_detail") else "")
-                + " (the answer's method names the route that gave it)")
+                f"{a['sensitivity_route']}); {_routes(a)}")
     elif kind == "eps_delta":
         mech = f"(ε, δ)-DP mechanism, ε = {_g(p['epsilon'])}, δ = {_g(p['delta'])}"
     else:  # a family's own word: its name and the keys given
@@ -92,3 +90,14 @@ def describe_stage(p: dict, a: dict, steps: int, relation: Relation) -> dict:
                   f"{_g(rs['mean'])}), the best kept")
     return {"mechanism": mech, "sampling": samp, "steps": count,
             "relation": relation.words}
+
+
+def _routes(a: dict) -> str:
+    """A matrix mechanism's routes in words: the one it takes, or those its answer compares."""
+    detail = f" ({a['route_detail']})" if a.get("route_detail") else ""
+    routes = a.get("routes") or [a["route"]]
+    if len(routes) == 1:
+        return f"route {routes[0]}{detail}"
+    rest = ", ".join(routes[1:])
+    return (f"routes {routes[0]}{detail}, {rest}, the smallest taken (the answer's method "
+            f"names the route that gave it)")
