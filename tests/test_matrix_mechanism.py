@@ -451,6 +451,9 @@ def test_command_line(capsys):
     assert main(["epsilon", "--bands", "4", "--steps", "10", "--noise-multiplier", "2",
                  "--delta", "1e-6"]) == 2
     assert "--strategy" in capsys.readouterr().err
+    assert main(["calibrate", "noise-multiplier", "--strategy", "tree", "--steps", "100",
+                 "--epsilon", "2", "--delta", "1e-6"]) == 0
+    assert "noise multiplier = " in capsys.readouterr().out
 
 
 def test_command_line_names_the_routes_compared(capsys):
@@ -468,9 +471,6 @@ def test_command_line_names_the_routes_compared(capsys):
     routes = out["assumed"]["routes"]
     assert routes == ["no-amplification", "noise-split", "separation-blocks"]
     assert out["method"] in routes and f"route {out['method']}: " in out["note"]
-    assert main(["calibrate", "noise-multiplier", "--strategy", "tree", "--steps", "100",
-                 "--epsilon", "2", "--delta", "1e-6"]) == 0
-    assert "noise multiplier = " in capsys.readouterr().out
 
 
 def test_figure_matrix_beside_dpsgd(tmp_path, capsys):

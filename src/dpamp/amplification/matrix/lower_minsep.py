@@ -32,10 +32,11 @@ with probability p, adding k_k and barring the next s - 1), every term a sum of 
 products (relative error within (4 L + 4) u), the survival functions by suffix sums (K
 more), lowered by all of it and an absolute 2^-1030 for the subnormals, their minimum over
 r taken, and the masses as its differences lowered by 4 ulps (so the law's survival stays
-below the minimum). Then the shifts are rounded down onto at most ``count`` values (:func:`.lower._reduce`), each merged
-mass lowered by the error of its float sum. A window shorter than s gives the point mass at 0
-(the entry state s - 1 bars it whole), so the chain runs only for s <= L <= MAX_WINDOW and its
-arrays hold at most s^2 x LATTICE floats (fewer lattice points where MAX_CHAIN_WORK binds).
+below the minimum). Then the shifts are rounded down onto at most ``count`` values
+(:func:`.lower._reduce`), each merged mass lowered by the error of its float sum. A window
+shorter than s gives the point mass at 0 (the entry state s - 1 bars it whole), so the chain
+runs only for s <= L <= MAX_WINDOW and its arrays hold at most s^2 x LATTICE floats (fewer
+lattice points where MAX_CHAIN_WORK binds).
 
 The windows' lengths are chosen among s, 2 s, 4 s, 8 s (at least b - 1 for the alternating
 witness, at most MAX_WINDOW and n; a window shorter than s may be barred whole): any choice
