@@ -83,6 +83,9 @@ def test_a_window_shorter_than_the_separation_is_barred_whole():
     assert vals.tolist() == [0.0] and probs.tolist() == [1.0]
     vals, probs = chain_sum_law([1.0, 0.5], 0.3, 2)        # length = s: state 1 leaves one
     assert vals.size > 1 and probs[1:].sum() > 0
+    # shifts whose sum passes the doubles' range (math.fsum raised): the point mass too
+    vals, probs = chain_sum_law([1e308, 1e308], 0.5, 1)
+    assert vals.tolist() == [0.0] and probs.tolist() == [1.0]
 
 
 @settings(max_examples=30, deadline=None)

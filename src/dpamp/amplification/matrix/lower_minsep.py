@@ -87,16 +87,19 @@ def chain_sum_law(shifts, p: float, sep: int, count: int = MAX_COMPONENTS
     S = sum_k B_k a_k (a_k >= 0 in step order, B the separation-``sep`` chain at rate ``p``)
     from every entry state (module docstring), with at most ``count`` values."""
     a = np.asarray(shifts, dtype=float)
-    total = math.fsum(a.tolist())
+    none = np.zeros(1), np.ones(1)                # the point mass at 0: below every law
     # a window shorter than the separation is barred whole from the entry state s - 1 (the
     # minimum over entry states is the point mass at 0, exactly what the chain would give);
     # past it s <= L <= MAX_WINDOW, so the chain's arrays stay within s^2 * LATTICE floats
-    if a.size < sep or not (a > 0).any() or not math.isfinite(total) or p == 0:
-        return np.zeros(1), np.ones(1)
+    if a.size < sep or p == 0 or not np.isfinite(a).all() or not (a > 0).any():
+        return none
     # no pattern takes more than m = ceil(L / s) steps: S <= the m largest shifts' sum, the
     # scale of the lattice (not the whole window's sum, which a large s never reaches)
     m = -(-a.size // sep)
-    top = math.fsum(np.sort(a)[::-1][:m].tolist())
+    try:
+        top = math.fsum(np.sort(a)[::-1][:m].tolist())
+    except OverflowError:                         # a sum beyond the doubles: no lattice
+        return none
     e = math.frexp(top)[1]
     a = np.ldexp(a, -e)                           # that sum in [1/2, 1): exact
     points = LATTICE
