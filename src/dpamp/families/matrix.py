@@ -277,8 +277,8 @@ def _words(words, relation):
 
 
 def _routes(m: MatrixMechanism) -> list[str]:
-    """The routes an answer compares (the mechanism's own first, as :func:`_candidates`
-    adds them; conditional composition only where its method is asked for)."""
+    """The routes an answer compares, the mechanism's own first (:func:`_candidates` runs
+    the others; conditional composition is added there, only where its method is asked for)."""
     out = [m.route]
     if not amplifiable(m):
         return out
@@ -438,12 +438,13 @@ def _candidates(m: MatrixMechanism, field: str, x: float,
     ``x``: no-amplification's closed form or the noise split (whichever is not the route),
     conditional composition within its reach (where ``conditional``)."""
     out = []
-    if m.route == SPLIT:
+    routes = _routes(m)[1:]
+    if NO_AMPLIFICATION in routes:
         from ..mechanisms.gaussian import Gaussian
         g = getattr(Gaussian(1.0, m.mu[1]), field)(x, method="profile")
         out.append((NO_AMPLIFICATION, getattr(g, field), "the Gaussian at the worst pattern's "
                                                          "sensitivity"))
-    if m.route == NO_AMPLIFICATION and m.split is not None and m.split.parts:
+    if SPLIT in routes:
         why = _split_out_of_range(m)
         try:
             if why is not None:
@@ -456,7 +457,7 @@ def _candidates(m: MatrixMechanism, field: str, x: float,
                                                   f"of reach: {err})"))
         else:
             out.append((SPLIT, getattr(g, field), "the split's steps by the certified PLD"))
-    if m.separation_blocks is not None and m.separation_blocks.parts:
+    if BLOCKS in routes:
         out.append(_blocks_candidate(m, field, x))
     if conditional and _conditional_applies(m):
         from ..amplification.matrix import query

@@ -96,8 +96,9 @@ def chain_sum_law(shifts, p: float, sep: int, count: int = MAX_COMPONENTS
     # no pattern takes more than m = ceil(L / s) steps: S <= the m largest shifts' sum, the
     # scale of the lattice (not the whole window's sum, which a large s never reaches)
     m = -(-a.size // sep)
+    most = np.argsort(a, kind="stable")[a.size - m:]              # the m largest
     try:
-        top = math.fsum(np.sort(a)[::-1][:m].tolist())
+        top = math.fsum(a[most].tolist())
     except OverflowError:                         # a sum beyond the doubles: no lattice
         return none
     e = math.frexp(top)[1]
@@ -108,7 +109,8 @@ def chain_sum_law(shifts, p: float, sep: int, count: int = MAX_COMPONENTS
     h = 2.0 ** -math.ceil(math.log2(points))      # a power of two: exact
     k = np.floor(a / h * (1 - 4 * _U)).astype(np.int64)      # k h <= a
     k = np.maximum(k, 0)
-    size = int(np.sort(k)[::-1][:m].sum()) + 1    # every reachable S' (and every k_k) below
+    # (k is non-decreasing in a: the same steps carry the largest k) every reachable S' below
+    size = int(k[most].sum()) + 1
     law = _run_chain(k, p, sep, size)
     rel = (4 * a.size + sep + size + 16) * 2 * _U
     surv = np.flip(np.cumsum(np.flip(law, axis=1), axis=1), axis=1)     # P[S' >= j h]
