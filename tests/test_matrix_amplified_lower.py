@@ -296,10 +296,11 @@ def test_the_family_answers_with_the_lower_end_and_says_what_it_assumed():
     m2 = dp.MatrixMechanism(s, 3.0, participation=dp.CyclicPoisson(0.1, 2))
     g2 = amplified_epsilon(m2, 1e-6)
     assert g2.lower is not None and g2.lower <= g2.epsilon and "2 parameters" in g2.note
-    # balls in bins: the matched filter's lower end (C >= 0), and it needs no dimensions
+    # balls in bins: the matched filters' lower end (C >= 0), and it needs no dimensions
     m3 = dp.MatrixMechanism(s, 3.0, participation=dp.BallsInBins(10))
     g3 = amplified_epsilon(m3, 1e-6)
-    assert 0 < g3.lower <= g3.epsilon and "matched-filter witness" in g3.note
+    assert 0 < g3.lower <= g3.epsilon and "filter-allocation witness" in g3.note
+    assert "matched-filter" in g3.note                       # the other witness's value
     assert "parameters" not in g3.note
 
 

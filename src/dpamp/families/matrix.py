@@ -536,7 +536,8 @@ def lower_witnesses(m: MatrixMechanism, c=None):
             ws = [LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins)]
         else:
             ws = [LB.epoch_witness(m.strategy, m.noise_multiplier, p.bins),
-                  LB.allocation_witness(m.strategy, m.noise_multiplier, p.bins)]
+                  LB.allocation_witness(m.strategy, m.noise_multiplier, p.bins),
+                  LB.filter_allocation_witness(m.strategy, m.noise_multiplier, p.bins)]
         return [w for w in ws if w is not None]
     if isinstance(p, MinSepSampling):
         from ..amplification.matrix.lower_minsep import minsep_witnesses

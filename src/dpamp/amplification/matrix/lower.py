@@ -89,7 +89,7 @@ MAX_ROW_PARTS = 32
 MAX_LEVELS = 16
 FIXED, ORTHOGONAL = "fixed-direction", "orthogonal"
 #: balls in bins' witnesses (:mod:`.lower_bins`)
-MATCHED, ALLOCATED = "matched-filter", "row-allocation"
+MATCHED, ALLOCATED, FILTERED = "matched-filter", "row-allocation", "filter-allocation"
 #: the windowed witnesses of Poisson sampling (:mod:`.lower_block`)
 WINDOWED, ALTERNATING = "windowed", "alternating-windows"
 
@@ -118,6 +118,11 @@ class Witness:
             return ("row-allocation witness (a record whose clipped gradient is one unit "
                     "vector; any model dimension), per epoch the rows reading disjoint blocks "
                     "of its steps: random allocation of a mixture over the coefficients")
+        if self.name == FILTERED:
+            return ("filter-allocation witness (a record whose clipped gradient is one unit "
+                    f"vector; any model dimension), per epoch the matched filters of every "
+                    f"{self.window}-th step: random allocation of a mixture over the filter's "
+                    "autocorrelations")
         if self.name == WINDOWED:
             return (f"windowed witness (a record whose clipped gradient is one unit vector; any "
                     f"model dimension), windows of {self.window} steps, the output rows reading "

@@ -30,6 +30,20 @@ independent across epochs (disjoint rows, fresh draws); the last partial epoch's
 read by none of the kept rows (dropped: post-processing). Coefficients beyond the ones given
 are 0 (a zero shift).
 
+**Filter allocation** (balls in bins redrawn every epoch, a Toeplitz C >= 0 of b bands, a
+spacing b' >= b dividing B; our construction). Take the matched filters of every b'-th step,
+T_j = <c, y_{j .. j + b - 1}> / |c| at j = e B + o + i b' (o = ceil(b'/2) - 1, i < B / b'):
+their rows are disjoint (b' >= b), so without the record they are independent N(0, sigma^2).
+The record's step s shifts T_j by rho(|s - j|) / |c| >= 0 (rho the autocorrelation of c, 0
+from b on) for the filters within b - 1 of it, possibly of the next epoch. Every shift but
+one is lowered to 0: step s keeps only that of the filter whose window [j - o, j + b' - 1 - o]
+holds it (the windows tile the epoch; a lower mixture of non-negative shifts is dominated
+in both orders, :mod:`.lower`, module docstring). Then T of epoch e depends on epoch e's draw
+only, and its pair is exactly random allocation (1 of B / b') of (1/b') sum_d N(rho(|d|) / |c|,
+sigma^2), d in [-o, b' - 1 - o], against N(0, sigma^2): the matched filter's whole column
+where row allocation keeps one coefficient of it. Epochs whose filters' rows pass the last
+row are dropped (post-processing).
+
 **Rounding**: the means are scaled by a power of two (largest entry in [1/2, 1)), each shift
 is lowered by the relative error of its sums (non-negative terms, gamma bounds; Higham 2002,
 Sec. 3.1) and by an absolute bound on what was rounded in the subnormals (there the relative
@@ -47,9 +61,10 @@ import numpy as np
 
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from ...mechanisms.matrix_strategies import DenseStrategy, Strategy
-from .lower import ALLOCATED, MATCHED, Witness
+from .lower import ALLOCATED, FILTERED, MATCHED, Witness
 
-__all__ = ["fixed_bins_witness", "epoch_witness", "allocation_witness", "MAX_WORK"]
+__all__ = ["fixed_bins_witness", "epoch_witness", "allocation_witness",
+           "filter_allocation_witness", "MAX_WORK"]
 
 _U = 2.0 ** -53
 #: the most multiply-adds spent on a witness's means (beyond: no witness; it is optional)
@@ -206,3 +221,42 @@ def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness |
         return None
     mog = MixtureOfGaussians(sigma, *mixture)
     return Witness(ALLOCATED, ((mog.subsample(RandomAllocation(1, bins // b)), epochs),), 0, 1)
+
+
+def filter_spacing(bands: int, bins: int) -> int | None:
+    """The least divisor b' >= ``bands`` of ``bins`` (the filter allocation's spacing), or
+    None where ``bins`` < ``bands``."""
+    for d in range(max(bands, 1), bins + 1):
+        if bins % d == 0:
+            return d
+    return None
+
+
+def filter_allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
+    """The filter-allocation witness of balls in bins redrawn every epoch (module docstring),
+    or None (not a Toeplitz C >= 0 given exactly, no bands known or epochs shorter than them,
+    no epoch whose filters fit, or a shift over sigma out of range). The shifts are the
+    matched filter's (:func:`_matched` on the window's columns over the filter's rows, each
+    position of probability 1/b')."""
+    from ...core.sampling import RandomAllocation
+    c, b, n = _toeplitz(strategy), strategy.bands, strategy.n
+    if c is None or not _usable(strategy) or b is None:
+        return None
+    spacing = filter_spacing(b, bins)
+    if spacing is None:
+        return None
+    o = -(-spacing // 2) - 1
+    # the last filter of epoch e reads rows up to (e + 1) B - b' + o + b - 1
+    epochs = sum(1 for e in range(n // bins) if (e + 1) * bins - spacing + o + b - 1 <= n - 1)
+    if epochs == 0:
+        return None
+    j = o                                          # one filter stands for all (Toeplitz)
+    rows = np.arange(j, j + b)
+    steps = j + np.arange(-o, spacing - o)
+    w = _block(strategy, rows, steps)
+    mixture = _matched(w, sigma, 2 * b, spacing)
+    if mixture is None:
+        return None
+    mog = MixtureOfGaussians(sigma, *mixture[:2])
+    return Witness(FILTERED, ((mog.subsample(RandomAllocation(1, bins // spacing)), epochs),),
+                   0, 1, window=spacing)
