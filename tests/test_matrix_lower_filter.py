@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 import dpamp as dp
 from dpamp.amplification.matrix.lower import lower_end
-from dpamp.amplification.matrix.lower_bins import filter_allocation_witness, filter_spacing
+from dpamp.amplification.matrix.lower_bins import (filter_allocation_witness, filter_spacing,
+                                                    fixed_filter_witness)
 from dpamp.families.matrix import bsr_coefficients
 from test_matrix_amplified import exact_delta
 
@@ -161,3 +162,58 @@ def test_it_declines_where_it_cannot_apply():
     from dpamp.mechanisms.matrix_strategies import DenseStrategy
     assert filter_allocation_witness(DenseStrategy(np.eye(4)), 1.0, 2) is None
     assert filter_allocation_witness(dp.BandedToeplitz((1.0, -0.5), 40), 1.0, 10) is None
+
+
+@pytest.mark.parametrize("eps", [0.2, 1.0])
+def test_fixed_bins_filter_below_the_exact_delta(eps):
+    """Fixed bins, 2 bins of 2 periods, 2 bands (n 4): the witness (the two periods' filters
+    summed) below the exact delta of the whole pair, the mixture over the two bins' patterns
+    (quadrature; 40 nodes within 2e-4 of 64 at n 4), and the mechanism's lower end too."""
+    c = (1.0, 0.7)
+    s = dp.BandedToeplitz(c, 4)
+    w = fixed_filter_witness(s, 0.9, 2)
+    assert w is not None and w.window == 2
+    pats = np.array([[1.0, 0, 1, 0], [0, 1.0, 0, 1]])
+    truth = exact_delta(s.dense(), 0.9, None, eps, nodes=40, pats=pats,
+                        logw=np.full(2, -math.log(2)))
+    low = lower_end([w], "delta", eps).value
+    assert 0 < low <= truth * (1 + 1e-3), (low, truth)
+    m = dp.MatrixMechanism(s, 0.9, participation=dp.FixedBins(2))
+    rep = m.delta(eps).lower
+    assert rep is not None and rep <= truth * (1 + 1e-3)
+
+
+def test_fixed_bins_filter_of_a_diagonal_c_is_the_whole_pair():
+    """C = c_0 I, fixed bins: bin j's steps j, j + B, ... on their own rows; the witness is
+    random allocation (1 of B) of the Gaussian at sqrt(E) c_0 / z (E periods), the whole pair:
+    dpamp's bracket of it (one bin: the Gaussian itself)."""
+    w = fixed_filter_witness(dp.BandedToeplitz((1.0,), 12), 0.8, 4)
+    assert w is not None
+    ra = dp.Gaussian(0.8 / math.sqrt(3)).subsample(dp.RandomAllocation(1, 4)).delta(0.5)
+    assert lower_end([w], "delta", 0.5).value == pytest.approx(ra.lower, rel=1e-9)
+    assert ra.lower <= lower_end([w], "delta", 0.5).value * (1 + 1e-9)
+    w1 = fixed_filter_witness(dp.BandedToeplitz((0.6,), 3), 0.8, 1)
+    g = dp.Gaussian(0.8 / (0.6 * math.sqrt(3))).delta(0.5)
+    assert lower_end([w1], "delta", 0.5).value == pytest.approx(g.delta, rel=1e-4)   # (a grid)
+    assert lower_end([w1], "delta", 0.5).value <= g.delta
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0.05, 2.0), min_size=1, max_size=5), st.integers(1, 12),
+       st.integers(1, 4))
+def test_fixed_bins_shifts_are_the_filters_times_root_periods(coeffs, bins, periods):
+    """Fixed bins: the shifts are sqrt(E) times the per-epoch witness's (E the usable periods),
+    from below, within 1e-12."""
+    n = periods * bins + len(coeffs)
+    s = dp.BandedToeplitz(tuple(coeffs), n)
+    w, w1 = fixed_filter_witness(s, 1.0, bins), filter_allocation_witness(s, 1.0, bins)
+    assert (w is None) == (w1 is None)
+    if w is None:
+        return
+    (a, one), = w.parts
+    (a1, count), = w1.parts
+    assert one == 1 and a.scheme.t == a1.scheme.t
+    mine, per = np.array(a.base.sensitivities), np.array(a1.base.sensitivities)
+    want = per * math.sqrt(count)
+    assert np.all(mine <= want * (1 + 1e-15)) and np.allclose(mine, want, rtol=1e-12)
+    assert a.base.probabilities == a1.base.probabilities

@@ -523,8 +523,8 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     """The witnesses of the amplified route's lower end: (cyclic) Poisson sampling on a banded
     C (:mod:`dpamp.amplification.matrix.lower`; on C >= 0 also the windowed witnesses of
     :mod:`dpamp.amplification.matrix.lower_block`), balls in bins and fixed bins on C >= 0
-    (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, and row allocation for a
-    Toeplitz C with bands dividing the bins); b-min-separation sampling on a banded C >= 0
+    (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, row allocation for a
+    Toeplitz C with bands dividing the bins, filter allocation for a Toeplitz C); b-min-separation sampling on a banded C >= 0
     (:mod:`dpamp.amplification.matrix.lower_minsep`: the windows at the chain's least
     favourable entry state); else [];
     ``c``: C as ``amplified_c`` reads it, if built."""
@@ -533,7 +533,8 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     if isinstance(p, (FixedBins, BallsInBins)):
         from ..amplification.matrix import lower_bins as LB
         if isinstance(p, FixedBins):
-            ws = [LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins)]
+            ws = [LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins),
+                  LB.fixed_filter_witness(m.strategy, m.noise_multiplier, p.bins)]
         else:
             ws = [LB.epoch_witness(m.strategy, m.noise_multiplier, p.bins),
                   LB.allocation_witness(m.strategy, m.noise_multiplier, p.bins),

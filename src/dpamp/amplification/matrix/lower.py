@@ -120,8 +120,9 @@ class Witness:
                     "of its steps: random allocation of a mixture over the coefficients")
         if self.name == FILTERED:
             return ("filter-allocation witness (a record whose clipped gradient is one unit "
-                    f"vector; any model dimension), per epoch the matched filters of every "
-                    f"{self.window}-th step: random allocation of a mixture over the filter's "
+                    f"vector; any model dimension), the matched filters of every "
+                    f"{self.window}-th step (per epoch; under fixed bins summed over the "
+                    "periods): random allocation of a mixture over the filter's "
                     "autocorrelations")
         if self.name == WINDOWED:
             return (f"windowed witness (a record whose clipped gradient is one unit vector; any "

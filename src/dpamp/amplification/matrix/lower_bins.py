@@ -44,6 +44,14 @@ sigma^2), d in [-o, b' - 1 - o], against N(0, sigma^2): the matched filter's who
 where row allocation keeps one coefficient of it. Epochs whose filters' rows pass the last
 row are dropped (post-processing).
 
+**Filter allocation, fixed bins** (:class:`~dpamp.mechanisms.participation.FixedBins`, the
+same C and filters, periods of B steps). Bin j's record takes the same position in every
+period, so after the same lowering it shifts filter i = its window's of every usable period
+(E of them) by the same rho(|d|) / |c|: the sums U_i = sum_e T_(e, i) / sqrt(E) over the
+periods (a post-processing) are independent N(0, sigma^2) without the record, and with it the
+one U holding its bin is shifted by sqrt(E) rho(|d|) / |c|: the pair is one random
+allocation (1 of B / b') of (1/b') sum_d N(sqrt(E) rho(|d|) / |c|, sigma^2).
+
 **Rounding**: the means are scaled by a power of two (largest entry in [1/2, 1)), each shift
 is lowered by the relative error of its sums (non-negative terms, gamma bounds; Higham 2002,
 Sec. 3.1) and by an absolute bound on what was rounded in the subnormals (there the relative
@@ -64,7 +72,7 @@ from ...mechanisms.matrix_strategies import DenseStrategy, Strategy
 from .lower import ALLOCATED, FILTERED, MATCHED, Witness
 
 __all__ = ["fixed_bins_witness", "epoch_witness", "allocation_witness",
-           "filter_allocation_witness", "MAX_WORK"]
+           "filter_allocation_witness", "fixed_filter_witness", "MAX_WORK"]
 
 _U = 2.0 ** -53
 #: the most multiply-adds spent on a witness's means (beyond: no witness; it is optional)
@@ -250,13 +258,53 @@ def filter_allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Wi
     epochs = sum(1 for e in range(n // bins) if (e + 1) * bins - spacing + o + b - 1 <= n - 1)
     if epochs == 0:
         return None
-    j = o                                          # one filter stands for all (Toeplitz)
-    rows = np.arange(j, j + b)
-    steps = j + np.arange(-o, spacing - o)
-    w = _block(strategy, rows, steps)
-    mixture = _matched(w, sigma, 2 * b, spacing)
+    mixture = _filter_mixture(strategy, sigma, spacing, o, 1)
     if mixture is None:
         return None
-    mog = MixtureOfGaussians(sigma, *mixture[:2])
+    mog = MixtureOfGaussians(sigma, *mixture)
     return Witness(FILTERED, ((mog.subsample(RandomAllocation(1, bins // spacing)), epochs),),
+                   0, 1, window=spacing)
+
+
+def _filter_mixture(strategy: Strategy, sigma: float, spacing: int, o: int,
+                    periods: int) -> tuple | None:
+    """(shifts, probabilities) of one filter's mixture (module docstring): the matched filter
+    of step o over rows o .. o + b - 1 against the b' steps of its window (one filter stands
+    for all: Toeplitz), each shift times sqrt(``periods``) rounded down, or None."""
+    b = strategy.bands
+    assert b is not None
+    rows = np.arange(o, o + b)
+    steps = o + np.arange(-o, spacing - o)
+    mixture = _matched(_block(strategy, rows, steps), sigma, 2 * b, spacing)
+    if mixture is None:
+        return None
+    shifts, probs = np.array(mixture[0]), mixture[1]
+    if periods > 1:
+        # sqrt and the product each within half an ulp: 4 ulps down covers both
+        shifts = shifts * math.sqrt(periods) * (1 - 4 * _U)
+        with np.errstate(over="ignore"):
+            if not np.isfinite(shifts / sigma).all():
+                return None
+    return tuple(shifts.tolist()), probs
+
+
+def fixed_filter_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
+    """The filter-allocation witness of fixed bins (module docstring), or None (as
+    :func:`filter_allocation_witness`)."""
+    from ...core.sampling import RandomAllocation
+    c, b, n = _toeplitz(strategy), strategy.bands, strategy.n
+    if c is None or not _usable(strategy) or b is None:
+        return None
+    spacing = filter_spacing(b, bins)
+    if spacing is None:
+        return None
+    o = -(-spacing // 2) - 1
+    periods = sum(1 for e in range(n // bins) if (e + 1) * bins - spacing + o + b - 1 <= n - 1)
+    if periods == 0:
+        return None
+    mixture = _filter_mixture(strategy, sigma, spacing, o, periods)
+    if mixture is None:
+        return None
+    mog = MixtureOfGaussians(sigma, *mixture)
+    return Witness(FILTERED, ((mog.subsample(RandomAllocation(1, bins // spacing)), 1),),
                    0, 1, window=spacing)
