@@ -212,7 +212,8 @@ def test_fixed_bins_shifts_are_the_filters_times_root_periods(coeffs, bins, peri
         return
     (a, one), = w.parts
     (a1, count), = w1.parts
-    assert one == 1 and a.scheme.t == a1.scheme.t
+    assert one == 1 and a.scheme.t == a1.scheme.t and w.periods == count
+    assert f"summed over the {count} periods" in w.describe() and "per epoch" in w1.describe()
     mine, per = np.array(a.base.sensitivities), np.array(a1.base.sensitivities)
     want = per * math.sqrt(count)
     assert np.all(mine <= want * (1 + 1e-15)) and np.allclose(mine, want, rtol=1e-12)

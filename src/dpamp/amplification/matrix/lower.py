@@ -109,6 +109,8 @@ class Witness:
     dimensions: int
     window: int = 0
     refined: tuple = ()
+    #: the periods summed by the fixed bins' filter allocation (:mod:`.lower_bins`; else 0)
+    periods: int = 0
 
     def describe(self) -> str:
         if self.name == FIXED:
@@ -121,9 +123,10 @@ class Witness:
         if self.name == FILTERED:
             return ("filter-allocation witness (a record whose clipped gradient is one unit "
                     f"vector; any model dimension), the matched filters of every "
-                    f"{self.window}-th step (per epoch; under fixed bins summed over the "
-                    "periods): random allocation of a mixture over the filter's "
-                    "autocorrelations")
+                    f"{self.window}-th step ("
+                    + (f"summed over the {self.periods} periods of the bins" if self.periods
+                       else "per epoch") +
+                    "): random allocation of a mixture over the filter's autocorrelations")
         if self.name == WINDOWED:
             return (f"windowed witness (a record whose clipped gradient is one unit vector; any "
                     f"model dimension), windows of {self.window} steps, the output rows reading "

@@ -307,4 +307,4 @@ def fixed_filter_witness(strategy: Strategy, sigma: float, bins: int) -> Witness
         return None
     mog = MixtureOfGaussians(sigma, *mixture)
     return Witness(FILTERED, ((mog.subsample(RandomAllocation(1, bins // spacing)), 1),),
-                   0, 1, window=spacing)
+                   0, 1, window=spacing, periods=periods)
