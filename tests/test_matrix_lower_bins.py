@@ -80,7 +80,9 @@ def test_below_the_proven_upper_ends(b, bins, z, fixed, eps):
     g = m.delta(eps)
     assert g.lower >= low * (1 - 1e-9) and g.lower <= g.delta
     assert any(f"{w} witness" in g.note for w in ("matched-filter", "row-allocation",
-                                                  "filter-allocation")) or "attained" in g.note
+                                                  "filter-allocation", "windowed",
+                                                  "alternating-windows")) \
+        or "attained" in g.note
 
 
 def test_the_estimate_lies_above_the_lower_end():

@@ -524,7 +524,8 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     C (:mod:`dpamp.amplification.matrix.lower`; on C >= 0 also the windowed witnesses of
     :mod:`dpamp.amplification.matrix.lower_block`), balls in bins and fixed bins on C >= 0
     (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, row allocation for a
-    Toeplitz C with bands dividing the bins, filter allocation for a Toeplitz C); b-min-separation sampling on a banded C >= 0
+    Toeplitz C with bands dividing the bins, filter allocation and the windows of an epoch
+    for a Toeplitz C); b-min-separation sampling on a banded C >= 0
     (:mod:`dpamp.amplification.matrix.lower_minsep`: the windows at the chain's least
     favourable entry state); else [];
     ``c``: C as ``amplified_c`` reads it, if built."""
@@ -534,11 +535,13 @@ def lower_witnesses(m: MatrixMechanism, c=None):
         from ..amplification.matrix import lower_bins as LB
         if isinstance(p, FixedBins):
             ws = [LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins),
-                  LB.fixed_filter_witness(m.strategy, m.noise_multiplier, p.bins)]
+                  LB.fixed_filter_witness(m.strategy, m.noise_multiplier, p.bins),
+                  *LB.window_witnesses(m.strategy, m.noise_multiplier, p.bins, fixed=True)]
         else:
             ws = [LB.epoch_witness(m.strategy, m.noise_multiplier, p.bins),
                   LB.allocation_witness(m.strategy, m.noise_multiplier, p.bins),
-                  LB.filter_allocation_witness(m.strategy, m.noise_multiplier, p.bins)]
+                  LB.filter_allocation_witness(m.strategy, m.noise_multiplier, p.bins),
+                  *LB.window_witnesses(m.strategy, m.noise_multiplier, p.bins)]
         return [w for w in ws if w is not None]
     if isinstance(p, MinSepSampling):
         from ..amplification.matrix.lower_minsep import minsep_witnesses

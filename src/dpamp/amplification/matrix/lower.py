@@ -109,8 +109,11 @@ class Witness:
     dimensions: int
     window: int = 0
     refined: tuple = ()
-    #: the periods summed by the fixed bins' filter allocation (:mod:`.lower_bins`; else 0)
+    #: the periods summed by a fixed bins' witness (:mod:`.lower_bins`; else 0)
     periods: int = 0
+
+    def _summed(self) -> str:
+        return f", summed over the {self.periods} periods of the bins" if self.periods else ""
 
     def describe(self) -> str:
         if self.name == FIXED:
@@ -130,12 +133,12 @@ class Witness:
         if self.name == WINDOWED:
             return (f"windowed witness (a record whose clipped gradient is one unit vector; any "
                     f"model dimension), windows of {self.window} steps, the output rows reading "
-                    "one window only projected on the window's matched filter")
+                    "one window only projected on the window's matched filter" + self._summed())
         if self.name == ALTERNATING:
             return (f"alternating-windows witness (the record's gradient alternates between two "
                     f"orthogonal unit vectors every {self.window} steps; a model of at least 2 "
                     "parameters), every output row reading a window projected on the "
-                    "window's matched filter")
+                    "window's matched filter" + self._summed())
         if self.name == MATCHED:
             return ("matched-filter witness (a record whose clipped gradient is one unit "
                     "vector; any model dimension), the outputs projected on one participation's "

@@ -52,6 +52,24 @@ periods (a post-processing) are independent N(0, sigma^2) without the record, an
 one U holding its bin is shifted by sqrt(E) rho(|d|) / |c|: the pair is one random
 allocation (1 of B / b') of (1/b') sum_d N(sqrt(E) rho(|d|) / |c|, sigma^2).
 
+**Windows of an epoch** (balls in bins redrawn every epoch or fixed bins, a Toeplitz C >= 0,
+windows of L steps with L dividing B; our construction after the Poisson windows of
+:mod:`.lower_block`). Cut each epoch into its B / L windows W_k and take the statistics T_k =
+<v, y_(R_k)> / |v| of :mod:`.lower_block` (v the sum of the window's columns over the rows R_k,
+whose shifts a_s = <v, C[R_k, s]> / |v| >= 0): *windowed*, the gradient one unit vector and R_k
+the rows reading W_k only (t in [k L + b - 1, (k + 1) L)); *alternating*, the gradient u_1 in
+the even windows and u_2 in the odd ones (a model of at least two parameters) and R_k every
+row reading W_k along its direction (L >= b - 1). Either way the T_k are independent N(0,
+sigma^2) without the record (disjoint rows, or orthogonal directions), and T_k is shifted only
+by the record's steps in W_k. Under balls in bins the epoch's step is uniform: exactly one
+window of the epoch holds it, uniformly, and within it the position is uniform, so the
+epoch's statistics are exactly random allocation (1 of B / L) of (1/L) sum_s N(a_s, sigma^2)
+against N(0, sigma^2), independent across epochs (interior windows of a Toeplitz C all have
+the same shifts; the first window's extra rows, and epochs whose rows pass the last row, are
+dropped). L = B is one mixture per epoch: the epoch filter above with the sum of the columns
+for the filter. Under fixed bins the periods' statistics of the same window are summed (the
+record's bin takes the same position in each), the shifts times sqrt(E) as above.
+
 **Rounding**: the means are scaled by a power of two (largest entry in [1/2, 1)), each shift
 is lowered by the relative error of its sums (non-negative terms, gamma bounds; Higham 2002,
 Sec. 3.1) and by an absolute bound on what was rounded in the subnormals (there the relative
@@ -69,14 +87,18 @@ import numpy as np
 
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from ...mechanisms.matrix_strategies import DenseStrategy, Strategy
-from .lower import ALLOCATED, FILTERED, MATCHED, Witness
+from .lower import ALLOCATED, ALTERNATING, FILTERED, MATCHED, MAX_COMPONENTS, WINDOWED, \
+    Witness, _reduce
 
 __all__ = ["fixed_bins_witness", "epoch_witness", "allocation_witness",
-           "filter_allocation_witness", "fixed_filter_witness", "MAX_WORK"]
+           "filter_allocation_witness", "fixed_filter_witness", "window_witnesses",
+           "MAX_WORK", "MAX_BIN_WINDOW"]
 
 _U = 2.0 ** -53
 #: the most multiply-adds spent on a witness's means (beyond: no witness; it is optional)
 MAX_WORK = 1 << 27
+#: the longest window of :func:`window_witnesses` (its block is (L + b - 1) x L)
+MAX_BIN_WINDOW = 512
 
 
 def _matched(v: np.ndarray, sigma: float, terms: int, bins: int) -> tuple | None:
@@ -308,3 +330,56 @@ def fixed_filter_witness(strategy: Strategy, sigma: float, bins: int) -> Witness
     mog = MixtureOfGaussians(sigma, *mixture)
     return Witness(FILTERED, ((mog.subsample(RandomAllocation(1, bins // spacing)), 1),),
                    0, 1, window=spacing, periods=periods)
+
+
+def _window_lengths(bins: int, least: int) -> list[int]:
+    """The window lengths tried: the largest divisor of ``bins`` up to MAX_BIN_WINDOW and the
+    divisor nearest a quarter of it, both at least ``least`` (any choice is valid)."""
+    divs = [d for d in range(max(least, 1), min(bins, MAX_BIN_WINDOW) + 1) if bins % d == 0]
+    if not divs:
+        return []
+    top = divs[-1]
+    quarter = min(divs, key=lambda d: (abs(d - top / 4), d))
+    return sorted({top, quarter})
+
+
+def window_witnesses(strategy: Strategy, sigma: float, bins: int, fixed: bool = False
+                     ) -> list[Witness]:
+    """The windowed and alternating witnesses of balls in bins redrawn every epoch, or of
+    fixed bins (``fixed``: the periods summed) (module docstring, "Windows of an epoch"), at
+    the lengths of :func:`_window_lengths`; [] where C is not a Toeplitz C >= 0 given exactly
+    or no epoch fits."""
+    from ...core.sampling import RandomAllocation
+    from .lower_block import window_shifts
+    c, b, n = _toeplitz(strategy), strategy.bands, strategy.n
+    if c is None or not _usable(strategy) or b is None:
+        return []
+    out = []
+    for alternating in (False, True):
+        for length in _window_lengths(bins, b - 1 if alternating else b):
+            # epochs whose rows stay below n (an alternating window reads b - 1 rows on)
+            epochs = sum(1 for e in range(n // bins)
+                         if (e + 1) * bins + (b - 2 if alternating else -1) <= n - 1)
+            if epochs == 0:
+                continue
+            # the first window stands for all: its rows as an interior one's (``strict``)
+            a = window_shifts(strategy, np.ones(n, dtype=bool), length, alternating, [0],
+                              strict=True)[0]
+            if fixed:
+                # sqrt and the product each within half an ulp: 4 ulps down covers both
+                a = a * math.sqrt(epochs) * (1 - 4 * _U)
+            mixture = _uniform_mixture(a, sigma, length)
+            if mixture is None:
+                continue
+            vals, probs = np.array(mixture[0]), np.array(mixture[1])
+            if vals.size > MAX_COMPONENTS:
+                vals, probs = _reduce(vals, probs)
+                # (merged masses: sums of at most ``length`` terms, lowered by that error)
+                probs = np.where(vals > 0, probs * (1 - (length + 2) * _U), 0.0)
+                probs[0] = max(1.0 - math.fsum(probs[1:].tolist()), 0.0)
+            mog = MixtureOfGaussians(sigma, tuple(vals.tolist()), tuple(probs.tolist()))
+            alloc = mog.subsample(RandomAllocation(1, bins // length))
+            out.append(Witness(ALTERNATING if alternating else WINDOWED,
+                               ((alloc, 1 if fixed else epochs),), 0, 2 if alternating else 1,
+                               window=length, periods=epochs if fixed else 0))
+    return out

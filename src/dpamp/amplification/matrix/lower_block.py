@@ -140,10 +140,12 @@ def representatives(strategy: Strategy, length: int, period: int | None = None):
 
 
 def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: bool,
-            js=None):
+            js=None, strict: bool = False):
     """M (windows x rows x steps): the window blocks C[R_j, W_j] of the module docstring, each
     on the rows j L + r (r < length + b - 1) and steps j L + k (k < length), entries outside
-    R_j, W_j ∩ E or the matrix set to 0; for the windows ``js`` (default: every one)."""
+    R_j, W_j ∩ E or the matrix set to 0; for the windows ``js`` (default: every one).
+    ``strict`` (windowed only): a row's b read positions all inside the window, so the first
+    window keeps only the rows an interior one does."""
     n = strategy.n
     b = int(strategy.bands or n)
     js = np.arange(-(-n // length)) if js is None else np.asarray(js, dtype=np.int64)
@@ -161,6 +163,8 @@ def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: 
         lo = np.clip(t - b + 1, 0, n)
         before = ej[np.minimum(start, n)] - ej[np.minimum(lo, np.minimum(start, n))]
         keep_row = (t < n) & (t < start + length) & ((lo >= start) | (before == 0))
+        if strict:
+            keep_row &= t - b + 1 >= start
     keep_step = (s < n) & joinable[np.minimum(s, n - 1)]
     d = t[:, :, None] - s[:, None, :]
     coeffs = _coefficients(strategy)
@@ -176,12 +180,12 @@ def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: 
 
 
 def window_shifts(strategy: Strategy, joinable, length: int, alternating: bool,
-                  js=None) -> np.ndarray:
+                  js=None, strict: bool = False) -> np.ndarray:
     """a (windows x steps): each window's shifts a_{j,s} = <v_j, M_j[:, s]> / |v_j| with v_j
     = M_j 1, rounded down (module docstring: scaled to [1/2, 1), gamma bounds, subnormals;
     a shift below 2^-1000 moved to 0), for the windows ``js`` (default: every one); a window
-    without rows or steps has shifts 0."""
-    m = _blocks(strategy, np.asarray(joinable, dtype=bool), length, alternating, js)
+    without rows or steps has shifts 0; ``strict`` as :func:`_blocks`."""
+    m = _blocks(strategy, np.asarray(joinable, dtype=bool), length, alternating, js, strict)
     top = m.max(axis=(1, 2))
     e = np.frexp(np.where(top > 0, top, 1.0))[1]                  # top in [2^(e-1), 2^e)
     m = np.ldexp(m, -e[:, None, None])
