@@ -268,6 +268,17 @@ def filter_allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Wi
     no epoch whose filters fit, or a shift over sigma out of range). The shifts are the
     matched filter's (:func:`_matched` on the window's columns over the filter's rows, each
     position of probability 1/b')."""
+    return _filter_witness(strategy, sigma, bins, fixed=False)
+
+
+def fixed_filter_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
+    """The filter-allocation witness of fixed bins (module docstring: the periods summed), or
+    None (as :func:`filter_allocation_witness`)."""
+    return _filter_witness(strategy, sigma, bins, fixed=True)
+
+
+def _filter_witness(strategy: Strategy, sigma: float, bins: int, fixed: bool
+                    ) -> Witness | None:
     from ...core.sampling import RandomAllocation
     c, b, n = _toeplitz(strategy), strategy.bands, strategy.n
     if c is None or not _usable(strategy) or b is None:
@@ -280,12 +291,12 @@ def filter_allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Wi
     epochs = sum(1 for e in range(n // bins) if (e + 1) * bins - spacing + o + b - 1 <= n - 1)
     if epochs == 0:
         return None
-    mixture = _filter_mixture(strategy, sigma, spacing, o, 1)
+    mixture = _filter_mixture(strategy, sigma, spacing, o, epochs if fixed else 1)
     if mixture is None:
         return None
-    mog = MixtureOfGaussians(sigma, *mixture)
-    return Witness(FILTERED, ((mog.subsample(RandomAllocation(1, bins // spacing)), epochs),),
-                   0, 1, window=spacing)
+    alloc = MixtureOfGaussians(sigma, *mixture).subsample(RandomAllocation(1, bins // spacing))
+    return Witness(FILTERED, ((alloc, 1 if fixed else epochs),), 0, 1, window=spacing,
+                   periods=epochs if fixed else 0)
 
 
 def _filter_mixture(strategy: Strategy, sigma: float, spacing: int, o: int,
@@ -302,34 +313,17 @@ def _filter_mixture(strategy: Strategy, sigma: float, spacing: int, o: int,
         return None
     shifts, probs = np.array(mixture[0]), mixture[1]
     if periods > 1:
-        # sqrt and the product each within half an ulp: 4 ulps down covers both
-        shifts = shifts * math.sqrt(periods) * (1 - 4 * _U)
+        shifts = _times_root(shifts, periods)
         with np.errstate(over="ignore"):
             if not np.isfinite(shifts / sigma).all():
                 return None
     return tuple(shifts.tolist()), probs
 
 
-def fixed_filter_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
-    """The filter-allocation witness of fixed bins (module docstring), or None (as
-    :func:`filter_allocation_witness`)."""
-    from ...core.sampling import RandomAllocation
-    c, b, n = _toeplitz(strategy), strategy.bands, strategy.n
-    if c is None or not _usable(strategy) or b is None:
-        return None
-    spacing = filter_spacing(b, bins)
-    if spacing is None:
-        return None
-    o = -(-spacing // 2) - 1
-    periods = sum(1 for e in range(n // bins) if (e + 1) * bins - spacing + o + b - 1 <= n - 1)
-    if periods == 0:
-        return None
-    mixture = _filter_mixture(strategy, sigma, spacing, o, periods)
-    if mixture is None:
-        return None
-    mog = MixtureOfGaussians(sigma, *mixture)
-    return Witness(FILTERED, ((mog.subsample(RandomAllocation(1, bins // spacing)), 1),),
-                   0, 1, window=spacing, periods=periods)
+def _times_root(shifts: np.ndarray, periods: int) -> np.ndarray:
+    """shifts * sqrt(periods) rounded down (sqrt and the product each within half an ulp: 4
+    ulps down cover both)."""
+    return shifts * math.sqrt(periods) * (1 - 4 * _U)
 
 
 def _window_lengths(bins: int, least: int) -> list[int]:
@@ -366,8 +360,7 @@ def window_witnesses(strategy: Strategy, sigma: float, bins: int, fixed: bool = 
             a = window_shifts(strategy, np.ones(n, dtype=bool), length, alternating, [0],
                               strict=True)[0]
             if fixed:
-                # sqrt and the product each within half an ulp: 4 ulps down covers both
-                a = a * math.sqrt(epochs) * (1 - 4 * _U)
+                a = _times_root(a, epochs)
             mixture = _uniform_mixture(a, sigma, length)
             if mixture is None:
                 continue
