@@ -253,10 +253,12 @@ class Toeplitz(Strategy):
         if not np.isfinite(c).all():
             raise ValueError("coeffs must be finite")
         object.__setattr__(self, "n", V.integer("n", self.n, low=1))
-        nz = np.nonzero(c)[0]
+        # (the check after the cut to n steps: (0, 1) over one step is C = 0 too)
+        nz = np.nonzero(c[:self.n])[0]
         if nz.size == 0:
-            raise ValueError("coeffs must not all be 0 (C = 0 releases pure noise)")
-        c = c[: min(int(nz[-1]) + 1, self.n)]
+            raise ValueError("coeffs must not all be 0 within the n steps (C = 0 releases "
+                             "pure noise)")
+        c = c[: int(nz[-1]) + 1]
         object.__setattr__(self, "coeffs", tuple(float(v) for v in c))
 
     def toeplitz(self) -> np.ndarray:

@@ -126,7 +126,9 @@ def _matched(v: np.ndarray, sigma: float, terms: int, bins: int) -> tuple | None
     tiny = v.shape[0] * 2.0 ** -1072
     shifts = np.maximum(g - tiny, 0.0) * (1 - rel) / math.sqrt(
         float(norms[top]) * (1 + rel) + tiny)
-    mixture = _uniform_mixture(np.ldexp(shifts, k), sigma, bins)
+    with np.errstate(over="ignore"):     # (a shift beyond the doubles: None below)
+        scaled = np.ldexp(shifts, k)
+    mixture = _uniform_mixture(scaled, sigma, bins)
     return None if mixture is None else (*mixture, top)
 
 
