@@ -86,7 +86,7 @@ from collections import Counter
 import numpy as np
 
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
-from ...mechanisms.matrix_strategies import DenseStrategy, Strategy
+from ...mechanisms.matrix_strategies import DenseStrategy, Strategy, Toeplitz
 from .lower import ALLOCATED, ALTERNATING, FILTERED, MATCHED, MAX_COMPONENTS, WINDOWED, \
     Witness, _reduce
 
@@ -158,6 +158,11 @@ def _uniform_mixture(shifts: np.ndarray, sigma: float, count: int) -> tuple | No
 
 def _toeplitz(strategy: Strategy) -> np.ndarray | None:
     """|c| of a Toeplitz strategy (trailing zeros dropped), or None for a dense one."""
+    if isinstance(strategy, Toeplitz):
+        # (its own coefficients: the length-n column would be built for nothing)
+        a = np.abs(np.asarray(strategy.coeffs, dtype=float))
+        nz = np.flatnonzero(a)
+        return a[:int(nz[-1]) + 1]
     c = strategy.toeplitz()
     if c is None or isinstance(strategy, DenseStrategy):
         return None
@@ -324,8 +329,9 @@ def _filter_mixture(strategy: Strategy, sigma: float, spacing: int, o: int,
 
 def _times_root(shifts: np.ndarray, periods: int) -> np.ndarray:
     """shifts * sqrt(periods) rounded down (sqrt and the product each within half an ulp: 4
-    ulps down cover both)."""
-    return shifts * math.sqrt(periods) * (1 - 4 * _U)
+    ulps down cover both; beyond the doubles inf, which the mixture refuses)."""
+    with np.errstate(over="ignore"):
+        return shifts * math.sqrt(periods) * (1 - 4 * _U)
 
 
 def _window_lengths(bins: int, least: int) -> list[int]:
@@ -359,7 +365,8 @@ def window_witnesses(strategy: Strategy, sigma: float, bins: int, fixed: bool = 
             if epochs == 0:
                 continue
             # the first window stands for all: its rows as an interior one's (``strict``)
-            a = window_shifts(strategy, np.ones(n, dtype=bool), length, alternating, [0],
+            # (every step joinable: a broadcast view, nothing of length n is allocated)
+            a = window_shifts(strategy, np.broadcast_to(True, n), length, alternating, [0],
                               strict=True)[0]
             if fixed:
                 a = _times_root(a, epochs)

@@ -81,7 +81,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...mechanisms.matrix_strategies import DenseStrategy, Strategy
+from ...mechanisms.matrix_strategies import DenseStrategy, Strategy, Toeplitz
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from .lower import ALTERNATING, MAX_COMPONENTS, WINDOWED, Witness, _reduce
 
@@ -105,7 +105,10 @@ MAX_WORK = 1 << 23
 
 
 def _coefficients(strategy: Strategy) -> np.ndarray | None:
-    """The Toeplitz coefficients c_0, c_1, ... (None for a dense strategy)."""
+    """The Toeplitz coefficients c_0, c_1, ... (None for a dense strategy; a Toeplitz
+    strategy's own, without the length-n column)."""
+    if isinstance(strategy, Toeplitz):
+        return np.asarray(strategy.coeffs, dtype=float)
     c = strategy.toeplitz()
     if c is None or isinstance(strategy, DenseStrategy):
         return None
@@ -156,6 +159,10 @@ def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: 
     start = js[:, None] * length
     if alternating:
         keep_row = t < n
+    elif strict:
+        # (every read position inside the window: no count of the joinable steps before it,
+        # so nothing of the length of the run is built)
+        keep_row = (t < n) & (t < start + length) & (t - b + 1 >= start)
     else:
         # row t's read steps {s in E: t - b < s <= t} inside [jL, (j+1)L): t < (j+1)L and
         # no joinable step in [t - b + 1, jL)
@@ -163,8 +170,6 @@ def _blocks(strategy: Strategy, joinable: np.ndarray, length: int, alternating: 
         lo = np.clip(t - b + 1, 0, n)
         before = ej[np.minimum(start, n)] - ej[np.minimum(lo, np.minimum(start, n))]
         keep_row = (t < n) & (t < start + length) & ((lo >= start) | (before == 0))
-        if strict:
-            keep_row &= t - b + 1 >= start
     keep_step = (s < n) & joinable[np.minimum(s, n - 1)]
     d = t[:, :, None] - s[:, None, :]
     coeffs = _coefficients(strategy)
@@ -204,7 +209,8 @@ def window_shifts(strategy: Strategy, joinable, length: int, alternating: bool,
     tiny = rows * (length + 2) * 2.0 ** -1070
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.maximum(dot * (1 - g) - tiny, 0.0) / np.sqrt(sq * (1 + g) + tiny)[:, None]
-    a = np.ldexp(np.where(top[:, None] > 0, a * (1 - 8 * _U), 0.0), e[:, None])
+    with np.errstate(over="ignore"):     # (a shift beyond the doubles: inf, no witness)
+        a = np.ldexp(np.where(top[:, None] > 0, a * (1 - 8 * _U), 0.0), e[:, None])
     # scaled back into the subnormals, a shift may round up: moved to 0 (dominated)
     return np.where(a >= 2.0 ** -1000, a, 0.0)
 
