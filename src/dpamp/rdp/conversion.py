@@ -170,9 +170,9 @@ def _minimise(search: _Search) -> tuple[float, float]:
     parabola through the best order and its neighbours, with four orders close around it (at
     1/32 and 1/16 of its distance from that best order), repeated until the parabola predicts
     the value at its vertex to 1e-6; the same in a second basin (a local minimum of the orders
-    tried within 1 % of the best), where there is one. The orders tried contain dp-accounting's (tenths below
-    11, integers above) near the best, so where the objective is unimodal the value is no
-    larger than its minimum over them."""
+    tried within 1 % of the best), where there is one. The orders tried contain
+    dp-accounting's (tenths below 11, integers above) near the best, so where the objective is
+    unimodal the value is no larger than its minimum over them."""
     search.add(_SWEEP)
     i, lam, lo, hi = search.best()
     while i == search.lam.size - 1 and lam < 1e6 and np.isfinite(search.vals[i]):
@@ -193,10 +193,10 @@ def _minimise(search: _Search) -> tuple[float, float]:
         return float(search.vals[i]), 1.0 + lam
     search.add(lam + 0.1 * np.arange(-9, 10) if lam >= 1.0 else np.linspace(lo, hi, 21))
     best = int(np.argmin(search.vals))
-    # a second basin (interpolated fractional orders make the objective a sawtooth: RR's and
-    # Laplace's subsampled curves had their minimum at order 1.755 beside the integer 2, 0.1 %
-    # lower, with the orders tried between them higher than both): its local minimum, where
-    # it is within 1 % of the best
+    # a second basin (interpolated fractional orders can make the objective a sawtooth: a
+    # subsampled Laplace's had its minimum at order 1.755 beside the integer 2, 0.1 % lower,
+    # with the orders tried between them higher than both): its local minimum, where it is
+    # within 1 % of the best
     others = [i for i in range(1, search.vals.size - 1)
               if search.vals[i] < min(search.vals[i - 1], search.vals[i + 1]) and i != best
               and search.vals[i] <= search.vals[best] + 0.01 * abs(search.vals[best])]
