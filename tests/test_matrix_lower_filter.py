@@ -5,7 +5,6 @@ fixed-direction pair on tiny mechanisms (quadrature over every participation pat
 its exactness where it keeps everything (C diagonal)."""
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -18,13 +17,7 @@ from dpamp.amplification.matrix.lower_bins import (filter_allocation_witness, fi
                                                     fixed_filter_witness)
 from dpamp.families.matrix import bsr_coefficients
 from test_matrix_amplified import exact_delta
-
-
-def _pairs(bins, epochs):
-    """The one-hot-per-epoch patterns of balls in bins (each equally likely)."""
-    pats = [np.concatenate([np.eye(bins)[s] for s in ss])
-            for ss in itertools.product(range(bins), repeat=epochs)]
-    return np.array(pats), np.full(len(pats), -epochs * math.log(bins))
+from test_matrix_lower_rowalloc_review import assert_below_exact
 
 
 def _direct_shifts(c, n, bins):
@@ -117,16 +110,9 @@ def test_witness_below_the_exact_delta(coeffs, bins, epochs, z):
         assert sp is not None and bins - sp + (-(-sp // 2) - 1) + len(coeffs) - 1 > n - 1
         return
     m = dp.MatrixMechanism(s, z, participation=dp.BallsInBins(bins))
-    pats, logw = _pairs(bins, epochs)
-    nodes, tol = ((300 if len(coeffs) == 1 else 100), 1e-3) if n <= 3 else (40, 1e-3)
-    for eps in ((0.1, 0.5, 1.0) if n <= 3 else (0.5,)):
-        truth = exact_delta(s.dense(), z, None, eps, nodes=nodes, pats=pats, logw=logw)
-        low = lower_end([w], "delta", eps).value
-        rep = m.delta(eps).lower
-        assert 0 < low <= truth * (1 + tol), (eps, low, truth)
-        assert rep is not None and rep <= truth * (1 + tol), (eps, rep, truth)
-        if len(coeffs) == 1 and eps <= 0.5:
-            assert low >= truth * 0.97, (eps, low, truth)
+    nodes = (300 if len(coeffs) == 1 else 100) if n <= 3 else 40
+    assert_below_exact(w, m, bins, epochs, nodes, (0.1, 0.5, 1.0) if n <= 3 else (0.5,),
+                       diagonal=len(coeffs) == 1)
 
 
 def test_diagonal_c_is_random_allocation():

@@ -262,11 +262,18 @@ def allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness |
 
 def filter_spacing(bands: int, bins: int) -> int | None:
     """The least divisor b' >= ``bands`` of ``bins`` (the filter allocation's spacing), or
-    None where ``bins`` < ``bands``."""
-    for d in range(max(bands, 1), bins + 1):
+    None where there is none up to MAX_BIN_WINDOW (the window's block is b x b'; a prime
+    number of bins of 10^7 would have asked for 10^7 columns)."""
+    for d in range(max(bands, 1), min(bins, MAX_BIN_WINDOW) + 1):
         if bins % d == 0:
             return d
     return None
+
+
+def _epochs_inside(n: int, bins: int, reach: int) -> int:
+    """How many full epochs e (of ``bins`` steps, n // bins of them) read no row past n - 1,
+    epoch e's last row read being (e + 1) B + ``reach``: e + 1 <= (n - 1 - reach) // B."""
+    return max(0, min(n // bins, (n - 1 - reach) // bins))
 
 
 def filter_allocation_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
@@ -295,7 +302,7 @@ def _filter_witness(strategy: Strategy, sigma: float, bins: int, fixed: bool
         return None
     o = -(-spacing // 2) - 1
     # the last filter of epoch e reads rows up to (e + 1) B - b' + o + b - 1
-    epochs = sum(1 for e in range(n // bins) if (e + 1) * bins - spacing + o + b - 1 <= n - 1)
+    epochs = _epochs_inside(n, bins, o + b - 1 - spacing)
     if epochs == 0:
         return None
     mixture = _filter_mixture(strategy, sigma, spacing, o, epochs if fixed else 1)
@@ -360,8 +367,7 @@ def window_witnesses(strategy: Strategy, sigma: float, bins: int, fixed: bool = 
     for alternating in (False, True):
         for length in _window_lengths(bins, b - 1 if alternating else b):
             # epochs whose rows stay below n (an alternating window reads b - 1 rows on)
-            epochs = sum(1 for e in range(n // bins)
-                         if (e + 1) * bins + (b - 2 if alternating else -1) <= n - 1)
+            epochs = _epochs_inside(n, bins, b - 2 if alternating else -1)
             if epochs == 0:
                 continue
             # the first window stands for all: its rows as an interior one's (``strict``)
