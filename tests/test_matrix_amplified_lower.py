@@ -299,8 +299,8 @@ def test_the_family_answers_with_the_lower_end_and_says_what_it_assumed():
     # balls in bins: the matched filters' lower end (C >= 0), and it needs no dimensions
     m3 = dp.MatrixMechanism(s, 3.0, participation=dp.BallsInBins(10))
     g3 = amplified_epsilon(m3, 1e-6)
-    assert 0 < g3.lower <= g3.epsilon and "windowed witness" in g3.note
-    assert "matched-filter" in g3.note                       # the other witnesses' values
+    assert 0 < g3.lower <= g3.epsilon and "whole-run matched-filter witness" in g3.note
+    assert "matched-filter" in g3.note and "windowed" in g3.note   # the others' values
     assert "parameters" not in g3.note
 
 

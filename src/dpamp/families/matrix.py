@@ -533,15 +533,18 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     bands = m.strategy.bands
     if isinstance(p, (FixedBins, BallsInBins)):
         from ..amplification.matrix import lower_bins as LB
+        from ..amplification.matrix.lower_run import run_filter_witnesses
         if isinstance(p, FixedBins):
             ws = [LB.fixed_bins_witness(m.strategy, m.noise_multiplier, p.bins),
                   LB.fixed_filter_witness(m.strategy, m.noise_multiplier, p.bins),
-                  *LB.window_witnesses(m.strategy, m.noise_multiplier, p.bins, fixed=True)]
+                  *LB.window_witnesses(m.strategy, m.noise_multiplier, p.bins, fixed=True),
+                  *run_filter_witnesses(m.strategy, m.noise_multiplier, p.bins, fixed=True)]
         else:
             ws = [LB.epoch_witness(m.strategy, m.noise_multiplier, p.bins),
                   LB.allocation_witness(m.strategy, m.noise_multiplier, p.bins),
                   LB.filter_allocation_witness(m.strategy, m.noise_multiplier, p.bins),
-                  *LB.window_witnesses(m.strategy, m.noise_multiplier, p.bins)]
+                  *LB.window_witnesses(m.strategy, m.noise_multiplier, p.bins),
+                  *run_filter_witnesses(m.strategy, m.noise_multiplier, p.bins)]
         return [w for w in ws if w is not None]
     if isinstance(p, MinSepSampling):
         from ..amplification.matrix.lower_minsep import minsep_witnesses

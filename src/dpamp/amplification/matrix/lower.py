@@ -90,6 +90,8 @@ MAX_LEVELS = 16
 FIXED, ORTHOGONAL = "fixed-direction", "orthogonal"
 #: balls in bins' witnesses (:mod:`.lower_bins`)
 MATCHED, ALLOCATED, FILTERED = "matched-filter", "row-allocation", "filter-allocation"
+#: balls in bins' whole-run matched filter (:mod:`.lower_run`)
+RUN = "whole-run-filter"
 #: the windowed witnesses of Poisson sampling (:mod:`.lower_block`)
 WINDOWED, ALTERNATING = "windowed", "alternating-windows"
 
@@ -139,6 +141,10 @@ class Witness:
                     f"orthogonal unit vectors every {self.window} steps; a model of at least 2 "
                     "parameters), every output row reading a window projected on the "
                     "window's matched filter" + self._summed())
+        if self.name == RUN:
+            return ("whole-run matched-filter witness (a record whose clipped gradient is one "
+                    "unit vector; any model dimension), the outputs projected on the mean "
+                    "with every step taken")
         if self.name == MATCHED:
             return ("matched-filter witness (a record whose clipped gradient is one unit "
                     "vector; any model dimension), the outputs projected on one participation's "
@@ -357,8 +363,11 @@ def witnesses(c, col_sq, bands: int, sigma: float, q: float, partitions: int = 1
 def _value(parts, field: str, x: float) -> float | None:
     """The PLD's lower end of the product of ``parts`` at ``x`` (None: out of its reach, or
     no finite value)."""
+    parts = list(parts)
+    # (one Gaussian: its closed-form profile, exact at both ends and beyond the PLD's range)
+    one = len(parts) == 1 and parts[0][1] == 1 and isinstance(parts[0][0], Gaussian)
     try:
-        v = getattr(compose_counts(list(parts)), field)(x, method="pld").lower
+        v = getattr(compose_counts(parts), field)(x, method="profile" if one else "pld").lower
     except OutOfReach:
         return None
     return float(v) if v is not None and math.isfinite(v) else None
