@@ -371,17 +371,23 @@ def test_below_the_whole_pair(kind, coeffs, n, bins, fixed, sigma):
             assert truth >= 1e-3 - 3 * err - 1e-12, (le.value, truth)
 
 
+def _random_coeffs(rng, n, b, first):
+    """b coefficients in [0, 1), 30 % of them 0, the first positive with probability
+    ``first``; not all 0 within n steps."""
+    co = rng.uniform(0, 1, b) * (rng.random(b) < 0.7)
+    co[0] = rng.uniform(0.2, 1) if rng.random() < first else 0.0
+    if not co[:n].any():
+        co[0] = 1.0
+    return co
+
+
 def _random_case(rng, nmax, nmin=1):
     n = int(rng.integers(nmin, nmax + 1))
     bins = int(rng.integers(1, n + 1))
     fixed = bool(rng.integers(2))
     sigma = float(np.exp(rng.uniform(math.log(0.3), math.log(3.0))))
     if rng.random() < 0.5:
-        b = int(rng.integers(1, n + 2))
-        co = rng.uniform(0, 1, b) * (rng.random(b) < 0.7)
-        co[0] = rng.uniform(0.2, 1) if rng.random() < 0.85 else 0.0
-        if not co[:n].any():
-            co[0] = 1.0
+        co = _random_coeffs(rng, n, int(rng.integers(1, n + 2)), 0.85)
         s = dp.Toeplitz(tuple(co * 10.0 ** rng.integers(-3, 4)), n)
         sigma *= max(s.coeffs)
     else:
@@ -480,11 +486,7 @@ def test_law_exactly_below_and_equal_where_nothing_merged():
             continue
         scale = float(rng.choice([1.0, 1.0, 1e-150, 1e150, 1e-300, 1e300]))
         if rng.random() < 0.5:
-            b = int(rng.integers(1, n + 3))
-            co = rng.uniform(0, 1, b) * (rng.random(b) < 0.7)
-            co[0] = rng.uniform(0.2, 1) if rng.random() < 0.8 else 0.0
-            if not co[:n].any():
-                co[0] = 1.0
+            co = _random_coeffs(rng, n, int(rng.integers(1, n + 3)), 0.8)
             s = dp.Toeplitz(tuple(co * scale), n)
         else:
             d = np.tril(rng.uniform(0, 1, (n, n)) * (rng.random((n, n)) < 0.7))

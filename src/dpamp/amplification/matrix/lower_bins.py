@@ -134,19 +134,28 @@ def _matched(v: np.ndarray, sigma: float, terms: int, bins: int) -> tuple | None
 
 def _uniform_mixture(shifts: np.ndarray, sigma: float, count: int) -> tuple | None:
     """(shifts, probabilities) of (1/count) sum_i N(shifts_i, sigma^2) against N(0, sigma^2),
-    rounded so that the true mixture dominates it: a shift in the subnormals (a scaling
-    rounded, maybe up) or whose mu = shift / sigma is (MixtureOfGaussians divides, within its
-    rounding only for a normal mu) moved to 0, each positive shift's probability padded down
-    (MixtureOfGaussians' normalisation stays within the padding), the zero shift taking the
-    rest (stochastically smaller: dominated); None where a shift or mu is not finite or no
-    shift is positive."""
+    as :func:`dominated_mixture` rounds them."""
+    return dominated_mixture(shifts, np.full(np.shape(shifts), 1.0 / count), sigma)
+
+
+def dominated_mixture(shifts: np.ndarray, probs: np.ndarray, sigma: float, pad: float = 0.0
+                      ) -> tuple | None:
+    """(shifts, probabilities) of sum_i probs_i N(shifts_i, sigma^2) against N(0, sigma^2)
+    (``probs`` each within ``pad`` relative of the true mass, or above it), rounded so that
+    the true mixture dominates it: a shift in the subnormals (a scaling rounded, maybe up) or
+    whose mu = shift / sigma is (MixtureOfGaussians divides, within its rounding only for a
+    normal mu) moved to 0; equal shifts merged, each positive shift's mass lowered by ``pad``,
+    its merge's error (gamma bound of its terms) and MixtureOfGaussians' normalisation; the
+    zero shift taking the rest (stochastically smaller: dominated); None where a shift or mu
+    is not finite or no shift is positive."""
     with np.errstate(over="ignore", under="ignore"):
         mus = shifts / sigma
     if not np.isfinite(shifts).all() or not np.isfinite(mus).all():
         return None
     shifts = np.where((shifts >= 2.0 ** -1000) & (mus >= 2.0 ** -1000), shifts, 0.0)
     u, inv = np.unique(shifts, return_inverse=True)
-    pp = np.bincount(inv, minlength=u.size) * ((1.0 / count) * (1 - 64 * _U))
+    terms = np.bincount(inv, minlength=u.size)
+    pp = np.bincount(inv, weights=probs, minlength=u.size) * (1 - pad - (2 * terms + 64) * _U)
     if u[0] > 0:
         u, pp = np.concatenate([[0.0], u]), np.concatenate([[0.0], pp])
     pos = u > 0

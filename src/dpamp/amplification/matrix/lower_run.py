@@ -46,7 +46,7 @@ import numpy as np
 from ...mechanisms.matrix_strategies import Strategy
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from .lower import MAX_COMPONENTS, RUN, Witness, _reduce
-from .lower_bins import MAX_WORK, _toeplitz, _usable
+from .lower_bins import MAX_WORK, _toeplitz, _usable, dominated_mixture
 
 __all__ = ["run_filter_witnesses", "MAX_FIXED_BINS"]
 
@@ -86,7 +86,7 @@ def run_filter_witnesses(strategy: Strategy, sigma: float, bins: int, fixed: boo
         mu = shifts[0] / sigma
     if np.isfinite(shifts[0]) and shifts[0] > 0 and _NEGLIGIBLE <= mu < math.inf:
         out.append(Witness(RUN, ((Gaussian(sigma, float(shifts[0])), 1),), 0, 1))
-    mixture = _lowered(shifts[1:], probs, sigma, rel_p) if vals.size > 1 else None
+    mixture = dominated_mixture(shifts[1:], probs, sigma, rel_p) if vals.size > 1 else None
     if mixture is not None:
         out.append(Witness(RUN, ((MixtureOfGaussians(sigma, *mixture), 1),), 0, 1))
     return out
@@ -207,25 +207,3 @@ def _convolve(laws: list[tuple[np.ndarray, np.ndarray]], bins: int
         if vals.size == 0:
             break
     return vals, probs, rel_p
-
-
-def _lowered(shifts: np.ndarray, probs: np.ndarray, sigma: float, rel_p: float
-             ) -> tuple | None:
-    """(shifts, probabilities) for MixtureOfGaussians, dominated by the law given: a shift
-    (or its mu) below 2^-1000 moved to 0, the positive shifts' masses lowered by ``rel_p``,
-    the zero shift taking the rest; None where a shift over sigma is not finite or none is
-    positive."""
-    with np.errstate(over="ignore", under="ignore"):
-        mus = shifts / sigma
-    if not np.isfinite(shifts).all() or not np.isfinite(mus).all():
-        return None
-    shifts = np.where((shifts >= _NEGLIGIBLE) & (mus >= _NEGLIGIBLE), shifts, 0.0)
-    u, inv = np.unique(shifts, return_inverse=True)
-    pp = np.bincount(inv, weights=probs, minlength=u.size) * (1 - rel_p - 64 * _U)
-    if u.size == 0 or u[0] > 0:
-        u, pp = np.concatenate([[0.0], u]), np.concatenate([[0.0], pp])
-    pos = u > 0
-    if not pos.any():
-        return None
-    pp[~pos] = max(1.0 - math.fsum(pp[pos].tolist()), 0.0)
-    return tuple(u.tolist()), tuple(pp.tolist())
