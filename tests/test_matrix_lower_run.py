@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import dpamp as dp
 from dpamp.amplification.matrix.lower import lower_end
@@ -49,6 +49,7 @@ def _cases():
 
 @settings(max_examples=60, deadline=None)
 @given(_cases())
+@example(([0.4545394302416659] * 3, 4, 3, False, False))
 def test_law_is_below_the_enumerated_one_and_equal_where_nothing_merged(case):
     """Every witness's law of shifts is stochastically smaller than the enumerated law (its
     CDF at least the true one everywhere), the Gaussian's shift at most the least true one,
@@ -67,8 +68,10 @@ def test_law_is_below_the_enumerated_one_and_equal_where_nothing_merged(case):
         assert w.name == "whole-run-filter" and w.dimensions == 1
         shifts, probs = _law(w)
         for x in np.unique(np.concatenate([shifts, true_s])):
-            mine = probs[shifts <= x].sum()
-            want = true_p[true_s <= x * (1 + 1e-13)].sum()
+            # (the plain-float truth is within 1e-13 of the exact law; equal true atoms
+            # computed on two paths can come out 1 ulp apart in the witness)
+            mine = probs[shifts <= x * (1 + 1e-13)].sum()
+            want = true_p[true_s <= x].sum()
             assert mine >= want - 1e-12, (x, mine, want)
     gauss = _law(ws[0])[0][0]
     assert gauss <= true_s.min() and gauss >= true_s.min() * (1 - 1e-12)
