@@ -9,6 +9,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 import dpamp as dp
@@ -67,8 +69,41 @@ def test_bins_recursion_is_exact():
         b[list(pick)] = 1.0
         pats.append((b, -np.log(9.0)))
     np.testing.assert_allclose(log_ratio_bins(h, j, bins), _brute(h, j, pats), atol=1e-12)
-    with pytest.raises(ValueError, match="bandwidth"):
-        log_ratio_bins(h, j, 1)
+
+
+def _bins_brute(h, j, bins):
+    """log E_B over every balls-in-bins pattern (one step per epoch), by enumeration."""
+    n = h.shape[1]
+    eps = epochs_of(n, bins)
+    pats = []
+    for pick in itertools.product(*[range(a, b) for a, b in eps]):
+        b = np.zeros(n)
+        b[list(pick)] = 1.0
+        pats.append((b, -sum(np.log(b - a) for a, b in eps)))
+    return _brute(h, j, pats)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 9), bins=st.integers(1, 4), bands=st.integers(1, 6),
+       seed=st.integers(0, 2**32 - 1))
+@example(n=9, bins=2, bands=6, seed=0)          # bandwidth 5 over epochs of 2: m = 3
+@example(n=7, bins=1, bands=4, seed=1)          # one step per epoch: B fixed, no mixture
+def test_bins_recursion_below_the_bandwidth_is_exact(n, bins, bands, seed):
+    # epochs shorter than the Gram matrix's bandwidth: a step interacts with several earlier
+    # epochs, the state holds all of their drawn steps (bins^m states)
+    rng = np.random.default_rng(seed)
+    c = _banded(n, bands, n + bands, rng)
+    j = 0.5 * c.T @ c
+    h = 1.5 * rng.normal(size=(3, n))
+    np.testing.assert_allclose(log_ratio_bins(h, j, bins), _bins_brute(h, j, bins),
+                               atol=1e-11)
+
+
+def test_bins_recursion_refuses_too_many_states():
+    n = 40
+    c = _banded(n, 30, n, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"bandwidth 29.*5\^6 states"):
+        log_ratio_bins(np.zeros((1, n)), c.T @ c, 5)
 
 
 def _grid_delta(c, sigma, patterns, eps, half=9.0, step=0.02):

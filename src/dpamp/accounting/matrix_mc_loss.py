@@ -21,8 +21,9 @@ gives w), the sum over 2^n patterns is a hidden-Markov forward recursion:
 
 - independent rates r_t (Poisson, cyclic Poisson): the state is the last w bits, 2^w states,
   O(n 2^w) per sample (w = 0: Lambda = sum_t log(1 - r_t + r_t e^{h_t}));
-- balls in bins (one step per epoch, uniform in the epoch): the state is the step of the
-  current epoch, adjacent epochs only interacting when w <= bins, O(n bins) per sample;
+- balls in bins (one step per epoch, uniform in the epoch): the state is the drawn steps of
+  the last m = ceil(w / bins) epochs (a step interacts with no earlier one), bins^m states,
+  O(n bins^m) per sample (m = 1 when w <= bins);
 - b-min-separation sampling (B_t = 1 with probability p when B_{t-1} = ... = B_{t-b+1} = 0,
   else 0; a Markov chain, its first state cold or stationary): the state is the last
   W = max(w, b - 1) bits, only the patterns with ones b apart (b states when b >= w + 1,
@@ -150,34 +151,89 @@ def epochs_of(n: int, bins: int) -> list[tuple[int, int]]:
     return [(e, min(e + bins, n)) for e in range(0, n, bins)]
 
 
+#: the most states (positions of the epochs that still interact) the balls-in-bins recursion
+#: keeps per sample
+MAX_BINS_STATES = 1 << MAX_STATE_BITS
+#: doubles of one chunk of samples' transition (samples x states x new epoch's steps)
+_CHUNK = 1 << 22
+
+
+def _epoch_memory(w: int, bins: int) -> int:
+    """m: how many earlier epochs a step can interact with (bandwidth w, epochs of ``bins``):
+    step t of epoch e reads u >= t - w, whose epoch is at least e - ceil(w / bins)."""
+    return max(1, -(-w // bins))
+
+
 def log_ratio_bins(h: np.ndarray, j, bins: int) -> np.ndarray:
     """log E_B exp(sum_t B_t h_t - sum_{u<t} B_u B_t J[u, t]) with B one uniformly drawn step
-    in each epoch of ``bins`` steps (independent epochs). Needs bandwidth(J) <= bins, so that
-    only adjacent epochs' steps interact: a forward recursion over the current epoch's step.
-    J dense or sparse."""
+    in each epoch of ``bins`` steps (independent epochs). A forward recursion whose state is
+    the drawn steps of the last m = ceil(bandwidth(J) / bins) epochs (the only ones a new
+    epoch's steps interact with): bins^m states, refused beyond MAX_BINS_STATES. J dense or
+    sparse."""
     jo = _off_diagonal(j)
     w = gram_bandwidth(jo)
-    if w > bins:
-        raise ValueError(f"balls in bins: the Gram matrix C^T C has bandwidth {w} > bins "
-                         f"{bins}; the exact recursion needs only adjacent epochs to interact")
+    m = _epoch_memory(w, bins)
     eps = epochs_of(h.shape[1], bins)
+    if min(bins, h.shape[1]) ** min(m, len(eps)) > MAX_BINS_STATES:
+        raise ValueError(f"balls in bins: the Gram matrix C^T C has bandwidth {w}, so a step "
+                         f"interacts with the {m} epochs of {bins} bins before it: "
+                         f"{bins}^{m} states exceed the exact recursion's "
+                         f"{MAX_BINS_STATES}")
+    blocks = _bins_blocks(jo, eps, m)
+    s = h.shape[0]
+    per = max(1, _CHUNK // max(1, min(bins, h.shape[1]) ** min(m + 1, len(eps) + 1)))
+    return np.concatenate([_bins_forward(h[i:i + per], eps, m, blocks)
+                           for i in range(0, s, per)]) if s else np.zeros(0)
+
+
+def _bins_blocks(jo: sp.csr_matrix, eps: list[tuple[int, int]], m: int) -> list:
+    """For each epoch e >= 1: (decay, shift) with decay (K, k_e) = exp(-(M - shift)), M the
+    interactions sum_i J[p_i, p] of the state (p_i, the drawn steps of the up to m epochs
+    before, flattened in order) with each step p of epoch e, shift = min M."""
+    out = []
+    for e in range(1, len(eps)):
+        a, b = eps[e]
+        tot = np.zeros((1, b - a))
+        for pa, pb in eps[max(0, e - m):e]:
+            blk = jo[pa:pb, a:b].toarray()
+            tot = (tot[:, None, :] + blk[None, :, :]).reshape(-1, b - a)
+        shift = float(tot.min())
+        if tot.max() - shift > _MAX_SPREAD:
+            raise ValueError("noise_multiplier too small for C: interaction exponents spread "
+                             f"over {tot.max() - shift:.4g} (> {_MAX_SPREAD:g})")
+        out.append((np.exp(-(tot - shift)), shift))
+    return out
+
+
+def _bins_forward(h: np.ndarray, eps: list[tuple[int, int]], m: int,
+                  blocks: list) -> np.ndarray:
+    """The balls-in-bins recursion on the samples h (rows), linear scale with a per-sample
+    log offset renormalised every epoch."""
+    s = h.shape[0]
     a, b = eps[0]
     alpha = h[:, a:b] - np.log(b - a)
-    m = alpha.max(axis=1)
-    f = np.exp(alpha - m[:, None])
-    logscale = m
-    for (pa, pb), (a, b) in zip(eps[:-1], eps[1:]):
-        blk = jo[pa:pb, a:b].toarray()
-        bmin = blk.min()
-        if blk.max() - bmin > _MAX_SPREAD:
-            raise ValueError("noise_multiplier too small for C: interaction exponents spread "
-                             f"over {blk.max() - bmin:.4g} (> {_MAX_SPREAD:g})")
-        # np.einsum without optimize does not call BLAS: the same sums whatever the threads
-        g = np.einsum("sk,kl->sl", f, np.exp(-(blk - bmin)))
-        alpha = np.log(g) + h[:, a:b] - bmin - np.log(b - a)
-        m = alpha.max(axis=1)
-        f = np.exp(alpha - m[:, None])
-        logscale = logscale + m
+    top = alpha.max(axis=1)
+    f = np.exp(alpha - top[:, None])              # (S, K): K the state's size
+    logscale = top
+    held = [b - a]                                # sizes of the epochs in the state
+    for (a, b), (decay, shift) in zip(eps[1:], blocks):
+        k = b - a
+        if len(held) == m:                        # the oldest epoch leaves the state
+            first = held.pop(0)
+            rest = f.shape[1] // first
+            # np.einsum without optimize does not call BLAS: the same sums whatever the threads
+            g = np.einsum("sar,arl->srl", f.reshape(s, first, rest),
+                          decay.reshape(first, rest, k))
+        else:
+            g = f[:, :, None] * decay[None, :, :]
+        held.append(k)
+        alpha = h[:, a:b] - shift - np.log(k)
+        top = alpha.max(axis=1)
+        g *= np.exp(alpha - top[:, None])[:, None, :]
+        g = g.reshape(s, -1)
+        mx = g.max(axis=1)
+        f = g / mx[:, None]
+        logscale = logscale + top + np.log(mx)
     return logscale + np.log(f.sum(axis=1))
 
 
