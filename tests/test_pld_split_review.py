@@ -273,12 +273,14 @@ def test_random_finite_pairs_bracket_the_exact_delta(atoms, pinf, qinf, c, other
 def test_subsampled_gaussian_split_holds_the_oracle():
     """sigma 1, q 1e-3, 300 steps, delta 1e-12 (remove direction: the worse one), forced through
     the split at the oracle's epsilon and at 0.9 of it: the bracket of delta holds the oracle's
-    delta (its value moves by < 1e-7 with its contour here: checked)."""
+    delta to the oracle's own error (its value moves by < tol = 2e-7 with its contour here:
+    checked; 1.04e-7 under numpy 2.4 / scipy 1.17, below 1e-7 before)."""
     sigma, q, steps = 1.0, 1e-3, 300
     pair = O.subsampled_gaussian(sigma, q, "remove")
     eps = 0.7779
+    tol = 2e-7
     ref, ev = O.delta(pair, eps, steps, info=True)
-    assert abs(O.delta(pair, eps, steps, c=0.8 * ev.c) / ref - 1) < 1e-7
+    assert abs(O.delta(pair, eps, steps, c=0.8 * ev.c) / ref - 1) < tol
     mech = dp.Gaussian(sigma).subsample(dp.Poisson(q)) * steps
     d0 = Qy._directions(mech)[0]
     assert "poisson" in d0[0][0].name
@@ -289,7 +291,7 @@ def test_subsampled_gaussian_split_holds_the_oracle():
         assert sp is not None and len(sp.terms) >= 2
         up = S.compose_split(sp, h, Bound.UPPER).delta(np.array([eps]))[0]
         lo = S.compose_split(sp, h, Bound.LOWER).delta(np.array([eps]))[0]
-        assert lo <= ref * (1 + 1e-7) and up >= ref * (1 - 1e-7)
+        assert lo <= ref * (1 + tol) and up >= ref * (1 - tol)
         assert up - lo < 1e-3 * ref
 
 
