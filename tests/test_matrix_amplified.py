@@ -150,7 +150,7 @@ def test_the_family_takes_the_smaller_route_and_names_it():
     assert m.route == "noise-split" and g.method == "noise-split"
     assert g.epsilon < min(plain.epsilon, cond)
     assert f"conditional-composition gave {cond:.6g}" in g.note and 0 < g.lower <= g.epsilon
-    assert "lower end: the alternating-windows witness" in g.note
+    assert "lower end: the whole-run matched-filter witness" in g.note
     d = amplified_delta(m, 0.5)          # (its own bad-history budget: not the inverse of g)
     assert d.method == "noise-split" and d.delta < _plain(m).delta(0.5, method="profile").delta
     assert d.delta < Q.delta(c, 4.0, 0.01, 0.5).delta

@@ -284,18 +284,24 @@ def test_the_family_answers_with_the_lower_end_and_says_what_it_assumed():
     m = dp.MatrixMechanism(s, 3.0, participation=dp.Poisson(0.05))
     g = amplified_epsilon(m, 1e-6)
     assert g.lower is not None and 0 < g.lower <= g.epsilon
-    assert "lower end: the alternating-windows witness" in g.note and "2 parameters" in g.note
-    assert "orthogonal" in g.note and "windowed" in g.note
-    # every text output prints what the lower bound assumed under the numbers
-    assert "lower bound from the alternating-windows witness" in str(g)
-    assert "a model of at least 2 parameters" in g.lower_assumes
+    # the whole run's matched filter: one direction, no model size assumed
+    assert "lower end: the whole-run matched-filter witness" in g.note
+    assert "parameters" not in g.lower_assumes
+    assert "orthogonal" in g.note and "alternating-windows" in g.note and "windowed" in g.note
+    # every text output prints what the lower bound assumed under the numbers: where a
+    # witness needing a model size gives it (2 bands, z 1), that size
+    c = np.eye(30) + 0.5 * np.eye(30, k=-1)
+    g1 = amplified_epsilon(dp.MatrixMechanism(c, 1.0, participation=dp.Poisson(0.01)), 1e-6)
+    assert "lower bound from the orthogonal witness" in str(g1)
+    assert "a model of at least 2 parameters" in g1.lower_assumes
     d = amplified_delta(m, 1.0)
     assert d.lower is not None and 0 < d.lower <= d.delta
     assert amplified_epsilon(m, 1e-6) == g                   # same question, same answer
-    # cyclic Poisson with more bands than groups: 2 orthogonal directions suffice
+    # cyclic Poisson with more bands than groups: the group's whole-run filter
     m2 = dp.MatrixMechanism(s, 3.0, participation=dp.CyclicPoisson(0.1, 2))
     g2 = amplified_epsilon(m2, 1e-6)
-    assert g2.lower is not None and g2.lower <= g2.epsilon and "2 parameters" in g2.note
+    assert g2.lower is not None and g2.lower <= g2.epsilon
+    assert "whole-run matched-filter witness" in g2.note and "a record of group 0" in g2.note
     # balls in bins: the matched filters' lower end (C >= 0), and it needs no dimensions
     m3 = dp.MatrixMechanism(s, 3.0, participation=dp.BallsInBins(10))
     g3 = amplified_epsilon(m3, 1e-6)

@@ -59,8 +59,10 @@ def test_no_witness_where_it_cannot_be_proven():
     signed = DenseStrategy(np.eye(4) - 0.5 * np.eye(4, k=-1))
     assert fixed_bins_witness(signed, 1.0, 2) is None
     assert epoch_witness(signed, 1.0, 2) is None
+    # a computed C: only through its lowered proxy (one statistic), and only where C >= 0
     blt = BLT((0.9,), (0.3,), 20)
-    assert fixed_bins_witness(blt, 1.0, 4) is None
+    assert fixed_bins_witness(blt, 1.0, 4) is not None and epoch_witness(blt, 1.0, 4) is None
+    assert fixed_bins_witness(BLT((0.9,), (-0.3,), 20), 1.0, 4) is None
     # epochs shorter than the bands: no row is read by one epoch alone
     assert epoch_witness(dp.BandedToeplitz((1.0, 0.5, 0.25), 12), 1.0, 2) is None
 

@@ -176,11 +176,14 @@ def test_huge_runs_cost_nothing_of_length_n():
 
 
 def test_refused_where_not_usable():
-    """Negative entries, a computed C (a BLT), no full epoch: no witness."""
+    """Negative entries, no full epoch: no witness; a computed C (a BLT) through its
+    lowered proxy, where its output scales are >= 0."""
     signed = DenseStrategy(np.eye(3) - 0.5 * np.eye(3, k=-1))
     assert run_filter_witnesses(signed, 1.0, 1) == []
     assert run_filter_witnesses(dp.BandedToeplitz((1.0, 0.5), 3), 1.0, 4) == []
-    assert run_filter_witnesses(BLT((0.9,), (0.3,), 20), 1.0, 2) == []
+    assert run_filter_witnesses(BLT((0.9,), (-0.3,), 20), 1.0, 2) == []
+    assert [w.name for w in run_filter_witnesses(BLT((0.9,), (0.3,), 20), 1.0, 2)] == \
+        ["whole-run-filter"] * 2
 
 
 @pytest.mark.parametrize("bins,bands", [(4, 4), (20, 4)])

@@ -522,7 +522,8 @@ def _lower_note(low, partitions: int) -> tuple[float | None, str]:
 def lower_witnesses(m: MatrixMechanism, c=None):
     """The witnesses of the amplified route's lower end: (cyclic) Poisson sampling on a banded
     C (:mod:`dpamp.amplification.matrix.lower`; on C >= 0 also the windowed witnesses of
-    :mod:`dpamp.amplification.matrix.lower_block`), balls in bins and fixed bins on C >= 0
+    :mod:`dpamp.amplification.matrix.lower_block`) and on any C >= 0 the whole run's matched
+    filter (:mod:`dpamp.amplification.matrix.lower_run_rates`), balls in bins and fixed bins on C >= 0
     (:mod:`dpamp.amplification.matrix.lower_bins`: matched filters, row allocation for a
     Toeplitz C with bands dividing the bins, filter allocation and the windows of an epoch
     for a Toeplitz C); b-min-separation sampling on a banded C >= 0
@@ -550,8 +551,12 @@ def lower_witnesses(m: MatrixMechanism, c=None):
         from ..amplification.matrix.lower_minsep import minsep_witnesses
         return minsep_witnesses(m.strategy, m.noise_multiplier, p.sampling_prob,
                                 p.min_separation)
-    if not isinstance(p, CyclicPoisson) or bands is None:
+    if not isinstance(p, CyclicPoisson):
         return []
+    from ..amplification.matrix.lower_run_rates import rate_filter_witnesses
+    run = rate_filter_witnesses(m.strategy, m.noise_multiplier, p.sampling_prob, p.partitions)
+    if bands is None:
+        return run
     from ..amplification.matrix import lower as LW
     from ..amplification.matrix.lower_block import block_witnesses
     col_sq = m.strategy.column_norms_sq()
@@ -560,7 +565,7 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     if bands <= LW.MAX_BANDS and c is None and not blocks:
         c = amplified_c(m)
     return LW.witnesses(c, col_sq, bands, m.noise_multiplier, p.sampling_prob, p.partitions,
-                        m.strategy.coeff_error, fixed=not blocks) + blocks
+                        m.strategy.coeff_error, fixed=not blocks) + blocks + run
 
 
 def _own(m: MatrixMechanism, field: str, x: float):

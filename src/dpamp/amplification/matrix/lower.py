@@ -143,8 +143,8 @@ class Witness:
                     "window's matched filter" + self._summed())
         if self.name == RUN:
             return ("whole-run matched-filter witness (a record whose clipped gradient is one "
-                    "unit vector; any model dimension), the outputs projected on the mean "
-                    "with every step taken")
+                    "unit vector; any model dimension), the outputs projected on their mean "
+                    "were the record in every step it may join")
         if self.name == MATCHED:
             return ("matched-filter witness (a record whose clipped gradient is one unit "
                     "vector; any model dimension), the outputs projected on one participation's "

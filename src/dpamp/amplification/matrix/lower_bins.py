@@ -75,8 +75,10 @@ is lowered by the relative error of its sums (non-negative terms, gamma bounds; 
 Sec. 3.1) and by an absolute bound on what was rounded in the subnormals (there the relative
 bounds fail), and each positive shift's probability padded down, the
 zero shift taking the rest; a stochastically smaller law of non-negative shifts gives a
-dominated mixture in both orders (:mod:`.lower`, module docstring). A computed C (a BLT's
-coefficients, ``coeff_error`` > 0) or one with negative entries gets no witness here.
+dominated mixture in both orders (:mod:`.lower`, module docstring). A C with negative
+entries gets no witness here; a computed C (a BLT's coefficients, ``coeff_error`` > 0) only
+the fixed-bins matched filter, read from its :func:`lowered_proxy` (a one-dimensional
+statistic; the others rely on which rows a step reads).
 """
 from __future__ import annotations
 
@@ -92,7 +94,7 @@ from .lower import ALLOCATED, ALTERNATING, FILTERED, MATCHED, MAX_COMPONENTS, WI
 
 __all__ = ["fixed_bins_witness", "epoch_witness", "allocation_witness",
            "filter_allocation_witness", "fixed_filter_witness", "window_witnesses",
-           "MAX_WORK", "MAX_BIN_WINDOW"]
+           "lowered_proxy", "MAX_WORK", "MAX_BIN_WINDOW", "MAX_PROXY_BANDS"]
 
 _U = 2.0 ** -53
 #: the most multiply-adds spent on a witness's means (beyond: no witness; it is optional)
@@ -193,6 +195,31 @@ def _usable(strategy: Strategy) -> bool:
     return strategy.square_lower and strategy.nonnegative() and not strategy.coeff_error
 
 
+#: the most coefficients a computed C's lowered proxy keeps (the later ones lowered to 0)
+MAX_PROXY_BANDS = 1024
+
+
+def lowered_proxy(strategy: Strategy) -> Toeplitz | None:
+    """For a computed Toeplitz C >= 0 (a BLT whose output scales are >= 0: every exact entry
+    >= 0, each computed one within ``coeff_error`` e of it): the Toeplitz C' of the given
+    floats c'_k = (c_k - e) rounded down (0 where that is below 2^-1000) for k <
+    MAX_PROXY_BANDS, 0 beyond, so that 0 <= C' <= C entrywise, exactly. Only a
+    one-dimensional statistic may read it: its filter u' >= 0, built from C', has shifts
+    <u', C e_s> >= <u', C' e_s> under the true C, a stochastically larger law of
+    non-negative shifts (:mod:`.lower`, module docstring). The witnesses that rely on which
+    rows a step reads need C's own bands. None where C is not such, or C' is 0."""
+    if strategy.coeff_error == 0 or not strategy.square_lower or not strategy.nonnegative():
+        return None
+    c = strategy.toeplitz()
+    if c is None:
+        return None
+    c = np.asarray(c, dtype=float)[:MAX_PROXY_BANDS]
+    # (c - e) within half an ulp of the exact difference when it is normal: 3 ulps down
+    low = (c - strategy.coeff_error) * (1 - 3 * _U)
+    low = np.where(low >= 2.0 ** -1000, low, 0.0)
+    return Toeplitz(tuple(low.tolist()), strategy.n) if low.any() else None
+
+
 def _bin_means(strategy: Strategy, bins: int) -> np.ndarray | None:
     """m_j = C x_j for the bins j (n x bins), or None beyond MAX_WORK."""
     n = strategy.n
@@ -213,10 +240,14 @@ def _bin_means(strategy: Strategy, bins: int) -> np.ndarray | None:
 
 
 def fixed_bins_witness(strategy: Strategy, sigma: float, bins: int) -> Witness | None:
-    """The fixed-bins matched filter (module docstring), or None (C not >= 0 and exact, or
-    its means beyond MAX_WORK)."""
+    """The fixed-bins matched filter (module docstring; a computed C through its
+    :func:`lowered_proxy`), or None (C not >= 0, or its means beyond MAX_WORK)."""
     if not _usable(strategy):
-        return None
+        # (one statistic: a computed C's lowered proxy serves)
+        proxy = lowered_proxy(strategy)
+        if proxy is None:
+            return None
+        strategy = proxy
     means = _bin_means(strategy, bins)
     if means is None:
         return None

@@ -15,6 +15,10 @@ a_(s_e), independent and each uniform over its epoch's steps. The partial epoch'
 lowered to 0: a stochastically smaller law of non-negative shifts gives a dominated mixture
 in both orders (:mod:`.lower`, module docstring).
 
+A computed C (a BLT) is read through a lowered proxy C' <= C (:func:`.lower_bins.lowered_proxy`):
+the filter u' = C' 1 >= 0 has shifts <u', C e_s> / |u'| under the true C at least those
+computed from C', so the law of A computed from C' is stochastically smaller.
+
 Where the pattern is fixed (B = 1, every step taken) this is exact: the Gaussian at
 |C 1| / sigma, which no-amplification's upper end equals for C >= 0. It is also the only lower
 end where the epochs are shorter than the bands (the witnesses of :mod:`.lower_bins` need
@@ -46,7 +50,7 @@ import numpy as np
 from ...mechanisms.matrix_strategies import Strategy
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from .lower import MAX_COMPONENTS, RUN, Witness, _reduce
-from .lower_bins import MAX_WORK, _toeplitz, _usable, dominated_mixture
+from .lower_bins import MAX_WORK, _toeplitz, _usable, dominated_mixture, lowered_proxy
 
 __all__ = ["run_filter_witnesses", "MAX_FIXED_BINS"]
 
@@ -64,13 +68,18 @@ def run_filter_witnesses(strategy: Strategy, sigma: float, bins: int, fixed: boo
     (module docstring): the Gaussian at the least shift (every epoch, or bin, at its smallest
     value: a point mass below the whole law, exact where the pattern is fixed; its
     closed-form profile answers where the PLD's range does not reach) and, where the law has
-    more than one value, the mixture over it. [] where C is not square lower triangular,
-    >= 0 and given exactly (a BLT's computed coefficients), no full epoch, a dense C beyond
-    MAX_WORK, more than MAX_FIXED_BINS fixed bins, or a shift over sigma outside the
-    doubles."""
+    more than one value, the mixture over it. A computed C (a BLT) is read through its
+    :func:`.lower_bins.lowered_proxy`. [] where C is not square lower triangular and >= 0, no
+    full epoch, a dense C beyond MAX_WORK, more than MAX_FIXED_BINS fixed bins, or a shift
+    over sigma outside the doubles."""
     from ...mechanisms.gaussian import Gaussian
     n = strategy.n
-    if not _usable(strategy) or n // bins == 0 or (fixed and bins > MAX_FIXED_BINS):
+    if not _usable(strategy):
+        proxy = lowered_proxy(strategy)     # (a computed C: one statistic, its proxy serves)
+        if proxy is None:
+            return []
+        strategy = proxy
+    if n // bins == 0 or (fixed and bins > MAX_FIXED_BINS):
         return []
     got = _toeplitz_sums(strategy, bins, fixed) if _toeplitz(strategy) is not None else \
         _dense_sums(strategy, bins, fixed)
