@@ -163,7 +163,9 @@ def _binomial(m: int, q: float) -> tuple[int, np.ndarray]:
 def _law(groups: list[tuple[float, int]], q: float) -> tuple[np.ndarray, np.ndarray, float]:
     """(values, masses, relative error bound of the masses) of sum_j v_j K_j, stochastically
     lowered (module docstring)."""
-    vals, probs, rel_p = np.zeros(1), np.ones(1), 0.0
+    vals: np.ndarray = np.zeros(1)
+    probs: np.ndarray = np.ones(1)
+    rel_p = 0.0
     for v, m in groups:
         first, pk = _binomial(m, q)
         w = v * (first + np.arange(pk.size))
