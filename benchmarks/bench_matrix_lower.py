@@ -6,7 +6,8 @@ The strategy is the banded square root with b bands scaled to column norm 1 (as 
 witnesses' epsilon (dpamp.amplification.matrix.lower: orthogonal, DP-SGD at the column norms;
 fixed-direction, every b-th output row; dpamp.amplification.matrix.lower_block: windowed and
 alternating-windows, the best window length and its refinement), the lower end before the
-windowed witnesses (the larger of the first two) and now (the family's, ``m.epsilon(delta)``'s
+windowed witnesses (the larger of the first two); the whole run's matched filter
+(dpamp.amplification.matrix.lower_run_rates); the lower end now (the family's, ``m.epsilon(delta)``'s
 ``lower``), the Monte Carlo estimate with its 4-standard-error interval (``--mc S`` samples
 per direction, seed 0; an estimate, never a guarantee; ``(!)``: its diagnostics fail), the
 proven upper end, and the CPU seconds of the family's lower end alone (cold caches).
@@ -50,7 +51,8 @@ def row(bands: int, n: int, q: float, z: float, mc: int) -> str:
     vals = dict(low.values)
     upper = m.epsilon(DELTA)
     cols = [before.get(LW.ORTHOGONAL, math.nan), before.get(LW.FIXED, math.nan),
-            vals.get(LW.WINDOWED, math.nan), vals.get(LW.ALTERNATING, math.nan)]
+            vals.get(LW.WINDOWED, math.nan), vals.get(LW.ALTERNATING, math.nan),
+            vals.get(LW.RUN, math.nan)]
     win = f"{low.witness.name} L={low.witness.window}" if low.witness.window else \
         low.witness.name
     if mc:
@@ -106,8 +108,9 @@ def main() -> None:
     print(f"eps at delta {DELTA:g}: the lower end's witnesses, before and now, beside the MC "
           f"estimate of the fixed-direction pair and the proven upper end")
     print("| b | n | q | z | orthogonal | fixed-direction | windowed | alternating | "
-          "lower before | lower now (witness) | MC [4-se] | MC / lower | upper | lower CPU s |")
-    print("|---" * 14 + "|")
+          "whole-run filter | lower before | lower now (witness) | MC [4-se] | MC / lower | "
+          "upper | lower CPU s |")
+    print("|---" * 15 + "|")
     for bands, n, q, z in cells:
         print(row(bands, n, q, z, a.mc), flush=True)
 
