@@ -528,7 +528,7 @@ def lower_witnesses(m: MatrixMechanism, c=None):
     Toeplitz C with bands dividing the bins, filter allocation and the windows of an epoch
     for a Toeplitz C); b-min-separation sampling on a banded C >= 0
     (:mod:`dpamp.amplification.matrix.lower_minsep`: the windows at the chain's least
-    favourable entry state); else [];
+    favourable entry state; and the whole run's matched filter); else [];
     ``c``: C as ``amplified_c`` reads it, if built."""
     p = m.participation
     bands = m.strategy.bands
@@ -549,8 +549,11 @@ def lower_witnesses(m: MatrixMechanism, c=None):
         return [w for w in ws if w is not None]
     if isinstance(p, MinSepSampling):
         from ..amplification.matrix.lower_minsep import minsep_witnesses
+        from ..amplification.matrix.lower_run_rates import minsep_filter_witnesses
         return minsep_witnesses(m.strategy, m.noise_multiplier, p.sampling_prob,
-                                p.min_separation)
+                                p.min_separation) + \
+            minsep_filter_witnesses(m.strategy, m.noise_multiplier, p.sampling_prob,
+                                    p.min_separation)
     if not isinstance(p, CyclicPoisson):
         return []
     from ..amplification.matrix.lower_run_rates import rate_filter_witnesses

@@ -127,6 +127,17 @@ def _scale(c: np.ndarray) -> tuple[int, np.ndarray]:
     return k, np.where(scaled >= 2.0 ** -1022, scaled, 0.0)
 
 
+def _toeplitz_norm(c: np.ndarray, n: int) -> tuple[int, np.ndarray, float, float]:
+    """(k, c 2^-k, P_(b-1)^2, |u|^2) of a Toeplitz C's coefficients c (b of them, n steps)
+    scaled by 2^-k (:func:`_scale`): u = C 1 has u_t = P_min(t, b-1), P the prefix sums."""
+    k, c = _scale(c)
+    b = c.size
+    p = np.cumsum(c)
+    top = float(p[-1]) ** 2
+    norm2 = math.fsum((p[:min(n, b - 1)] ** 2).tolist()) + max(0, n - b + 1) * top
+    return k, c, top, norm2
+
+
 def _toeplitz_sums(strategy: Strategy, bins: int, fixed: bool) -> tuple | None:
     """(k, laws, constant, |u|^2, terms, summed) of a Toeplitz C (module docstring), scaled
     by 2^-2k: the varying epochs' laws of <u, C e_s> as (values, counts) over their steps
@@ -139,11 +150,9 @@ def _toeplitz_sums(strategy: Strategy, bins: int, fixed: bool) -> tuple | None:
     c = c[:n]
     if not c.any():
         return None
-    k, c = _scale(c)
+    k, c, top, norm2 = _toeplitz_norm(c, n)
     b = c.size
     p = np.cumsum(c)
-    top = float(p[-1]) ** 2
-    norm2 = math.fsum((p[:min(n, b - 1)] ** 2).tolist()) + max(0, n - b + 1) * top
     # the steps outside b - 1 <= s <= n - b, where <u, C e_s> is not P_(b-1)^2
     edge = np.unique(np.concatenate([np.arange(min(b - 1, n)), np.arange(max(n - b + 1, 0), n)]))
     t = edge[:, None] + np.arange(b)[None, :]

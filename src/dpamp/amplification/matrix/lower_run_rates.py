@@ -37,6 +37,17 @@ C are at least those computed from C'.
 terms lowered by its gamma bound, the masses padded down by their recursions' and merges'
 error, the zero shift taking the rest.
 
+**b-min-separation sampling** (a Toeplitz C >= 0 of b bands, separation s; the chain takes
+an eligible step with probability p and then bars the next s - 1). u = C 1 over every step;
+the steps b - 1 <= t <= n - b (m of them) share a_t = P_(b-1)^2 / |u| (P the prefix sums of
+c), the others' terms are lowered to 0, so A >= a K with K the participations among those
+m steps. Given the chain's state on entering them (r >= 0 steps still barred), its i-th
+participation comes at r + T_i, T_i the times of a chain that enters eligible, driven by the
+same coin flips: K is pathwise non-increasing in r, so K given the most barred entry state
+r = s - 1, which is the count of an eligible chain over m - s + 1 steps, is stochastically
+below K under any initial law (cold or warm). Its law by the chain's recursion over (state,
+count), non-negative terms only.
+
 What is loose: T keeps the record's total and drops where in the run it took part, which
 the windowed witnesses of :mod:`.lower_block` keep (and lose the rows between windows); it
 is the one lower end of a computed or dense C >= 0 that keeps the coherent sum of every row.
@@ -49,9 +60,9 @@ from ...mechanisms.matrix_strategies import Strategy
 from ...mechanisms.mixture_of_gaussians import MixtureOfGaussians
 from .lower import MAX_COMPONENTS, RUN, Witness, _reduce
 from .lower_bins import MAX_WORK, _toeplitz, _usable, dominated_mixture, lowered_proxy
-from .lower_run import _lowered_shifts, _scale
+from .lower_run import _lowered_shifts, _scale, _toeplitz_norm
 
-__all__ = ["rate_filter_witnesses", "MAX_GROUPS", "MAX_RECURSION"]
+__all__ = ["rate_filter_witnesses", "minsep_filter_witnesses", "MAX_GROUPS", "MAX_RECURSION"]
 
 _U = 2.0 ** -53
 _NEGLIGIBLE = 2.0 ** -1000
@@ -183,3 +194,61 @@ def _law(groups: list[tuple[float, int]], q: float) -> tuple[np.ndarray, np.ndar
         if vals.size == 0:
             break
     return vals, probs, rel_p
+
+
+def minsep_filter_witnesses(strategy: Strategy, sigma: float, p: float, separation: int
+                            ) -> list[Witness]:
+    """The whole run's matched filter under b-min-separation sampling (module docstring):
+    [the mixture over a K], or [] where C is not a Toeplitz C >= 0 (a computed one through
+    its lowered proxy), no step is left between the ends and the most barred entry, more
+    than MAX_RECURSION steps or MAX_WORK chain cells, or a shift over sigma is outside the
+    doubles."""
+    if not _usable(strategy):
+        proxy = lowered_proxy(strategy)
+        if proxy is None:
+            return []
+        strategy = proxy
+    c = _toeplitz(strategy)
+    if c is None:
+        return []
+    n = strategy.n
+    c = c[:n]
+    b = c.size
+    steps = (n - 2 * b + 2) - (separation - 1)
+    if steps <= 0 or steps > MAX_RECURSION or steps * (steps // separation + 2) > MAX_WORK:
+        return []
+    k, _, top, norm2 = _toeplitz_norm(c, n)
+    counts, masses, rel_p = _chain_counts(steps, p, separation)
+    vals, probs = top * counts, masses
+    if vals.size > MAX_COMPONENTS:
+        vals, probs = _reduce(vals, probs)
+    # (a value: the product top * count, one rounding; top a square of a sum of b terms)
+    shifts = _lowered_shifts(vals, k, n, norm2, b, 4)
+    mixture = dominated_mixture(shifts, probs, sigma, rel_p + 2 * (counts.size + 8) * _U)
+    if mixture is None:
+        return []
+    return [Witness(RUN, ((MixtureOfGaussians(sigma, *mixture), 1),), 0, 1)]
+
+
+def _chain_counts(steps: int, p: float, separation: int
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(counts, masses, relative error bound) of the participations of the min-separation
+    chain over ``steps`` steps entered eligible: the recursion over f[state, count] (state 0
+    eligible, d >= 1 barred for d more steps), non-negative terms only, masses below 2^-1000
+    set to 0 (only lowered)."""
+    s = separation
+    f = np.zeros((s, steps // s + 2))
+    f[0, 0] = 1.0
+    r = 1.0 - p
+    for _ in range(steps):
+        g = np.zeros_like(f)
+        g[0] = f[0] * r
+        g[s - 1, 1:] += f[0, :-1] * p            # taken: s - 1 barred steps follow
+        if s > 1:
+            g[0] += f[1]                         # the last barred step passes
+            g[1:s - 1] += f[2:]
+        g[g < _NEGLIGIBLE] = 0.0
+        f = g
+    masses = f.sum(axis=0)
+    keep = np.flatnonzero(masses)
+    return keep.astype(float), masses[keep], (4 * steps + 2 * s + 16) * _U
