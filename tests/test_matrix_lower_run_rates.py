@@ -150,6 +150,7 @@ def test_a_blt_gets_a_lower_end_below_its_upper_end(participation):
     r = amplified_epsilon(m, 1e-6, conditional=False)
     assert r.lower is not None and 0 < r.lower <= r.epsilon
     assert "whole-run matched-filter" in r.note
+    assert "C's computed coefficients lowered by their error bound" in r.note
     assert r.lower > 0.5 * r.epsilon
 
 

@@ -509,12 +509,15 @@ def _blocks_candidate(m: MatrixMechanism, field: str, x: float) -> tuple[str, fl
                                        f"allocation ({shapes}), by the certified PLD")
 
 
-def _lower_note(low, partitions: int) -> tuple[float | None, str]:
-    """(the lower end, the words saying what it assumed) of a LowerEnd, or (None, "")."""
+def _lower_note(low, partitions: int, computed: bool = False) -> tuple[float | None, str]:
+    """(the lower end, the words saying what it assumed) of a LowerEnd, or (None, "");
+    ``computed``: C's coefficients are computed (a BLT), read lowered by their error bound."""
     if low is None:
         return None, ""
     rest = [f"{name} {v:.6g}" for name, v in low.values if name != low.witness.name]
     group = f", a record of group {low.witness.group}" if partitions > 1 else ""
+    if computed:
+        group += ", C's computed coefficients lowered by their error bound"
     gave = f" (the other witness{'es' if len(rest) > 1 else ''} gave {', '.join(rest)})"
     return low.value, f"; lower end: the {low.witness.describe()}{group}" + (gave if rest else "")
 
@@ -610,7 +613,8 @@ def _amplified(m: MatrixMechanism, field: str, x: float, conditional: bool = Tru
     from ..amplification.matrix.lower import lower_end
     own, route = _own(m, field, x)
     lower, lnote = _lower_note(lower_end(lower_witnesses(m), field, x),
-                               getattr(m.participation, "partitions", 1))
+                               getattr(m.participation, "partitions", 1),
+                               bool(m.strategy.coeff_error))
     if route == SPLIT and own.lower is not None and (lower is None or own.lower > lower):
         # an attained split (a diagonal C): its own lower end is the truth's
         lower, lnote = own.lower, "; lower end: the split's steps, attained (a diagonal C)"
