@@ -212,7 +212,7 @@ _COEFF_ERROR_OVERFLOW = pytest.mark.filterwarnings(
 
 
 @_COEFF_ERROR_OVERFLOW
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.integers(1, 7), st.integers(1, 9), _Q, _SIGMA, st.integers(-1000, 1000),
        st.lists(_COEFF, min_size=1, max_size=7),
        st.sampled_from(["toeplitz", "dense", "randdense", "blt"]),
@@ -239,12 +239,11 @@ def test_rate_law_is_stochastically_below_the_exact_one(n, partitions, q, sigma,
 
 @pytest.mark.parametrize("q", [1e-12, 1 - 1e-12, 0.5])
 def test_groups_and_reduction_against_the_exact_law(q):
-    """Twelve distinct shifts (4096 patterns, a law reduced onto MAX_COMPONENTS values) and
-    forty (more than MAX_GROUPS: runs lowered) on a dense C; the exact law of the first, and
-    for the second the exact law of the step-wise smallest shifts would be too coarse, so the
-    check there is sanity plus the first and last moments' order."""
+    """Ten distinct shifts (1024 patterns: a law reduced onto MAX_COMPONENTS values) and
+    forty (more than MAX_GROUPS: runs lowered) on a dense C: the exact law for the first;
+    for the second (2^40 patterns) sanity, the largest shift and the mean below the truth."""
     rng = np.random.default_rng(5)
-    d = np.tril(rng.random((12, 12)) + 0.05)
+    d = np.tril(rng.random((10, 10)) + 0.05)
     gap = check_rate(DenseStrategy(d), 0.5, q, 1)
     assert gap is not None and gap <= 0, float(gap)
     d = np.tril(rng.random((40, 40)) + 0.05)
@@ -274,7 +273,7 @@ def test_refusals_are_empty_not_nonsense():
 
 
 @_COEFF_ERROR_OVERFLOW
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 1.0, 1e-200])),
                           st.one_of(st.floats(0.0, 4.0),
                                     st.sampled_from([0.0, 1e-140, 1e-300, 1e150, 1e300]))),
@@ -332,7 +331,7 @@ def bins_patterns(n, bins, fixed):
     return list(range(n)), pats
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 2.0)), min_size=1, max_size=2),
        st.integers(1, 7), st.integers(1, 4), st.booleans())
 @example([(0.99, 0.3), (0.5, 1.2)], 7, 3, False)
