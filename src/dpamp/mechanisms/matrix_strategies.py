@@ -316,8 +316,10 @@ class BLT(Strategy):
     theta_i in [0, 1] and output scales omega_i, ``n`` steps.
 
     The coefficients are computed in floating point: c_k with |error| <= (d + 8) u
-    sum_i |omega_i| theta_i^(k-1) (d buffers, u = 2^-53: d - 1 additions, one product, and a
-    power within a few ulps, as the C library's pow is), and ``coeff_error`` is the l2 norm of those bounds."""
+    sum_i |omega_i| theta_i^(k-1) + 3 d' 2^-1074 (d buffers, d' of them with omega_i != 0,
+    u = 2^-53: d - 1 additions, one product, and a power within a few ulps, as the C
+    library's pow is; the absolute term for what lands in the subnormals), and
+    ``coeff_error`` is the l2 norm of those bounds."""
 
     buffer_decays: tuple[float, ...]
     output_scales: tuple[float, ...]
@@ -347,7 +349,11 @@ class BLT(Strategy):
             terms = om * np.power(th, k)          # 0^0 = 1
         c = np.concatenate([[1.0], terms.sum(axis=0)])
         mag = np.concatenate([[0.0], np.abs(terms).sum(axis=0)])
+        # relative (d + 8) u of the magnitudes, and, where a power or a product lands in the
+        # subnormals (relative bounds fail there), 2^-1074 per operation of each buffer
+        live = int(np.count_nonzero(om))
         err = mag * ((len(self.buffer_decays) + 8) * _U)
+        err[1:] += 3 * live * 2.0 ** -1074
         return c, err
 
     def toeplitz(self) -> np.ndarray:
@@ -355,8 +361,15 @@ class BLT(Strategy):
 
     @property
     def coeff_error(self) -> float:  # type: ignore[override]
+        """The l2 norm of the coefficients' error bounds, scaled by their largest (the squares
+        neither underflow for tiny output scales nor overflow for huge ones), rounded up."""
         err = self._coefficients()[1]
-        return float(math.sqrt(float(np.sum(err * err))) * (1 + 1e-12)) if err.any() else 0.0
+        top = float(err.max())
+        if top == 0.0:
+            return 0.0
+        if not math.isfinite(top):
+            return math.inf
+        return top * math.sqrt(math.fsum(((err / top) ** 2).tolist())) * (1 + 1e-12)
 
     def column_norms_sq(self) -> np.ndarray:
         return Toeplitz(tuple(self.toeplitz()), self.n).column_norms_sq()

@@ -95,8 +95,9 @@ def rate_filter_witnesses(strategy: Strategy, sigma: float, q: float, partitions
     vals, probs, rel_p = _law(groups, q)
     if vals.size < 2:
         return []
-    # (a value: at most len(groups) products v_j k_j, each one rounding, and their sums)
-    shifts = _lowered_shifts(vals, k, n, norm2, terms, 2 * len(groups) + 2)
+    # (a value: at most len(groups) products v_j k_j, each one rounding, and their sums; the
+    # subnormal allowance of a g is multiplied by k_j, so it counts every joinable step)
+    shifts = _lowered_shifts(vals, k, n, norm2, terms, joinable.size + 2 * len(groups) + 2)
     mixture = dominated_mixture(shifts, probs, sigma, rel_p)
     if mixture is None:
         return []
@@ -222,8 +223,9 @@ def minsep_filter_witnesses(strategy: Strategy, sigma: float, p: float, separati
     vals, probs = top * counts, masses
     if vals.size > MAX_COMPONENTS:
         vals, probs = _reduce(vals, probs)
-    # (a value: the product top * count, one rounding; top a square of a sum of b terms)
-    shifts = _lowered_shifts(vals, k, n, norm2, b, 4)
+    # (a value: the product top * count, one rounding; top a square of a sum of b terms,
+    # at least 1/4 once scaled; the subnormal allowance counted for every step anyway)
+    shifts = _lowered_shifts(vals, k, n, norm2, b, steps + 4)
     mixture = dominated_mixture(shifts, probs, sigma, rel_p + 2 * (counts.size + 8) * _U)
     if mixture is None:
         return []
