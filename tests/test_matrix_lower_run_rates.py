@@ -164,6 +164,7 @@ def test_poisson_lower_end_at_z3_closer_to_the_estimate():
     assert 1.12 < low < 1.1444
 
 
+@pytest.mark.slow          # (10 s; the BLT's lower end is checked in the default run above)
 def test_the_estimate_lies_above_a_blt_lower_end():
     """A BLT under Poisson, n 12 (the estimator's recursion takes a Gram bandwidth up to
     12), z 4: the lower end at or below the Monte Carlo estimate's upper end of the
